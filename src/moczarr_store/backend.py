@@ -1,0 +1,168 @@
+"""Object access through obstore: one backend per hive root.
+
+A :class:`Backend` is built from a recipe (URL or local path plus options, or an
+obstore store instance), pickles as that recipe, counts its requests, and shares
+one process-wide cap on in-flight requests with every other backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import obstore
+from obstore.exceptions import NotFoundError
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+
+BytesLike = bytes | obstore.Bytes
+ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
+DEFAULT_MAX_CONCURRENCY = 64
+_MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
+_limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _limiter(cap: int) -> asyncio.Semaphore:
+    """The process-wide semaphore for ``cap`` on the running event loop."""
+    per_loop = _limiters.setdefault(asyncio.get_running_loop(), {})
+    if cap not in per_loop:
+        per_loop[cap] = asyncio.Semaphore(cap)
+    return per_loop[cap]
+
+
+@dataclass
+class RequestStats:
+    """Backend requests by kind, and the most seen in flight at once."""
+
+    counts: Counter = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def reset(self) -> None:
+        self.counts.clear()
+        self.max_in_flight = self.in_flight
+
+
+def normalize_url(url: str | os.PathLike) -> str:
+    """A canonical URL: local paths become absolute ``file://`` URLs."""
+    text = os.fspath(url)
+    if "://" not in text:
+        return "file://" + os.path.abspath(os.path.expanduser(text))
+    return text.rstrip("/") if not text.startswith("file://") else text.rstrip("/") or text
+
+
+class Backend:
+    """Reads objects below one root; every path given is relative to that root."""
+
+    def __init__(
+        self,
+        source: str | os.PathLike | Any,
+        options: dict[str, Any] | None = None,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    ) -> None:
+        self.options = dict(options or {})
+        self.max_concurrency = int(max_concurrency)
+        if self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if isinstance(source, (str, os.PathLike)):
+            self.url: str | None = normalize_url(source)
+            self._instance = None
+        elif type(source).__module__.startswith("obstore"):
+            if self.options:
+                raise ValueError("options apply to URLs; configure the obstore store instead")
+            self.url, self._instance = None, source
+        else:
+            raise TypeError(f"expected a URL, a path or an obstore store, got {type(source)!r}")
+        self._store: Any = self._instance
+        self.stats = RequestStats()
+
+    def __getstate__(self) -> dict:
+        return {
+            "url": self.url,
+            "options": self.options,
+            "instance": self._instance,
+            "max_concurrency": self.max_concurrency,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        source = state["instance"] if state["instance"] is not None else state["url"]
+        self.__init__(source, state["options"], state["max_concurrency"])
+
+    def recipe(self) -> tuple:
+        """What identifies this backend: equal recipes read the same objects."""
+        return (self.url, tuple(sorted((k, repr(v)) for k, v in self.options.items())),
+                self._instance, self.max_concurrency)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Backend) and self.recipe() == other.recipe()
+
+    def __repr__(self) -> str:
+        return self.url or repr(self._instance)
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            url = self.url
+            if url.startswith("file://"):
+                path = url[len("file://") :]
+                if not os.path.isdir(path):
+                    raise FileNotFoundError(f"hive root {path} does not exist")
+                self._store = obstore.store.LocalStore(path, **self.options)
+            else:
+                self._store = obstore.store.from_url(url, **self.options)
+        return self._store
+
+    async def _call(self, kind: str, coro_fn, *args, **kwargs):
+        self.stats.counts[kind] += 1
+        async with _limiter(self.max_concurrency):
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            try:
+                return await coro_fn(*args, **kwargs)
+            finally:
+                self.stats.in_flight -= 1
+
+    async def get(self, path: str, byte_range: ByteRequest | None = None) -> BytesLike | None:
+        """The object's bytes (or the requested range), zero-copy; ``None`` if it is absent."""
+        try:
+            if byte_range is None:
+                result = await self._call("get", obstore.get_async, self.store, path)
+                return await result.bytes_async()
+            if isinstance(byte_range, RangeByteRequest):
+                if byte_range.end <= byte_range.start:
+                    return b""
+                data = await self._call(
+                    "get_range", obstore.get_range_async, self.store, path,
+                    start=byte_range.start, end=byte_range.end,
+                )
+                return data
+            if isinstance(byte_range, OffsetByteRequest):
+                option = {"offset": byte_range.offset}
+            elif isinstance(byte_range, SuffixByteRequest):
+                option = {"suffix": byte_range.suffix}
+            else:
+                raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+            result = await self._call(
+                "get_range", obstore.get_async, self.store, path, options={"range": option}
+            )
+            return await result.bytes_async()
+        except _MISSING:
+            return None
+
+    async def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """Child prefix names and object names directly below ``prefix``."""
+        prefix = prefix.strip("/")
+        listing = await self._call(
+            "list", obstore.list_with_delimiter_async, self.store, prefix or None
+        )
+        cut = len(prefix) + 1 if prefix else 0
+        dirs = [p.rstrip("/")[cut:] for p in listing["common_prefixes"]]
+        objects = [meta["path"][cut:] for meta in listing["objects"]]
+        return dirs, objects

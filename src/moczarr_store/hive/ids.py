@@ -1,0 +1,97 @@
+"""Morton id arithmetic: decimal ids, packed uint64 words, ranks and NESTED ids.
+
+Packed word layout (mortie spec §1): bits 63..60 hold ``base_cell + 1``, then 27
+two-bit digit tuples (stored value = digit - 1), then a 6-bit order suffix. At a
+fixed order ``c`` the word is ``(K << shift(c)) | c`` with the unit-stride global
+rank ``K = (base + 1) * 4**c + rank``, and ``NESTED = K - 4**c``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+MAX_ORDER = 27
+DECIMAL_RE = re.compile(r"^(-?[1-6])([1-4]{0,27})$")
+_U64 = np.uint64
+
+
+def shift(order: int) -> int:
+    """Bit position of rank ``K`` inside a packed word of ``order``."""
+    check_order(order)
+    return 6 + 2 * (MAX_ORDER - order)
+
+
+def check_order(order: int) -> int:
+    if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= MAX_ORDER:
+        raise ValueError(f"cell order {order!r} is unsupported (0..{MAX_ORDER})")
+    return order
+
+
+def decimal_order(decimal: str) -> int:
+    match = DECIMAL_RE.match(decimal)
+    if match is None:
+        raise ValueError(f"{decimal!r} is not a morton decimal id")
+    return len(match.group(2))
+
+
+def decimal_to_rank(decimal: str) -> int:
+    """Global rank ``K`` of a decimal id at its own order."""
+    match = DECIMAL_RE.match(decimal)
+    if match is None:
+        raise ValueError(f"{decimal!r} is not a morton decimal id")
+    base, tail = match.groups()
+    base_cell = int(base) - 1 if base[0] != "-" else 5 - int(base)
+    rank = int(tail.translate(_DIGIT_TO_QUAT), 4) if tail else 0
+    return ((base_cell + 1) << (2 * len(tail))) + rank
+
+
+def decimal_to_word(decimal: str) -> int:
+    order = decimal_order(decimal)
+    return (decimal_to_rank(decimal) << shift(order)) | order
+
+
+def word_order(word: int) -> int:
+    return check_order(int(word) & 0x3F)
+
+
+def word_to_decimal(word: int) -> str:
+    order = word_order(word)
+    return rank_to_decimal(int(word) >> shift(order), order)
+
+
+def rank_to_decimal(rank: int, order: int) -> str:
+    base1, tail = rank >> (2 * order), rank & ((1 << (2 * order)) - 1)
+    if not 1 <= base1 <= 12:
+        raise ValueError(f"rank {rank} at order {order} names no base cell")
+    base = str(base1) if base1 <= 6 else f"-{base1 - 6}"
+    digits = np.base_repr(tail, 4).rjust(order, "0") if order else ""
+    return base + digits.translate(_QUAT_TO_DIGIT)
+
+
+def words_to_ranks(words: np.ndarray, order: int) -> np.ndarray:
+    return np.asarray(words, dtype=_U64) >> _U64(shift(order))
+
+
+def ranks_to_words(ranks: np.ndarray, order: int) -> np.ndarray:
+    return (np.asarray(ranks, dtype=_U64) << _U64(shift(order))) | _U64(order)
+
+
+def ranks_to_nested(ranks: np.ndarray, order: int) -> np.ndarray:
+    return np.asarray(ranks, dtype=_U64) - _U64(4**order)
+
+
+def child_ranks(shard_ranks: np.ndarray, depth: int, start: int, stop: int) -> np.ndarray:
+    """Ranks of rows ``[start, stop)`` of the concatenated shard subtrees.
+
+    Row ``r`` is child ``r % 4**depth`` of shard ``r // 4**depth``.
+    """
+    rows = np.arange(start, stop, dtype=_U64)
+    per_shard = _U64(4**depth)
+    shards = np.asarray(shard_ranks, dtype=_U64)[(rows // per_shard).astype(np.intp)]
+    return (shards << _U64(2 * depth)) + rows % per_shard
+
+
+_DIGIT_TO_QUAT = str.maketrans("1234", "0123")
+_QUAT_TO_DIGIT = str.maketrans("0123", "1234")

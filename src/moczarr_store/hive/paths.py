@@ -1,0 +1,67 @@
+"""Names and paths inside a hive: leaf paths, product names, window labels, pointers.
+
+Every name that comes from the hive is validated here before it becomes part of a
+path, so no key built by the store can leave the hive root.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .ids import DECIMAL_RE
+
+PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
+BASE_RE = re.compile(r"^-?[1-6]$")
+WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}$")
+CURRENT_RE = re.compile(r"^run-[0-9A-Za-z._-]{1,200}$")
+RESERVED_PRODUCTS = frozenset({"multiscales", "icechunk"})
+
+
+def is_product_name(name: str) -> bool:
+    return (
+        isinstance(name, str)
+        and bool(PRODUCT_RE.match(name))
+        and not BASE_RE.match(name)
+        and name not in RESERVED_PRODUCTS
+    )
+
+
+def validate_window(label: str) -> str:
+    if not isinstance(label, str) or not WINDOW_RE.match(label) or label == "all":
+        raise ValueError(f"window label {label!r} is not a valid window label")
+    return label
+
+
+def validate_current(current: object, leaf: str) -> str:
+    """A versioned leaf's ``current`` pointer, checked to stay inside the leaf."""
+    if not isinstance(current, str) or not CURRENT_RE.match(current) or ".." in current:
+        raise ValueError(f"leaf {leaf}: commit stamp 'current' pointer {current!r} is malformed")
+    return current
+
+
+def group_digits(tail: str, path_grouping: int) -> list[str]:
+    """Digit tail split into components of ``path_grouping`` digits (remainder last)."""
+    return [tail[i : i + path_grouping] for i in range(0, len(tail), path_grouping)]
+
+
+def leaf_path(decimal: str, window: str | None = None, path_grouping: int = 1) -> str:
+    """Store-relative path of the leaf of shard ``decimal`` (and ``window``)."""
+    match = DECIMAL_RE.match(decimal)
+    if match is None:
+        raise ValueError(f"{decimal!r} is not a morton decimal id")
+    base, tail = match.groups()
+    name = f"{decimal}_{window}.zarr" if window is not None else f"{decimal}.zarr"
+    return "/".join([base, *group_digits(tail, path_grouping), name])
+
+
+def split_leaf_name(name: str) -> tuple[str, str | None] | None:
+    """``(decimal, window)`` for a leaf basename, ``None`` when it is not a leaf."""
+    if not name.endswith(".zarr") or name.endswith(".pyramid.zarr"):
+        return None
+    stem = name[: -len(".zarr")]
+    decimal, _, window = stem.partition("_")
+    if not DECIMAL_RE.match(decimal):
+        return None
+    if window and not WINDOW_RE.match(window):
+        return None
+    return decimal, (window or None)

@@ -1,0 +1,69 @@
+"""The hive root: a bare single-product store, or a directory of products."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from dataclasses import dataclass
+
+from .leaves import LeafCache
+from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
+from .paths import BASE_RE, is_product_name
+from .product import HiveWarning, Product, open_product
+
+
+@dataclass
+class Hive:
+    bare: bool
+    products: list[Product]
+    skipped: dict[str, str]
+
+    def product(self, name: str) -> Product | None:
+        return next((p for p in self.products if p.name == name), None)
+
+
+async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], dict[str, str]]:
+    """``(bare, [(name, root, manifest)], skipped)`` for the hive root."""
+    payload = await backend.get(MANIFEST_NAME)
+    if payload is not None:
+        manifest = parse_manifest(bytes(payload), MANIFEST_NAME)
+        return True, [(manifest.bare_product_name(), "", manifest)], {}
+    try:
+        dirs, _ = await backend.list_dir("")
+    except Exception as err:
+        raise ValueError(
+            f"{backend}: no {MANIFEST_NAME} at the root, and the root cannot be listed to "
+            f"find products ({err})"
+        ) from err
+    names = sorted(d for d in dirs if is_product_name(d))
+    payloads = await asyncio.gather(*(backend.get(f"{n}/{MANIFEST_NAME}") for n in names))
+    found, skipped = [], {}
+    for name, data in zip(names, payloads, strict=True):
+        if data is None:
+            continue  # a directory that is not a product
+        try:
+            found.append((name, name, parse_manifest(bytes(data), f"{name}/{MANIFEST_NAME}")))
+        except UnsupportedSpec as err:
+            skipped[name] = str(err)
+            warnings.warn(f"product {name!r} skipped: {err}", HiveWarning, stacklevel=2)
+    if not found and not skipped:
+        if any(BASE_RE.match(d) for d in dirs):
+            raise ValueError(f"{backend}: a digit tree without {MANIFEST_NAME}: not a hive root")
+        raise ValueError(f"{backend}: no {MANIFEST_NAME} and no products: not a morton-hive")
+    return False, found, skipped
+
+
+async def open_hive(backend, leaves: LeafCache, verify: str = "lazy") -> Hive:
+    bare, found, skipped = await _manifests(backend)
+    kept = []
+    for name, root, manifest in found:
+        if manifest.windowed:
+            reason = "windowed (morton-hive/2) products are not served yet"
+            skipped[name] = reason
+            warnings.warn(f"product {name!r} skipped: {reason}", HiveWarning, stacklevel=2)
+        else:
+            kept.append((name, root, manifest))
+    products = await asyncio.gather(
+        *(open_product(backend, leaves, n, r, m, verify) for n, r, m in kept)
+    )
+    return Hive(bare, list(products), skipped)

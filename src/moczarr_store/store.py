@@ -1,0 +1,337 @@
+"""``MocHiveStore``: a zarr v3 Store that presents a morton-hive as one hierarchy."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import warnings
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from zarr.abc.store import (
+    ByteRequest,
+    OffsetByteRequest,
+    RangeByteRequest,
+    Store,
+    SuffixByteRequest,
+)
+from zarr.core.buffer import Buffer, BufferPrototype
+
+from .backend import DEFAULT_MAX_CONCURRENCY, Backend
+from .chunks import check_chunk, slice_bytes
+from .hive.leaves import LeafCache
+from .hive.product import HiveWarning, warn_dangling
+from .hive.roster import Hive, open_hive
+from .view.arrays import CoordinateArray, FieldArray
+from .view.tree import View
+
+VERIFY_MODES = ("lazy", "open")
+_V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
+_READ_ONLY = "store was opened in read-only mode and does not support writing"
+
+
+class ChunkReadError(OSError):
+    """A leaf chunk object could not be read; the message names the object."""
+
+
+class MocHiveStore(Store):
+    """A morton-hive presented as one read-only Zarr v3 hierarchy.
+
+    Parameters
+    ----------
+    source
+        Hive root: a local path, a ``file://``, ``s3://``, ``gs://`` or ``http(s)://``
+        URL, or an obstore store instance rooted at the hive.
+    verify
+        ``"lazy"`` (default) reads leaf stamps the first time a leaf's chunk is
+        requested: debris and dangling pointers read as missing, with a warning.
+        ``"open"`` reads every stamp at open and drops those shards from the domain,
+        exactly as ``moczarr.open_hive`` does.
+    max_concurrency
+        Process-wide cap on in-flight backend requests shared by all stores with
+        the same cap.
+    read_only
+        zarr's access-mode flag. The store never writes either way; it defaults to
+        ``False`` only so that ``zarr.open_group(store)`` (mode ``"a"``) opens it.
+    **storage_options
+        Passed to obstore (``region``, ``endpoint``, ``skip_signature``,
+        ``client_options``, ``retry_config``, ...).
+    """
+
+    supports_writes = False
+    supports_deletes = False
+    supports_listing = True
+    supports_consolidated_metadata = True
+
+    def __init__(
+        self,
+        source: str | os.PathLike | Any,
+        *,
+        verify: str = "lazy",
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        read_only: bool = False,
+        **storage_options: Any,
+    ) -> None:
+        super().__init__(read_only=read_only)
+        if verify not in VERIFY_MODES:
+            raise ValueError(f"verify={verify!r}: expected one of {VERIFY_MODES}")
+        self.backend = Backend(source, storage_options, max_concurrency)
+        self.verify = verify
+        self._source = source
+        self._shared = _Shared()
+
+    # -- identity ---------------------------------------------------------------
+
+    def _recipe(self) -> tuple:
+        return (*self.backend.recipe(), self.verify, self.read_only)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MocHiveStore) and self._recipe() == other._recipe()
+
+    def __hash__(self) -> int:
+        return hash((self.backend.url, self.verify, self.read_only))
+
+    def __dask_tokenize__(self) -> tuple:
+        return (type(self).__name__, *map(repr, self._recipe()))
+
+    def __repr__(self) -> str:
+        return f"MocHiveStore({self.backend!r})"
+
+    def __getstate__(self) -> dict:
+        return {
+            "backend": self.backend,
+            "verify": self.verify,
+            "read_only": self.read_only,
+            "source": self._source if self.backend.url is None else self.backend.url,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        backend: Backend = state["backend"]
+        self.__init__(
+            state["source"],
+            verify=state["verify"],
+            max_concurrency=backend.max_concurrency,
+            read_only=state["read_only"],
+            **backend.options,
+        )
+
+    def with_read_only(self, read_only: bool = False) -> MocHiveStore:
+        if not read_only:
+            raise NotImplementedError(
+                f"with_read_only is not implemented for the {type(self)} store type."
+            )
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy._read_only = True
+        copy._is_open = False
+        return copy
+
+    # -- opening ------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        await super()._open()
+        await self.view()
+
+    async def view(self) -> View:
+        """The virtual hierarchy, built on first use (once per store and process)."""
+        return await self._shared.view(self)
+
+    async def hive(self) -> Hive:
+        await self.view()
+        return self._shared.hive
+
+    @property
+    def request_stats(self):
+        """Backend requests made so far (by kind), and the most in flight at once."""
+        return self.backend.stats
+
+    # -- reads --------------------------------------------------------------------
+
+    async def get(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
+        if byte_range is not None and not isinstance(
+            byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
+        ):
+            raise TypeError(f"Unexpected byte_range, got {byte_range}.")
+        data = await self._get_bytes_like(key, byte_range)
+        return None if data is None else prototype.buffer.from_bytes(data)
+
+    async def _get_bytes_like(self, key: str, byte_range: ByteRequest | None):
+        if not isinstance(key, str) or key.rsplit("/", 1)[-1] in _V2_KEYS:
+            return None
+        view = await self.view()
+        if key == "zarr.json" or key.endswith("/zarr.json"):
+            doc = view.documents.get(key[: -len("zarr.json")].rstrip("/"))
+            return None if doc is None else slice_bytes(doc, byte_range)
+        found = view.chunk(key)
+        if found is None:
+            return None
+        array, coords = found
+        if isinstance(array, CoordinateArray):
+            return slice_bytes(array.fabricate(coords), byte_range)
+        return await self._leaf_chunk(array, coords, byte_range)
+
+    async def _leaf_chunk(self, array: FieldArray, coords: tuple[int, ...], byte_range):
+        located = array.locate(coords)
+        leaf_path = array.product.leaf_path(located.shard)
+        leaf = await self._shared.leaves.resolve(leaf_path, self.backend.get)
+        if leaf.state != "stamped":
+            self._shared.warn_once(
+                leaf_path,
+                f"leaf {leaf_path} is {'unstamped debris' if leaf.state == 'debris' else 'absent'}"
+                f" (listed by the {array.product.coverage_source}): read as missing (fill value)",
+            )
+            return None
+        key = f"{leaf.data_prefix}/{located.key}"
+        try:
+            data = await self.backend.get(key, byte_range)
+        except Exception as err:
+            raise ChunkReadError(f"reading {key} from {self.backend}: {err}") from err
+        if data is None:
+            if leaf.current is not None and leaf.path not in self._shared.dangling_checked:
+                self._shared.dangling_checked.add(leaf.path)
+                group = f"{leaf.data_prefix}/{array.product.manifest.cell_order}"
+                if await self.backend.get(f"{group}/zarr.json") is None:
+                    warn_dangling(leaf, group)
+            return None
+        check_chunk(data, array.check, byte_range, key)
+        return data
+
+    async def get_partial_values(
+        self,
+        prototype: BufferPrototype,
+        key_ranges: Iterable[tuple[str, ByteRequest | None]],
+    ) -> list[Buffer | None]:
+        return list(
+            await asyncio.gather(*(self.get(k, prototype, r) for k, r in list(key_ranges)))
+        )
+
+    async def exists(self, key: str) -> bool:
+        view = await self.view()
+        if key == "zarr.json" or key.endswith("/zarr.json"):
+            return key[: -len("zarr.json")].rstrip("/") in view.documents
+        found = view.chunk(key)
+        if found is None:
+            return False
+        if isinstance(found[0], CoordinateArray):
+            return True
+        return await self._get_bytes_like(key, RangeByteRequest(0, 1)) is not None
+
+    async def getsize(self, key: str) -> int:
+        view = await self.view()
+        if key == "zarr.json" or key.endswith("/zarr.json"):
+            doc = view.documents.get(key[: -len("zarr.json")].rstrip("/"))
+            if doc is not None:
+                return len(doc)
+        found = view.chunk(key)
+        if found is not None and isinstance(found[0], CoordinateArray):
+            return found[0].rows * 8
+        return await super().getsize(key)
+
+    # -- listing ------------------------------------------------------------------
+
+    async def list(self) -> AsyncIterator[str]:
+        view = await self.view()
+        for path in ["", *view.descendants("")]:
+            yield f"{path}/zarr.json" if path else "zarr.json"
+            if path in view.arrays:
+                for key in _chunk_keys(path, view.arrays[path].grid):
+                    yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        stem = prefix.rstrip("/")
+        async for key in self.list():
+            if not stem or key == stem or key.startswith(stem + "/"):
+                yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        view = await self.view()
+        path = prefix.strip("/")
+        children = view.children(path)
+        if children is not None:
+            yield "zarr.json"
+            for child in children:
+                yield child
+            return
+        if path in view.arrays:
+            yield "zarr.json"
+            yield "c"
+            return
+        head, sep, tail = path.partition("/c")
+        array = view.arrays.get(head) if sep and tail in ("",) or tail.startswith("/") else None
+        if array is None:
+            return
+        done = [int(p) for p in tail.strip("/").split("/") if p] if tail else []
+        if len(done) < len(array.grid) and all(
+            0 <= c < n for c, n in zip(done, array.grid, strict=False)
+        ):
+            for i in range(array.grid[len(done)]):
+                yield str(i)
+
+    # -- writes (refused) -----------------------------------------------------------
+
+    def _refuse(self) -> None:
+        self._check_writable()
+        raise ValueError(f"{_READ_ONLY}: {self!r} is a read-only view of a morton-hive")
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._refuse()
+
+    async def set_if_not_exists(self, key: str, value: Buffer) -> None:
+        self._refuse()
+
+    async def delete(self, key: str) -> None:
+        self._refuse()
+
+    async def delete_dir(self, prefix: str) -> None:
+        self._refuse()
+
+    async def clear(self) -> None:
+        self._refuse()
+
+
+def _chunk_keys(path: str, grid: tuple[int, ...]):
+    import itertools
+
+    for coords in itertools.product(*(range(n) for n in grid)):
+        yield f"{path}/c/" + "/".join(map(str, coords))
+
+
+class _Shared:
+    """Per-process state a store and its read-only copies share; never pickled."""
+
+    def __init__(self) -> None:
+        self.leaves = LeafCache()
+        self.hive: Hive | None = None
+        self._view: View | None = None
+        self._opening: dict[int, asyncio.Future] = {}
+        self.warned: set[str] = set()
+        self.dangling_checked: set[str] = set()
+
+    async def view(self, store: MocHiveStore) -> View:
+        if self._view is not None:
+            return self._view
+        loop = asyncio.get_running_loop()
+        pending = self._opening.get(id(loop))
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future = loop.create_future()
+        self._opening[id(loop)] = future
+        try:
+            hive = await open_hive(store.backend, self.leaves, store.verify)
+            self._view = View(hive, {"verify": store.verify})
+            self.hive = hive
+            future.set_result(self._view)
+            return self._view
+        except BaseException as err:
+            future.set_exception(err)
+            future.exception()
+            raise
+        finally:
+            del self._opening[id(loop)]
+
+    def warn_once(self, key: str, message: str) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            warnings.warn(message, HiveWarning, stacklevel=2)

@@ -1,0 +1,125 @@
+"""The virtual hierarchy: groups, arrays, their metadata documents, and key lookup."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ..hive.product import COORDINATE_NAMES
+from ..hive.roster import Hive
+from .arrays import CoordinateArray, FieldArray
+
+Array = FieldArray | CoordinateArray
+_INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})$")
+
+
+@dataclass
+class Group:
+    attrs: dict
+    children: list[str]
+
+
+def _group_meta(attrs: dict) -> dict:
+    return {"attributes": attrs, "zarr_format": 3, "node_type": "group"}
+
+
+def _encode(doc: dict) -> bytes:
+    return json.dumps(doc, indent=1, allow_nan=False).encode()
+
+
+def cell_ids_attrs(cell_order: int) -> dict:
+    """Attributes that let xdggs decode ``cell_ids`` as HEALPix nested ids."""
+    return {
+        "grid_name": "healpix",
+        "level": cell_order,
+        "refinement_level": cell_order,
+        "indexing_scheme": "nested",
+        "standard_name": "healpix_nested_cell_id",
+    }
+
+
+class View:
+    """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
+
+    def __init__(self, hive: Hive, options: dict) -> None:
+        self.groups: dict[str, Group] = {}
+        self.arrays: dict[str, Array] = {}
+        names = [p.name for p in hive.products]
+        root_attrs = {"morton_hive_store": {"products": names, "bare": hive.bare, **options}}
+        if hive.skipped:
+            root_attrs["morton_hive_store"]["skipped"] = hive.skipped
+        self.groups[""] = Group(root_attrs, names)
+        for product in hive.products:
+            manifest = product.manifest
+            order = f"o{manifest.cell_order}"
+            product_attrs = {"morton_hive": manifest.summary()}
+            if "semantic_hash" in manifest.raw:
+                product_attrs["semantic_hash"] = manifest.raw["semantic_hash"]
+            self.groups[product.name] = Group(product_attrs, [order])
+            base = f"{product.name}/{order}"
+            fields = sorted(product.arrays)
+            order_attrs = {
+                **product.group_attrs,
+                "morton_hive": manifest.summary(),
+                "morton_hive_store": {
+                    "coverage": product.coverage_source,
+                    "shards": product.n_shards,
+                    "cells_per_shard": product.cells_per_shard,
+                },
+            }
+            self.groups[base] = Group(order_attrs, [*COORDINATE_NAMES, *fields])
+            self.arrays[f"{base}/morton"] = CoordinateArray(product, "morton", {})
+            self.arrays[f"{base}/cell_ids"] = CoordinateArray(
+                product, "cell_ids", cell_ids_attrs(manifest.cell_order)
+            )
+            for name in fields:
+                self.arrays[f"{base}/{name}"] = FieldArray(product, name, product.arrays[name])
+        self.documents = self._documents()
+
+    def _metadata(self, path: str) -> dict:
+        if path in self.arrays:
+            return self.arrays[path].meta
+        return _group_meta(self.groups[path].attrs)
+
+    def descendants(self, path: str) -> list[str]:
+        """Paths below ``path``, depth first in child order."""
+        out = []
+        for child in self.groups[path].children if path in self.groups else []:
+            full = f"{path}/{child}" if path else child
+            out.append(full)
+            out.extend(self.descendants(full))
+        return out
+
+    def _documents(self) -> dict[str, bytes]:
+        """Every node's ``zarr.json``; groups carry inline consolidated metadata."""
+        docs = {}
+        for path in ["", *self.descendants("")]:
+            doc = dict(self._metadata(path))
+            if path in self.groups:
+                cut = len(path) + 1 if path else 0
+                doc["consolidated_metadata"] = {
+                    "kind": "inline",
+                    "must_understand": False,
+                    "metadata": {p[cut:]: self._metadata(p) for p in self.descendants(path)},
+                }
+            docs[path] = _encode(doc)
+        return docs
+
+    def chunk(self, key: str) -> tuple[Array, tuple[int, ...]] | None:
+        """The array and chunk coordinates a chunk key names, or ``None``."""
+        head, sep, tail = key.partition("/c/")
+        array = self.arrays.get(head) if sep else None
+        if array is None:
+            return None
+        parts = tail.split("/")
+        if len(parts) != len(array.grid) or not all(_INDEX_RE.match(p) for p in parts):
+            return None
+        coords = tuple(int(p) for p in parts)
+        if any(c >= n for c, n in zip(coords, array.grid, strict=True)):
+            return None
+        return array, coords
+
+    def children(self, path: str) -> list[str] | None:
+        group = self.groups.get(path)
+        return None if group is None else list(group.children)
