@@ -1,0 +1,75 @@
+"""Command line: ``moczarr-store inspect PATH_OR_URL``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from zarr.core.sync import sync
+
+from .store import MocHiveStore
+from .view.arrays import FieldArray
+
+
+def describe(store: MocHiveStore) -> list[str]:
+    """The virtual tree and the hive facts, one line per node."""
+    view = sync(store.view())
+    hive = sync(store.hive())
+    lines = [f"hive {store.backend}  ({'bare store' if hive.bare else 'multi-product root'})"]
+    for name, reason in sorted(hive.skipped.items()):
+        lines.append(f"  skipped product {name}: {reason}")
+    for product in hive.products:
+        m = product.manifest
+        lines.append(
+            f"/{product.name}  spec={m.spec} cell_order={m.cell_order} shard_order={m.shard_order}"
+            f" path_grouping={m.path_grouping} shards={product.n_shards}"
+            f" cells={product.n_shards * product.cells_per_shard} coverage={product.coverage_source}"
+        )
+        if product.dropped:
+            lines.append(f"  debris/dangling leaves dropped: {', '.join(product.dropped)}")
+        base = f"{product.name}/o{m.cell_order}"
+        lines.append(f"  /{base}")
+        for child in view.children(base):
+            array = view.arrays[f"{base}/{child}"]
+            meta = array.meta
+            chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
+            source = f"{product.n_shards} leaves" if isinstance(array, FieldArray) else "fabricated"
+            lines.append(
+                f"    {child:<20} shape={tuple(meta['shape'])} dtype={meta['data_type']}"
+                f" chunks={tuple(chunks)} {source}"
+            )
+    warned = sorted(store._shared.warned)
+    if warned:
+        lines.append(f"debris seen: {', '.join(warned)}")
+    lines.append(f"backend requests: {dict(store.request_stats.counts)}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="moczarr-store")
+    sub = parser.add_subparsers(dest="command", required=True)
+    inspect = sub.add_parser("inspect", help="print the virtual tree and the hive facts")
+    inspect.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
+    inspect.add_argument(
+        "--verify",
+        choices=["lazy", "open"],
+        default="open",
+        help="'open' (default) reads every stamp to report debris; 'lazy' reads one leaf",
+    )
+    args = parser.parse_args(argv)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            lines = describe(MocHiveStore(args.source, verify=args.verify))
+        except (OSError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+    print("\n".join(lines))
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The store through zarr's and xarray's own entry points."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import dask
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from conftest import FIXTURES
+
+from moczarr_store import MocHiveStore
+
+BARE = FIXTURES / "bare_versioned"
+MULTI = FIXTURES / "multiproduct"
+
+
+def test_open_group_default_mode_lists_the_hierarchy():
+    root = zarr.open_group(MocHiveStore(BARE))
+    assert list(root.group_keys()) == ["atl06"]
+    order = root["atl06/o7"]
+    assert {"morton", "cell_ids", "count", "h_mean"} <= set(order.array_keys())
+    assert order["count"].shape == order["morton"].shape == (4 * 4**2,)
+
+
+@pytest.mark.parametrize("mode", ["r", None])
+def test_open_group_read_mode_and_zarr_open(mode):
+    store = MocHiveStore(MULTI)
+    group = zarr.open_group(store, mode="r") if mode else zarr.open(store)
+    assert sorted(group.group_keys()) == ["atl06_a", "atl06_b"]
+    assert group.attrs["morton_hive_store"]["bare"] is False
+
+
+def test_open_zarr_is_warning_free_and_uses_consolidated_metadata():
+    store = MocHiveStore(BARE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = xr.open_zarr(store, group="atl06/o7")
+    assert set(ds.coords) == {"morton", "cell_ids"}
+    assert ds["count"].dims == ("cells",)
+    # consolidated: no listing, no per-node metadata reads beyond the root document
+    assert store.request_stats.counts["list"] <= 1
+
+
+def test_open_datatree_has_every_product_and_order():
+    tree = xr.open_datatree(MocHiveStore(MULTI), engine="zarr")
+    assert set(tree.children) == {"atl06_a", "atl06_b"}
+    a = tree["atl06_a/o6"].to_dataset()
+    assert a["morton"].size == a["count"].size > 0
+
+
+def test_every_write_is_refused_and_nothing_is_written(hive_copy):
+    root = hive_copy("legacy")
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    store = MocHiveStore(root)
+    group = zarr.open_group(store)
+    with pytest.raises(ValueError, match="read-only"):
+        group.create_array("new", shape=(4,), dtype="i4")
+    with pytest.raises(ValueError, match="read-only"):
+        group.attrs["x"] = 1
+    proto = zarr.core.buffer.default_buffer_prototype()
+    for call in (
+        lambda: store.set("zarr.json", proto.buffer.from_bytes(b"{}")),
+        lambda: store.delete("zarr.json"),
+        lambda: store.delete_dir("atl06"),
+        lambda: store.clear(),
+    ):
+        with pytest.raises(ValueError, match="read-only"):
+            zarr.core.sync.sync(call())
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_pickles_and_compares_by_recipe():
+    store = MocHiveStore(BARE, verify="open")
+    xr.open_zarr(store, group="atl06/o7").load()  # warm caches must not travel
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone == store == MocHiveStore(BARE, verify="open")
+    assert store != MocHiveStore(BARE)
+    assert len(pickle.dumps(store)) < 1000
+    assert dask.base.tokenize(store) == dask.base.tokenize(clone)
+    a = xr.open_zarr(store, group="atl06/o7")
+    b = xr.open_zarr(MocHiveStore(BARE, verify="open"), group="atl06/o7")
+    assert a["h_mean"].data.name == b["h_mean"].data.name
+
+
+def test_with_read_only():
+    store = MocHiveStore(BARE)
+    ro = store.with_read_only(True)
+    assert ro.read_only and not store.read_only
+    with pytest.raises(NotImplementedError):
+        store.with_read_only(False)
+
+
+def test_dask_distributed_local_cluster_two_processes():
+    distributed = pytest.importorskip("distributed", reason="needs dask.distributed")
+    expected = xr.open_zarr(MocHiveStore(BARE), group="atl06/o7")["count"].values.sum()
+    with (
+        distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1) as cluster,
+        distributed.Client(cluster),
+    ):
+        ds = xr.open_zarr(MocHiveStore(BARE), group="atl06/o7")
+        got = ds["count"].sum().compute()
+        morton = ds["morton"].max().compute()
+    assert int(got) == int(expected) > 0
+    assert int(morton) == int(np.max(ds["morton"].values))
