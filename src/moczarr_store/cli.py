@@ -24,7 +24,8 @@ def describe(store: MocHiveStore) -> list[str]:
         lines.append(
             f"/{product.name}  spec={m.spec} cell_order={m.cell_order} shard_order={m.shard_order}"
             f" path_grouping={m.path_grouping} shards={product.n_shards}"
-            f" cells={product.n_shards * product.cells_per_shard} coverage={product.coverage_source}"
+            f" cells={product.n_shards * product.cells_per_shard}"
+            f" coverage={product.coverage_source}"
         )
         if product.dropped:
             lines.append(f"  debris/dangling leaves dropped: {', '.join(product.dropped)}")

@@ -27,6 +27,7 @@ from .view.tree import View
 
 VERIFY_MODES = ("lazy", "open")
 _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
+_STATE_TEXT = {"debris": "unstamped debris", "absent": "no root zarr.json"}
 _READ_ONLY = "store was opened in read-only mode and does not support writing"
 
 
@@ -179,8 +180,8 @@ class MocHiveStore(Store):
         if leaf.state != "stamped":
             self._shared.warn_once(
                 leaf_path,
-                f"leaf {leaf_path} is {'unstamped debris' if leaf.state == 'debris' else 'absent'}"
-                f" (listed by the {array.product.coverage_source}): read as missing (fill value)",
+                f"leaf {leaf_path} has no commit stamp ({_STATE_TEXT[leaf.state]}; listed by the"
+                f" {array.product.coverage_source}): read as missing (fill value)",
             )
             return None
         key = f"{leaf.data_prefix}/{located.key}"

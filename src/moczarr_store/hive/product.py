@@ -120,8 +120,11 @@ async def _template(
     backend, leaves: LeafCache, paths: list[str], cell_order: int
 ) -> tuple[Leaf, dict, dict[str, dict]] | None:
     """The first stamped leaf (in domain order) whose cell-order group exists."""
-    for start in range(0, len(paths), TEMPLATE_BATCH):
-        batch = paths[start : start + TEMPLATE_BATCH]
+    start = 0
+    while start < len(paths):
+        # one stamp first (a clean hive's first leaf is stamped), then batches
+        batch = paths[start : start + (TEMPLATE_BATCH if start else 1)]
+        start += len(batch)
         resolved = await asyncio.gather(*(leaves.resolve(p, backend.get) for p in batch))
         for leaf in resolved:
             if leaf.state != "stamped":

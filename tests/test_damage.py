@@ -1,0 +1,139 @@
+"""Damaged hives are read correctly or refused with an error naming the object."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import moczarr
+import numpy as np
+import pytest
+import xarray as xr
+
+from moczarr_store import ChunkReadError, HiveWarning, MocHiveStore
+from moczarr_store.chunks import TruncatedChunkError
+
+GROUP = "atl06/o7"
+DEBRIS = "4/4/4/1/1/4/444114.zarr"
+REWRITTEN = "4/4/4/1/1/2/444112.zarr"
+
+
+def _open(root, **kw) -> xr.Dataset:
+    return xr.open_zarr(MocHiveStore(root, **kw), group=GROUP).load()
+
+
+def _equal(ref: xr.Dataset, got: xr.Dataset) -> None:
+    assert ref.sizes == got.sizes
+    for name in [*ref.data_vars, "morton", "cell_ids"]:
+        assert got[name].dtype == ref[name].dtype, name
+        np.testing.assert_array_equal(got[name].values, ref[name].values, err_msg=name)
+
+
+def _list_in_moc(root, decimal: str) -> None:
+    path = root / "coverage.moc"
+    env = json.loads(path.read_text())
+    env["ranges"].append([decimal, decimal])
+    path.write_text(json.dumps(env))
+
+
+def _rows_of(ds: xr.Dataset, leaf_decimal: str) -> np.ndarray:
+    from moczarr_store.hive.ids import decimal_to_rank, words_to_ranks
+
+    ranks = words_to_ranks(ds["morton"].values, 7) >> np.uint64(4)
+    return ranks == decimal_to_rank(leaf_decimal)
+
+
+def test_listed_debris_reads_as_fill_with_a_warning_naming_it(hive_copy):
+    root = hive_copy("bare_versioned")
+    _list_in_moc(root, "444114")
+    with pytest.warns(HiveWarning, match="444114.zarr has no commit stamp.*read as missing"):
+        got = _open(root)
+    rows = _rows_of(got, "444114")
+    assert rows.sum() == 16
+    assert np.isnan(got["h_mean"].values[rows]).all() and (got["count"].values[rows] == 0).all()
+    # verify="open" drops it from the domain: exactly moczarr's answer
+    _equal(moczarr.open_hive(str(root)), _open(root, verify="open"))
+
+
+def test_dangling_current_pointer_warns_and_reads_missing(hive_copy):
+    root = hive_copy("bare_versioned")
+    stamp = json.loads((root / REWRITTEN / "zarr.json").read_text())
+    current = stamp["attributes"]["morton_hive_commit"]["current"]
+    shutil.rmtree(root / REWRITTEN / current)
+    with pytest.warns(HiveWarning, match=f"444112.zarr points at version '{current}'"):
+        got = _open(root)
+    assert (got["count"].values[_rows_of(got, "444112")] == 0).all()
+    with pytest.warns(UserWarning, match="444112"):
+        ref = moczarr.open_hive(str(root))
+    with pytest.warns(HiveWarning, match="444112"):
+        _equal(ref, _open(root, verify="open"))
+
+
+@pytest.mark.parametrize("damage", ["missing", "not json", "unknown spec", "bad range"])
+def test_unusable_root_coverage_falls_back_to_the_walk(hive_copy, damage):
+    root = hive_copy("bare_versioned")
+    moc = root / "coverage.moc"
+    env = json.loads(moc.read_text())
+    if damage == "missing":
+        moc.unlink()
+    elif damage == "not json":
+        moc.write_bytes(moc.read_bytes()[:25])
+    elif damage == "unknown spec":
+        moc.write_text(json.dumps({**env, "spec": "morton-moc/9"}))
+    else:
+        moc.write_text(json.dumps({**env, "ranges": [["444112", "444111"]]}))
+    with pytest.warns(HiveWarning, match="coverage.moc is"):
+        got = _open(root, verify="open")
+    ref = moczarr.open_hive(str(root)) if damage != "bad range" else None
+    reference = ref if ref is not None else moczarr.open_hive(str(hive_copy_clean(root)))
+    _equal(reference, got)
+
+
+def hive_copy_clean(root):
+    """A sibling copy of ``root`` with the coverage removed (moczarr walks it)."""
+    clean = root.with_name(root.name + "_walk")
+    shutil.copytree(root, clean)
+    (clean / "coverage.moc").unlink()
+    return clean
+
+
+def _leaf_chunk(root, leaf: str, field: str) -> str:
+    stamp = json.loads((root / leaf / "zarr.json").read_text())["attributes"]
+    current = stamp["morton_hive_commit"].get("current")
+    prefix = f"{leaf}/{current}" if current else leaf
+    return f"{prefix}/7/{field}/c/0"
+
+
+def test_truncated_plain_chunk_is_an_error_naming_the_object(hive_copy):
+    root = hive_copy("legacy")
+    key = _leaf_chunk(root, "4/4/4/1/1/3/444113.zarr", "h_mean")
+    path = root / key
+    path.write_bytes(path.read_bytes()[:-4])
+    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)
+    with pytest.raises(TruncatedChunkError, match=key):
+        ds["h_mean"].values  # noqa: B018
+    assert ds["count"].values.sum() > 0  # the other fields still read
+
+
+@pytest.mark.parametrize("cut", [4, 100])
+def test_truncated_shard_is_an_error_naming_the_object(hive_copy, cut):
+    root = hive_copy("sharded")
+    key = _leaf_chunk(root, "4/4/4/1/1/44411.zarr", "count")
+    path = root / key
+    path.write_bytes(path.read_bytes()[:-cut])
+    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)
+    with pytest.raises((TruncatedChunkError, ChunkReadError), match=key):
+        ds["count"].values  # noqa: B018
+    with pytest.raises((TruncatedChunkError, ChunkReadError), match=key):
+        ds["count"][:5].values  # noqa: B018 - a partial read fetches the index alone
+
+
+def test_escaping_current_pointer_is_refused_naming_the_leaf(hive_copy):
+    root = hive_copy("bare_versioned")
+    stamp_path = root / REWRITTEN / "zarr.json"
+    stamp = json.loads(stamp_path.read_text())
+    stamp["attributes"]["morton_hive_commit"]["current"] = "run-x/../../../../etc"
+    stamp_path.write_text(json.dumps(stamp))
+    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)
+    with pytest.raises(ValueError, match="444112.zarr: commit stamp 'current' pointer"):
+        ds["count"].values  # noqa: B018
