@@ -22,7 +22,7 @@ from .chunks import check_chunk, slice_bytes
 from .hive.leaves import LeafCache
 from .hive.product import HiveWarning, warn_dangling
 from .hive.roster import Hive, open_hive
-from .view.arrays import CoordinateArray, FieldArray
+from .view.arrays import FabricatedArray, FieldArray
 from .view.tree import View
 
 VERIFY_MODES = ("lazy", "open")
@@ -69,6 +69,7 @@ class MocHiveStore(Store):
         source: str | os.PathLike | Any,
         *,
         verify: str = "lazy",
+        window: str | None = None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         **storage_options: Any,
@@ -78,13 +79,14 @@ class MocHiveStore(Store):
             raise ValueError(f"verify={verify!r}: expected one of {VERIFY_MODES}")
         self.backend = Backend(source, storage_options, max_concurrency)
         self.verify = verify
+        self.window = window
         self._source = source
         self._shared = _Shared()
 
     # -- identity ---------------------------------------------------------------
 
     def _recipe(self) -> tuple:
-        return (*self.backend.recipe(), self.verify, self.read_only)
+        return (*self.backend.recipe(), self.verify, self.window, self.read_only)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MocHiveStore) and self._recipe() == other._recipe()
@@ -102,6 +104,7 @@ class MocHiveStore(Store):
         return {
             "backend": self.backend,
             "verify": self.verify,
+            "window": self.window,
             "read_only": self.read_only,
             "source": self._source if self.backend.url is None else self.backend.url,
         }
@@ -111,6 +114,7 @@ class MocHiveStore(Store):
         self.__init__(
             state["source"],
             verify=state["verify"],
+            window=state["window"],
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
             **backend.options,
@@ -169,15 +173,17 @@ class MocHiveStore(Store):
         if found is None:
             return None
         array, coords = found
-        if isinstance(array, CoordinateArray):
+        if isinstance(array, FabricatedArray):
             return slice_bytes(array.fabricate(coords), byte_range)
         return await self._leaf_chunk(array, coords, byte_range)
 
     async def _leaf_chunk(self, array: FieldArray, coords: tuple[int, ...], byte_range):
         located = array.locate(coords)
-        leaf_path = array.product.leaf_path(located.shard)
+        leaf_path = array.product.leaf_path(located.shard, located.window)
         leaf = await self._shared.leaves.resolve(leaf_path, self.backend.get)
         if leaf.state != "stamped":
+            if leaf.state == "absent" and (located.window or array.product.window):
+                return None  # a shard with no leaf in this window: absence is an answer
             self._shared.warn_once(
                 leaf_path,
                 f"leaf {leaf_path} has no commit stamp ({_STATE_TEXT[leaf.state]}; listed by the"
@@ -215,7 +221,7 @@ class MocHiveStore(Store):
         found = view.chunk(key)
         if found is None:
             return False
-        if isinstance(found[0], CoordinateArray):
+        if isinstance(found[0], FabricatedArray):
             return True
         return await self._get_bytes_like(key, RangeByteRequest(0, 1)) is not None
 
@@ -226,7 +232,7 @@ class MocHiveStore(Store):
             if doc is not None:
                 return len(doc)
         found = view.chunk(key)
-        if found is not None and isinstance(found[0], CoordinateArray):
+        if found is not None and isinstance(found[0], FabricatedArray):
             return found[0].rows * 8
         return await super().getsize(key)
 
@@ -320,8 +326,9 @@ class _Shared:
         future = loop.create_future()
         self._opening[id(loop)] = future
         try:
-            hive = await open_hive(store.backend, self.leaves, store.verify)
-            self._view = View(hive, {"verify": store.verify})
+            hive = await open_hive(store.backend, self.leaves, store.verify, store.window)
+            options = {"verify": store.verify, **({"window": store.window} if store.window else {})}
+            self._view = View(hive, options)
             self.hive = hive
             future.set_result(self._view)
             return self._view

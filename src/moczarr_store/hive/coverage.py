@@ -16,8 +16,9 @@ class UnusableCoverage(ValueError):
     """The root MOC is absent in effect: unparsable, or of an unknown spec/encoding."""
 
 
-def parse_root_coverage(payload: bytes, shard_order: int, where: str) -> np.ndarray:
-    """Shard ranks listed by a root MOC, ascending (= packed-word order) and unique.
+def parse_root_coverage(payload: bytes, shard_order: int, where: str) -> tuple[np.ndarray, dict]:
+    """Shard ranks listed by a root MOC, ascending (= packed-word order) and unique, and
+    the envelope itself.
 
     An unknown envelope raises :class:`UnusableCoverage` (the caller walks instead);
     a malformed range raises ``ValueError`` naming ``where``.
@@ -42,7 +43,7 @@ def parse_root_coverage(payload: bytes, shard_order: int, where: str) -> np.ndar
         lo, hi = _range_ranks(pair, order, where)
         parts.append(np.arange(lo, hi + 1, dtype=np.uint64))
     ranks = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-    return np.unique(ranks)
+    return np.unique(ranks), env
 
 
 def _range_ranks(pair: object, order: int, where: str) -> tuple[int, int]:

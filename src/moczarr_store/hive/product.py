@@ -1,9 +1,10 @@
-"""One product of a hive: its manifest, row domain and template leaf schema.
+"""One product of a hive: its manifest, row domain, windows and template leaf schema.
 
 Opening a product costs a constant number of requests: the manifest, the root
 ``coverage.moc``, the stamp of the first stamped leaf, one listing of its cell-order
-group and one ``zarr.json`` per array. Other leaves are not touched unless
-``verify="open"`` asks for moczarr's exact debris semantics.
+group and one ``zarr.json`` per array. Other leaves are not touched unless every stamp
+must be known: ``verify="open"`` (moczarr's exact debris semantics), or a view scoped
+to one window of a windowed product (whose rows are the shards stamped in it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
@@ -20,7 +23,8 @@ from .ids import rank_to_decimal
 from .leaves import Leaf, LeafCache
 from .manifest import Manifest
 from .paths import leaf_path
-from .walk import walk_shards
+from .walk import walk_leaves
+from .windows import bounds, explicit_labels, labels_between, schedule
 
 COORDINATE_NAMES = ("morton", "cell_ids")
 TEMPLATE_BATCH = 8
@@ -44,9 +48,11 @@ class Product:
     manifest: Manifest
     shard_ranks: np.ndarray
     coverage_source: str
-    group_attrs: dict
-    arrays: dict[str, dict]
-    template: str
+    windows: tuple[str, ...] = ()  # the window axis (unscoped windowed products)
+    window: str | None = None  # the one window every leaf is read from (scoped)
+    group_attrs: dict = field(default_factory=dict)
+    arrays: dict[str, dict] = field(default_factory=dict)
+    template: str = ""
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -57,34 +63,48 @@ class Product:
     def cells_per_shard(self) -> int:
         return 4**self.manifest.depth
 
-    def leaf_path(self, index: int) -> str:
-        """Hive-relative path of the leaf of the ``index``-th shard of the domain."""
+    def leaf_path(self, index: int, window: str | None = None) -> str:
+        """Hive-relative path of the leaf of the ``index``-th shard (in ``window``)."""
         decimal = rank_to_decimal(int(self.shard_ranks[index]), self.manifest.shard_order)
-        rel = leaf_path(decimal, None, self.manifest.path_grouping)
+        rel = leaf_path(decimal, window or self.window, self.manifest.path_grouping)
         return f"{self.root}/{rel}" if self.root else rel
+
+    def window_bounds(self) -> list[tuple[datetime, datetime] | None]:
+        return [bounds(self.manifest, label) for label in self.windows]
+
+    def leaf_pairs(self) -> Iterator[tuple[int, str]]:
+        """``(shard index, leaf path)`` of every leaf the view may read, in domain order."""
+        for index in range(self.n_shards):
+            for window in self.windows or (None,):
+                yield index, self.leaf_path(index, window)
 
 
 def _join(root: str, rel: str) -> str:
     return f"{root}/{rel}" if root else rel
 
 
-async def _domain(backend, root: str, manifest: Manifest) -> tuple[np.ndarray, str]:
+def _warn(message: str) -> None:
+    warnings.warn(message, HiveWarning, stacklevel=3)
+
+
+async def _coverage(backend, root: str, manifest: Manifest) -> tuple[np.ndarray, dict] | None:
+    """The root MOC's shard ranks and envelope; ``None`` (with a warning) if unusable."""
     where = _join(root, COVERAGE_NAME)
     payload = await backend.get(where)
-    if payload is not None:
+    if payload is None:
+        reason = "is missing"
+    else:
         try:
-            return parse_root_coverage(bytes(payload), manifest.shard_order, where), "moc"
+            return parse_root_coverage(bytes(payload), manifest.shard_order, where)
         except ValueError as err:  # UnusableCoverage included
             reason = f"is unusable ({err})"
-    else:
-        reason = "is missing"
-    warnings.warn(
-        f"root coverage {where} {reason}; discovering shards with the digit-tree walk",
-        HiveWarning,
-        stacklevel=2,
-    )
-    ranks, _paths = await walk_shards(backend, root, manifest.shard_order, manifest.path_grouping)
-    return ranks, "walk"
+    _warn(f"root coverage {where} {reason}; discovering shards with the digit-tree walk")
+    return None
+
+
+def _walked_ranks(walked: dict[int, set], window: str | None, windowed: bool) -> np.ndarray:
+    ranks = [r for r, labels in walked.items() if (window in labels) or (windowed and not window)]
+    return np.array(sorted(ranks), dtype=np.uint64)
 
 
 async def _read_json(backend, key: str) -> dict | None:
@@ -102,8 +122,6 @@ async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
     try:
         dirs, _ = await backend.list_dir(group)
         return sorted(dirs)
-    except NotImplementedError:
-        pass
     except Exception as err:  # backends that cannot list (plain HTTP)
         hashes = (leaf.stamp or {}).get("content_hashes", {}).get("arrays")
         if not isinstance(hashes, dict):
@@ -113,18 +131,15 @@ async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
             ) from err
         prefix = group.rsplit("/", 1)[-1] + "/"
         return sorted(k[len(prefix) :] for k in hashes if k.startswith(prefix))
-    return []
 
 
 async def _template(
-    backend, leaves: LeafCache, paths: list[str], cell_order: int
+    backend, leaves: LeafCache, pairs: Iterator[tuple[int, str]], cell_order: int
 ) -> tuple[Leaf, dict, dict[str, dict]] | None:
     """The first stamped leaf (in domain order) whose cell-order group exists."""
-    start = 0
-    while start < len(paths):
-        # one stamp first (a clean hive's first leaf is stamped), then batches
-        batch = paths[start : start + (TEMPLATE_BATCH if start else 1)]
-        start += len(batch)
+    size = 1  # a clean hive's first leaf is stamped: one stamp, then batches
+    while batch := [path for _, (_, path) in zip(range(size), pairs, strict=False)]:
+        size = TEMPLATE_BATCH
         resolved = await asyncio.gather(*(leaves.resolve(p, backend.get) for p in batch))
         for leaf in resolved:
             if leaf.state != "stamped":
@@ -155,17 +170,17 @@ def warn_dangling(leaf: Leaf, group: str) -> None:
     )
 
 
-async def _verify_all(
-    backend, leaves: LeafCache, paths: list[str], cell_order: int
-) -> tuple[np.ndarray, list[str]]:
-    """Keep-mask over ``paths`` (stamped, version present) and the dropped leaf paths."""
-    keep = np.zeros(len(paths), dtype=bool)
+async def _verify_all(backend, leaves: LeafCache, product: Product) -> None:
+    """Read every leaf's stamp; drop shards with no readable leaf in any window."""
+    keep = np.zeros(product.n_shards, dtype=bool)
     dropped: list[str] = []
+    cell_order = product.manifest.cell_order
 
-    async def check(i: int, path: str) -> None:
+    async def check(index: int, path: str) -> None:
         leaf = await leaves.resolve(path, backend.get)
         if leaf.state != "stamped":
-            dropped.append(path)
+            if leaf.state == "debris" or not (product.windows or product.window):
+                dropped.append(path)
             return
         if leaf.current is not None:
             group = f"{leaf.data_prefix}/{cell_order}"
@@ -173,30 +188,62 @@ async def _verify_all(
                 warn_dangling(leaf, group)
                 dropped.append(path)
                 return
-        keep[i] = True
+        keep[index] = True
 
-    for start in range(0, len(paths), VERIFY_BATCH):
-        await asyncio.gather(
-            *(check(i, p) for i, p in enumerate(paths[start : start + VERIFY_BATCH], start))
-        )
-    return keep, sorted(dropped)
+    pairs = list(product.leaf_pairs())
+    for start in range(0, len(pairs), VERIFY_BATCH):
+        await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
+    product.shard_ranks = product.shard_ranks[keep]
+    product.dropped = sorted(dropped)
+
+
+async def _window_labels(backend, product: Product, envelope: dict | None, walked) -> list[str]:
+    manifest = product.manifest
+    labels = explicit_labels(manifest)
+    if labels is None and envelope is not None:
+        labels = labels_between(schedule(manifest), envelope.get("time_range"))
+    if labels is None:
+        if walked is None:
+            _warn(
+                f"product {product.name!r}: neither the manifest nor the root coverage names "
+                "its windows; discovering them with the digit-tree walk"
+            )
+            walked = await walk_leaves(
+                backend, product.root, manifest.shard_order, manifest.path_grouping
+            )
+        labels = sorted({label for found in walked.values() for label in found if label})
+    return labels
 
 
 async def open_product(
-    backend, leaves: LeafCache, name: str, root: str, manifest: Manifest, verify: str
+    backend,
+    leaves: LeafCache,
+    name: str,
+    root: str,
+    manifest: Manifest,
+    verify: str,
+    window: str | None = None,
 ) -> Product:
-    ranks, source = await _domain(backend, root, manifest)
-    product = Product(name, root, manifest, ranks, source, {}, {}, "")
-    paths = [product.leaf_path(i) for i in range(product.n_shards)]
-    found = await _template(backend, leaves, paths, manifest.cell_order)
+    windowed = schedule(manifest) is not None
+    scoped = window if windowed else None
+    coverage = await _coverage(backend, root, manifest)
+    walked = None
+    if coverage is None:
+        walked = await walk_leaves(backend, root, manifest.shard_order, manifest.path_grouping)
+        ranks, envelope, source = _walked_ranks(walked, scoped, windowed), None, "walk"
+    else:
+        (ranks, envelope), source = coverage, "moc"
+    product = Product(name, root, manifest, ranks, source, window=scoped)
+    if windowed and scoped is None:
+        product.windows = tuple(await _window_labels(backend, product, envelope, walked))
+    found = await _template(backend, leaves, product.leaf_pairs(), manifest.cell_order)
     if found is None:
         raise NoCoverageError(
-            f"product {name!r} at {root or '/'}: no committed leaf among {len(paths)} "
-            f"{source}-listed shards, so the product has no schema"
+            f"product {name!r} at {root or '/'}: no committed leaf among the "
+            f"{product.n_shards} {source}-listed shards, so the product has no schema"
         )
     leaf, product.group_attrs, product.arrays = found
     product.template = leaf.path
-    if verify == "open":
-        keep, product.dropped = await _verify_all(backend, leaves, paths, manifest.cell_order)
-        product.shard_ranks = product.shard_ranks[keep]
+    if verify == "open" or scoped is not None:
+        await _verify_all(backend, leaves, product)
     return product

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from .leaves import LeafCache
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
-from .paths import BASE_RE, is_product_name
+from .paths import BASE_RE, is_product_name, validate_window
 from .product import HiveWarning, Product, open_product
+from .windows import schedule
 
 
 @dataclass
@@ -53,17 +54,16 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
     return False, found, skipped
 
 
-async def open_hive(backend, leaves: LeafCache, verify: str = "lazy") -> Hive:
+async def open_hive(
+    backend, leaves: LeafCache, verify: str = "lazy", window: str | None = None
+) -> Hive:
+    """Open every product; ``window`` scopes windowed products to that one window."""
     bare, found, skipped = await _manifests(backend)
-    kept = []
-    for name, root, manifest in found:
-        if manifest.windowed:
-            reason = "windowed (morton-hive/2) products are not served yet"
-            skipped[name] = reason
-            warnings.warn(f"product {name!r} skipped: {reason}", HiveWarning, stacklevel=2)
-        else:
-            kept.append((name, root, manifest))
+    if window is not None:
+        validate_window(window)
+        if not any(schedule(manifest) for _, _, manifest in found):
+            raise ValueError(f"window={window!r}: {backend} has no windowed product")
     products = await asyncio.gather(
-        *(open_product(backend, leaves, n, r, m, verify) for n, r, m in kept)
+        *(open_product(backend, leaves, n, r, m, verify, window) for n, r, m in found)
     )
     return Hive(bare, list(products), skipped)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -11,8 +12,9 @@ from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
 from ..hive.product import Product
 
 FABRICATED_ROWS = 65_536
-COORDINATES_ATTR = "morton cell_ids"
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
+_VLEN_UTF8 = {"name": "vlen-utf8", "configuration": {}}
+_DEFAULT_KEYS = {"name": "default", "configuration": {"separator": "/"}}
 
 
 class LeafSchemaError(ValueError):
@@ -21,9 +23,10 @@ class LeafSchemaError(ValueError):
 
 @dataclass(frozen=True)
 class LeafChunk:
-    """Where a virtual chunk lives: a key below a shard's leaf data prefix."""
+    """Where a virtual chunk lives: a key below the data prefix of one shard's leaf."""
 
     shard: int
+    window: str | None
     key: str
 
 
@@ -79,9 +82,12 @@ def _leaf_chunk_key(encoding: dict, coords: tuple[int, ...]) -> str:
 
 
 class FieldArray:
-    """A leaf array of every shard, concatenated along its first (cells) axis."""
+    """A leaf array of every shard, concatenated along its first (cells) axis.
 
-    def __init__(self, product: Product, name: str, leaf_meta: dict) -> None:
+    On an unscoped windowed product a leading ``window`` axis selects the leaf's window.
+    """
+
+    def __init__(self, product: Product, name: str, leaf_meta: dict, coordinates: str) -> None:
         self.product, self.name = product, name
         where = f"{product.template}/{product.manifest.cell_order}/{name}"
         shape = leaf_meta.get("shape")
@@ -99,61 +105,92 @@ class FieldArray:
         _leaf_chunk_key(self.leaf_encoding, (0,) * len(shape))  # refuse unknown encodings now
         names = list(leaf_meta.get("dimension_names") or [None] * len(shape))
         dims = [n or ("cells" if i == 0 else f"dim_{i}") for i, n in enumerate(names)]
-        attrs = dict(leaf_meta.get("attributes") or {})
-        attrs["coordinates"] = COORDINATES_ATTR
+        shape = [product.n_shards * cells, *shape[1:]]
+        self.windowed = bool(product.windows)
+        if self.windowed:
+            shape, chunks, dims = [len(product.windows), *shape], [1, *chunks], ["window", *dims]
         self.meta = {
             **leaf_meta,
-            "shape": [product.n_shards * cells, *shape[1:]],
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "attributes": attrs,
+            "shape": shape,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+            "chunk_key_encoding": _DEFAULT_KEYS,
+            "attributes": {**(leaf_meta.get("attributes") or {}), "coordinates": coordinates},
             "dimension_names": dims,
         }
-        self.grid = tuple(
-            math.ceil(s / c) for s, c in zip(self.meta["shape"], chunks, strict=True)
-        )
+        self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
         self.check = chunk_check(leaf_meta)
         self.group = f"{product.manifest.cell_order}/{name}"
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
+        window = None
+        if self.windowed:
+            window, coords = self.product.windows[coords[0]], coords[1:]
         shard, first = divmod(coords[0], self.chunks_per_leaf)
         key = _leaf_chunk_key(self.leaf_encoding, (first, *coords[1:]))
-        return LeafChunk(shard, f"{self.group}/{key}")
+        return LeafChunk(shard, window, f"{self.group}/{key}")
 
 
-class CoordinateArray:
-    """``morton`` (packed words) or ``cell_ids`` (NESTED ids), fabricated per chunk."""
+class FabricatedArray:
+    """A coordinate array computed from the domain; its chunks never touch storage."""
 
-    def __init__(self, product: Product, kind: str, attrs: dict) -> None:
-        self.product, self.kind = product, kind
-        cells = product.cells_per_shard
-        self.rows = cells * max(1, FABRICATED_ROWS // cells)
-        n = product.n_shards * cells
-        self.meta = {
-            "shape": [n],
-            "data_type": "uint64",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [self.rows]}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": 0,
-            "codecs": [_BYTES_LE],
-            "attributes": attrs,
-            "dimension_names": ["cells"],
-            "zarr_format": 3,
-            "node_type": "array",
-            "storage_transformers": [],
-        }
-        self.grid = (math.ceil(n / self.rows),)
+    def __init__(self, meta: dict, rows: int, produce) -> None:
+        self.meta, self.rows, self._produce = meta, rows, produce
+        self.grid = (math.ceil(meta["shape"][0] / rows),) if meta["shape"][0] else (0,)
 
     def fabricate(self, coords: tuple[int, ...]) -> bytes:
-        """The chunk's bytes: little-endian uint64, full chunk length (zero tail)."""
-        manifest = self.product.manifest
         start = coords[0] * self.rows
-        stop = min(start + self.rows, self.meta["shape"][0])
-        ranks = child_ranks(self.product.shard_ranks, manifest.depth, start, stop)
-        values = (
-            ranks_to_words(ranks, manifest.cell_order)
-            if self.kind == "morton"
-            else ranks_to_nested(ranks, manifest.cell_order)
-        )
-        out = np.zeros(self.rows, dtype="<u8")
-        out[: values.size] = values
+        return self._produce(start, min(start + self.rows, self.meta["shape"][0]), self.rows)
+
+
+def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: str,
+                     attrs: dict) -> dict:
+    return {
+        "shape": [n],
+        "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [rows]}},
+        "chunk_key_encoding": _DEFAULT_KEYS,
+        "fill_value": fill,
+        "codecs": [codec],
+        "attributes": attrs,
+        "dimension_names": [dim],
+        "zarr_format": 3,
+        "node_type": "array",
+        "storage_transformers": [],
+    }
+
+
+def cell_coordinate(product: Product, kind: str, attrs: dict) -> FabricatedArray:
+    """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row."""
+    manifest = product.manifest
+    cells = product.cells_per_shard
+    rows = cells * max(1, FABRICATED_ROWS // cells)
+    convert = ranks_to_words if kind == "morton" else ranks_to_nested
+
+    def produce(start: int, stop: int, length: int) -> bytes:
+        ranks = child_ranks(product.shard_ranks, manifest.depth, start, stop)
+        out = np.zeros(length, dtype="<u8")
+        out[: stop - start] = convert(ranks, manifest.cell_order)
         return out.tobytes()
+
+    meta = _coordinate_meta(product.n_shards * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
+    return FabricatedArray(meta, rows, produce)
+
+
+def window_labels(labels: tuple[str, ...]) -> FabricatedArray:
+    """The window axis: labels in chronological order (vlen-utf8 strings)."""
+    payload = len(labels).to_bytes(4, "little") + b"".join(
+        len(b).to_bytes(4, "little") + b for b in (label.encode() for label in labels)
+    )
+    meta = _coordinate_meta(
+        len(labels), max(1, len(labels)), "string", "", _VLEN_UTF8, "window", {}
+    )
+    return FabricatedArray(meta, max(1, len(labels)), lambda *_: payload)
+
+
+def window_instants(instants: list[datetime]) -> FabricatedArray:
+    """Window start or end instants, CF-encoded as int64 seconds since the epoch."""
+    values = np.array([int(i.timestamp()) for i in instants], dtype="<i8").tobytes()
+    attrs = {"units": "seconds since 1970-01-01T00:00:00+00:00", "calendar": "proleptic_gregorian"}
+    n = max(1, len(instants))
+    meta = _coordinate_meta(len(instants), n, "int64", 0, _BYTES_LE, "window", attrs)
+    return FabricatedArray(meta, n, lambda *_: values)

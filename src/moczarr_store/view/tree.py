@@ -6,11 +6,10 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..hive.product import COORDINATE_NAMES
 from ..hive.roster import Hive
-from .arrays import CoordinateArray, FieldArray
+from .arrays import FabricatedArray, FieldArray, cell_coordinate, window_instants, window_labels
 
-Array = FieldArray | CoordinateArray
+Array = FieldArray | FabricatedArray
 _INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})$")
 
 
@@ -68,14 +67,32 @@ class View:
                     "cells_per_shard": product.cells_per_shard,
                 },
             }
-            self.groups[base] = Group(order_attrs, [*COORDINATE_NAMES, *fields])
-            self.arrays[f"{base}/morton"] = CoordinateArray(product, "morton", {})
-            self.arrays[f"{base}/cell_ids"] = CoordinateArray(
-                product, "cell_ids", cell_ids_attrs(manifest.cell_order)
-            )
+            coordinates = self._coordinates(base, product)
+            self.groups[base] = Group(order_attrs, [*coordinates, *fields])
+            cell_attrs = " ".join(c for c in coordinates if c != "window")
             for name in fields:
-                self.arrays[f"{base}/{name}"] = FieldArray(product, name, product.arrays[name])
+                self.arrays[f"{base}/{name}"] = FieldArray(
+                    product, name, product.arrays[name], cell_attrs
+                )
         self.documents = self._documents()
+
+    def _coordinates(self, base: str, product) -> list[str]:
+        """Add the fabricated coordinate arrays of one product group; their names."""
+        arrays = {
+            "morton": cell_coordinate(product, "morton", {}),
+            "cell_ids": cell_coordinate(
+                product, "cell_ids", cell_ids_attrs(product.manifest.cell_order)
+            ),
+        }
+        if product.windows:
+            arrays["window"] = window_labels(product.windows)
+            spans = product.window_bounds()
+            if all(spans):
+                arrays["window_start"] = window_instants([s for s, _ in spans])
+                arrays["window_end"] = window_instants([e for _, e in spans])
+        for name, array in arrays.items():
+            self.arrays[f"{base}/{name}"] = array
+        return list(arrays)
 
     def _metadata(self, path: str) -> dict:
         if path in self.arrays:
