@@ -1,6 +1,6 @@
 """moczarr-store: a morton-hive (zagg) presented as one read-only Zarr v3 hierarchy."""
 
-from .hive.product import HiveWarning, NoCoverageError
+from .hive.level import HiveWarning, NoCoverageError
 from .store import ChunkReadError, MocHiveStore
 
 __all__ = ["ChunkReadError", "HiveWarning", "MocHiveStore", "NoCoverageError"]

@@ -9,7 +9,7 @@ import warnings
 from zarr.core.sync import sync
 
 from .store import MocHiveStore
-from .view.arrays import FieldArray
+from .view.arrays import FabricatedArray
 
 
 def describe(store: MocHiveStore) -> list[str]:
@@ -23,23 +23,26 @@ def describe(store: MocHiveStore) -> list[str]:
         m = product.manifest
         lines.append(
             f"/{product.name}  spec={m.spec} cell_order={m.cell_order} shard_order={m.shard_order}"
-            f" path_grouping={m.path_grouping} shards={product.n_shards}"
-            f" cells={product.n_shards * product.cells_per_shard}"
-            f" coverage={product.coverage_source}"
+            f" path_grouping={m.path_grouping}"
         )
-        if product.dropped:
-            lines.append(f"  debris/dangling leaves dropped: {', '.join(product.dropped)}")
-        base = f"{product.name}/o{m.cell_order}"
-        lines.append(f"  /{base}")
-        for child in view.children(base):
-            array = view.arrays[f"{base}/{child}"]
-            meta = array.meta
-            chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
-            source = f"{product.n_shards} leaves" if isinstance(array, FieldArray) else "fabricated"
+        for level in product.levels:
             lines.append(
-                f"    {child:<20} shape={tuple(meta['shape'])} dtype={meta['data_type']}"
-                f" chunks={tuple(chunks)} {source}"
+                f"  /{level.path}  {'overview' if level.overview else 'source'} objects at order"
+                f" {level.node_order}: {level.n_shards} nodes x {level.cells_per_shard} cells,"
+                f" coverage={level.coverage_source}"
+                + (f", windows={list(level.windows)}" if level.windows else "")
             )
+            if level.dropped:
+                lines.append(f"    debris/dangling objects dropped: {', '.join(level.dropped)}")
+            for child in view.children(level.path):
+                array = view.arrays[f"{level.path}/{child}"]
+                meta = array.meta
+                chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
+                source = "fabricated" if isinstance(array, FabricatedArray) else "objects"
+                lines.append(
+                    f"    {child:<20} shape={tuple(meta['shape'])} dtype={meta['data_type']}"
+                    f" chunks={tuple(chunks)} {source}"
+                )
     warned = sorted(store._shared.warned)
     if warned:
         lines.append(f"debris seen: {', '.join(warned)}")

@@ -20,7 +20,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend
 from .chunks import check_chunk, slice_bytes
 from .hive.leaves import LeafCache
-from .hive.product import HiveWarning, warn_dangling
+from .hive.level import HiveWarning, warn_dangling
 from .hive.roster import Hive, open_hive
 from .view.arrays import FabricatedArray, FieldArray
 from .view.tree import View
@@ -179,15 +179,15 @@ class MocHiveStore(Store):
 
     async def _leaf_chunk(self, array: FieldArray, coords: tuple[int, ...], byte_range):
         located = array.locate(coords)
-        leaf_path = array.product.leaf_path(located.shard, located.window)
+        leaf_path = array.level.leaf_path(located.shard, located.window)
         leaf = await self._shared.leaves.resolve(leaf_path, self.backend.get)
         if leaf.state != "stamped":
-            if leaf.state == "absent" and (located.window or array.product.window):
+            if leaf.state == "absent" and (located.window or array.level.window):
                 return None  # a shard with no leaf in this window: absence is an answer
             self._shared.warn_once(
                 leaf_path,
                 f"leaf {leaf_path} has no commit stamp ({_STATE_TEXT[leaf.state]}; listed by the"
-                f" {array.product.coverage_source}): read as missing (fill value)",
+                f" {array.level.coverage_source}): read as missing (fill value)",
             )
             return None
         key = f"{leaf.data_prefix}/{located.key}"
@@ -198,7 +198,7 @@ class MocHiveStore(Store):
         if data is None:
             if leaf.current is not None and leaf.path not in self._shared.dangling_checked:
                 self._shared.dangling_checked.add(leaf.path)
-                group = f"{leaf.data_prefix}/{array.product.manifest.cell_order}"
+                group = f"{leaf.data_prefix}/{array.level.cell_order}"
                 if await self.backend.get(f"{group}/zarr.json") is None:
                     warn_dangling(leaf, group)
             return None

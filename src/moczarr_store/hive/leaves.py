@@ -21,23 +21,30 @@ LeafState = Literal["stamped", "debris", "absent"]
 
 @dataclass(frozen=True)
 class Leaf:
-    """What a leaf's root stamp said when it was read."""
+    """What a leaf's root ``zarr.json`` said when it was read.
+
+    ``attrs`` (the whole root attributes) is kept only on a freshly read leaf; the
+    cache keeps the slim form.
+    """
 
     path: str
     state: LeafState
-    stamp: dict | None = None
+    current: str | None = None
+    attrs: dict | None = None
 
     @property
     def data_prefix(self) -> str | None:
         """Where the leaf's arrays live, or ``None`` when it has no committed data."""
-        if self.stamp is None:
+        if self.state != "stamped":
             return None
-        current = self.stamp.get("current")
-        return self.path if current is None else f"{self.path}/{current}"
+        return self.path if self.current is None else f"{self.path}/{self.current}"
 
     @property
-    def current(self) -> str | None:
-        return None if self.stamp is None else self.stamp.get("current")
+    def stamp(self) -> dict:
+        return (self.attrs or {}).get(STAMP_KEY) or {}
+
+    def slim(self) -> Leaf:
+        return Leaf(self.path, self.state, self.current)
 
 
 def parse_leaf(path: str, payload: bytes | None) -> Leaf:
@@ -52,9 +59,10 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
     stamp = attrs.get(STAMP_KEY) if isinstance(attrs, dict) else None
     if not isinstance(stamp, dict):
         return Leaf(path, "debris")
-    if "current" in stamp:
-        validate_current(stamp["current"], path)
-    return Leaf(path, "stamped", stamp)
+    current = stamp.get("current")
+    if current is not None:
+        validate_current(current, path)
+    return Leaf(path, "stamped", current, attrs)
 
 
 class LeafCache:
@@ -69,7 +77,7 @@ class LeafCache:
         return len(self._done)
 
     def put(self, leaf: Leaf) -> None:
-        self._done[leaf.path] = leaf
+        self._done[leaf.path] = leaf.slim()
         self._done.move_to_end(leaf.path)
         while len(self._done) > self.max_entries:
             self._done.popitem(last=False)

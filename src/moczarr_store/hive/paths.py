@@ -54,6 +54,15 @@ def leaf_path(decimal: str, window: str | None = None, path_grouping: int = 1) -
     return "/".join([base, *group_digits(tail, path_grouping), name])
 
 
+def node_path(decimal: str) -> str:
+    """Path of a digit node, one component per digit (where zagg writes overviews)."""
+    match = DECIMAL_RE.match(decimal)
+    if match is None:
+        raise ValueError(f"{decimal!r} is not a morton decimal id")
+    base, tail = match.groups()
+    return "/".join([base, *tail])
+
+
 def split_leaf_name(name: str) -> tuple[str, str | None] | None:
     """``(decimal, window)`` for a leaf basename, ``None`` when it is not a leaf."""
     if not name.endswith(".zarr") or name.endswith(".pyramid.zarr"):

@@ -7,9 +7,10 @@ import warnings
 from dataclasses import dataclass
 
 from .leaves import LeafCache
+from .level import HiveWarning, Product, open_source
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
 from .paths import BASE_RE, is_product_name, validate_window
-from .product import HiveWarning, Product, open_product
+from .pyramid import open_overviews
 from .windows import schedule
 
 
@@ -64,6 +65,12 @@ async def open_hive(
         if not any(schedule(manifest) for _, _, manifest in found):
             raise ValueError(f"window={window!r}: {backend} has no windowed product")
     products = await asyncio.gather(
-        *(open_product(backend, leaves, n, r, m, verify, window) for n, r, m in found)
+        *(_open_product(backend, leaves, n, r, m, verify, window) for n, r, m in found)
     )
     return Hive(bare, list(products), skipped)
+
+
+async def _open_product(backend, leaves, name, root, manifest, verify, window) -> Product:
+    source, moc_ranks = await open_source(backend, leaves, name, root, manifest, verify, window)
+    overviews = await open_overviews(backend, leaves, source, moc_ranks, verify)
+    return Product(name, root, manifest, [source, *overviews])

@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 
 from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
-from ..hive.product import Product
+from ..hive.level import Level
 
 FABRICATED_ROWS = 65_536
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -87,15 +87,15 @@ class FieldArray:
     On an unscoped windowed product a leading ``window`` axis selects the leaf's window.
     """
 
-    def __init__(self, product: Product, name: str, leaf_meta: dict, coordinates: str) -> None:
-        self.product, self.name = product, name
-        where = f"{product.template}/{product.manifest.cell_order}/{name}"
+    def __init__(self, level: Level, name: str, leaf_meta: dict, coordinates: str) -> None:
+        self.level, self.name = level, name
+        where = f"{level.template}/{level.cell_order}/{name}"
         shape = leaf_meta.get("shape")
         grid = leaf_meta.get("chunk_grid", {})
         if grid.get("name") != "regular" or not shape:
             raise LeafSchemaError(f"{where}: needs a regular chunk grid and a cells axis")
         chunks = grid["configuration"]["chunk_shape"]
-        cells = product.cells_per_shard
+        cells = level.cells_per_shard
         if shape[0] != cells or cells % chunks[0]:
             raise LeafSchemaError(
                 f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
@@ -105,10 +105,10 @@ class FieldArray:
         _leaf_chunk_key(self.leaf_encoding, (0,) * len(shape))  # refuse unknown encodings now
         names = list(leaf_meta.get("dimension_names") or [None] * len(shape))
         dims = [n or ("cells" if i == 0 else f"dim_{i}") for i, n in enumerate(names)]
-        shape = [product.n_shards * cells, *shape[1:]]
-        self.windowed = bool(product.windows)
+        shape = [level.n_shards * cells, *shape[1:]]
+        self.windowed = bool(level.windows)
         if self.windowed:
-            shape, chunks, dims = [len(product.windows), *shape], [1, *chunks], ["window", *dims]
+            shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
         self.meta = {
             **leaf_meta,
             "shape": shape,
@@ -119,12 +119,12 @@ class FieldArray:
         }
         self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
         self.check = chunk_check(leaf_meta)
-        self.group = f"{product.manifest.cell_order}/{name}"
+        self.group = f"{level.cell_order}/{name}"
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window = None
         if self.windowed:
-            window, coords = self.product.windows[coords[0]], coords[1:]
+            window, coords = self.level.windows[coords[0]], coords[1:]
         shard, first = divmod(coords[0], self.chunks_per_leaf)
         key = _leaf_chunk_key(self.leaf_encoding, (first, *coords[1:]))
         return LeafChunk(shard, window, f"{self.group}/{key}")
@@ -159,20 +159,19 @@ def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: 
     }
 
 
-def cell_coordinate(product: Product, kind: str, attrs: dict) -> FabricatedArray:
+def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
     """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row."""
-    manifest = product.manifest
-    cells = product.cells_per_shard
+    cells = level.cells_per_shard
     rows = cells * max(1, FABRICATED_ROWS // cells)
     convert = ranks_to_words if kind == "morton" else ranks_to_nested
 
     def produce(start: int, stop: int, length: int) -> bytes:
-        ranks = child_ranks(product.shard_ranks, manifest.depth, start, stop)
+        ranks = child_ranks(level.shard_ranks, level.depth, start, stop)
         out = np.zeros(length, dtype="<u8")
-        out[: stop - start] = convert(ranks, manifest.cell_order)
+        out[: stop - start] = convert(ranks, level.cell_order)
         return out.tobytes()
 
-    meta = _coordinate_meta(product.n_shards * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
+    meta = _coordinate_meta(level.n_shards * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
     return FabricatedArray(meta, rows, produce)
 
 

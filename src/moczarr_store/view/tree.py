@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from ..hive.level import Level
 from ..hive.roster import Hive
 from .arrays import FabricatedArray, FieldArray, cell_coordinate, window_instants, window_labels
 
@@ -48,45 +49,59 @@ class View:
         root_attrs = {"morton_hive_store": {"products": names, "bare": hive.bare, **options}}
         if hive.skipped:
             root_attrs["morton_hive_store"]["skipped"] = hive.skipped
-        self.groups[""] = Group(root_attrs, names)
+        self.groups[""] = Group(root_attrs, [])
         for product in hive.products:
             manifest = product.manifest
-            order = f"o{manifest.cell_order}"
             product_attrs = {"morton_hive": manifest.summary()}
             if "semantic_hash" in manifest.raw:
                 product_attrs["semantic_hash"] = manifest.raw["semantic_hash"]
-            self.groups[product.name] = Group(product_attrs, [order])
-            base = f"{product.name}/{order}"
-            fields = sorted(product.arrays)
-            order_attrs = {
-                **product.group_attrs,
-                "morton_hive": manifest.summary(),
-                "morton_hive_store": {
-                    "coverage": product.coverage_source,
-                    "shards": product.n_shards,
-                    "cells_per_shard": product.cells_per_shard,
-                },
-            }
-            coordinates = self._coordinates(base, product)
-            self.groups[base] = Group(order_attrs, [*coordinates, *fields])
-            cell_attrs = " ".join(c for c in coordinates if c != "window")
-            for name in fields:
-                self.arrays[f"{base}/{name}"] = FieldArray(
-                    product, name, product.arrays[name], cell_attrs
-                )
+            self._add_group(product.name, product_attrs)
+            for level in product.levels:
+                self._add_level(level)
         self.documents = self._documents()
 
-    def _coordinates(self, base: str, product) -> list[str]:
-        """Add the fabricated coordinate arrays of one product group; their names."""
+    def _add_group(self, path: str, attrs: dict) -> None:
+        parent, _, name = path.rpartition("/")
+        if parent not in self.groups:
+            self._add_group(parent, {})
+        self.groups[parent].children.append(name)
+        self.groups[path] = Group(attrs, [])
+
+    def _add_level(self, level: Level) -> None:
+        fields = sorted(level.arrays)
+        self._add_group(
+            level.path,
+            {
+                **level.group_attrs,
+                "morton_hive": level.summary(),
+                "morton_hive_store": {
+                    "coverage": level.coverage_source,
+                    "objects": "overview" if level.overview else "source",
+                    "shards": level.n_shards,
+                    "cells_per_shard": level.cells_per_shard,
+                },
+            },
+        )
+        coordinates = self._coordinates(level.path, level)
+        self.groups[level.path].children.extend([*coordinates, *fields])
+        cell_attrs = " ".join(c for c in coordinates if c != "window")
+        for name in fields:
+            self.arrays[f"{level.path}/{name}"] = FieldArray(
+                level, name, level.arrays[name], cell_attrs
+            )
+        self.documents = self._documents()
+
+    def _coordinates(self, base: str, level: Level) -> list[str]:
+        """Add the fabricated coordinate arrays of one level; their names."""
         arrays = {
-            "morton": cell_coordinate(product, "morton", {}),
+            "morton": cell_coordinate(level, "morton", {}),
             "cell_ids": cell_coordinate(
-                product, "cell_ids", cell_ids_attrs(product.manifest.cell_order)
+                level, "cell_ids", cell_ids_attrs(level.cell_order)
             ),
         }
-        if product.windows:
-            arrays["window"] = window_labels(product.windows)
-            spans = product.window_bounds()
+        if level.windows:
+            arrays["window"] = window_labels(level.windows)
+            spans = level.window_bounds()
             if all(spans):
                 arrays["window_start"] = window_instants([s for s, _ in spans])
                 arrays["window_end"] = window_instants([e for _, e in spans])

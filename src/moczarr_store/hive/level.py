@@ -22,7 +22,7 @@ from .coverage import COVERAGE_NAME, parse_root_coverage
 from .ids import rank_to_decimal
 from .leaves import Leaf, LeafCache
 from .manifest import Manifest
-from .paths import leaf_path
+from .paths import leaf_path, node_path
 from .walk import walk_leaves
 from .windows import bounds, explicit_labels, labels_between, schedule
 
@@ -40,43 +40,78 @@ class NoCoverageError(ValueError):
 
 
 @dataclass
-class Product:
-    """A product at its source cell order, as the store presents it."""
+class Level:
+    """One cell order of a product: rows are the subtrees of its objects' nodes.
 
-    name: str
+    The source level's objects are the leaves (nodes at the shard order); an overview
+    level's objects are ``all.zarr`` / ``{window}.zarr`` at ancestor nodes.
+    """
+
+    product: str
     root: str
     manifest: Manifest
-    shard_ranks: np.ndarray
+    cell_order: int
+    node_order: int
+    shard_ranks: np.ndarray  # ranks of the objects' nodes at node_order, ascending
     coverage_source: str
+    overview: bool = False
+    fold: bool = False  # the all-time folds (all.zarr) of a windowed product
     windows: tuple[str, ...] = ()  # the window axis (unscoped windowed products)
-    window: str | None = None  # the one window every leaf is read from (scoped)
+    window: str | None = None  # the one window every object is read from (scoped)
     group_attrs: dict = field(default_factory=dict)
     arrays: dict[str, dict] = field(default_factory=dict)
     template: str = ""
     dropped: list[str] = field(default_factory=list)
 
     @property
+    def path(self) -> str:
+        """The level's group in the virtual hierarchy."""
+        return f"{self.product}/{'all_time/' if self.fold else ''}o{self.cell_order}"
+
+    @property
     def n_shards(self) -> int:
         return int(self.shard_ranks.size)
 
     @property
+    def depth(self) -> int:
+        return self.cell_order - self.node_order
+
+    @property
     def cells_per_shard(self) -> int:
-        return 4**self.manifest.depth
+        return 4**self.depth
 
     def leaf_path(self, index: int, window: str | None = None) -> str:
-        """Hive-relative path of the leaf of the ``index``-th shard (in ``window``)."""
-        decimal = rank_to_decimal(int(self.shard_ranks[index]), self.manifest.shard_order)
-        rel = leaf_path(decimal, window or self.window, self.manifest.path_grouping)
+        """Hive-relative path of the ``index``-th object (in ``window``)."""
+        decimal = rank_to_decimal(int(self.shard_ranks[index]), self.node_order)
+        window = window or self.window
+        if self.overview:
+            stem = "all" if self.fold or window is None else window
+            rel = f"{node_path(decimal)}/{stem}.zarr"
+        else:
+            rel = leaf_path(decimal, window, self.manifest.path_grouping)
         return f"{self.root}/{rel}" if self.root else rel
+
+    def summary(self) -> dict:
+        """``attrs["morton_hive"]`` as moczarr publishes it for this order."""
+        return {**self.manifest.summary(), "cell_order": self.cell_order,
+                "shard_order": self.node_order}
 
     def window_bounds(self) -> list[tuple[datetime, datetime] | None]:
         return [bounds(self.manifest, label) for label in self.windows]
 
     def leaf_pairs(self) -> Iterator[tuple[int, str]]:
-        """``(shard index, leaf path)`` of every leaf the view may read, in domain order."""
+        """``(node index, object path)`` of every object the view may read, in order."""
         for index in range(self.n_shards):
             for window in self.windows or (None,):
                 yield index, self.leaf_path(index, window)
+
+
+@dataclass
+class Product:
+    name: str
+    root: str
+    manifest: Manifest
+    levels: list[Level]
 
 
 def _join(root: str, rel: str) -> str:
@@ -123,7 +158,7 @@ async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
         dirs, _ = await backend.list_dir(group)
         return sorted(dirs)
     except Exception as err:  # backends that cannot list (plain HTTP)
-        hashes = (leaf.stamp or {}).get("content_hashes", {}).get("arrays")
+        hashes = leaf.stamp.get("content_hashes", {}).get("arrays")
         if not isinstance(hashes, dict):
             raise ValueError(
                 f"cannot list {group} ({err}) and its stamp has no content_hashes to name "
@@ -133,7 +168,7 @@ async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
         return sorted(k[len(prefix) :] for k in hashes if k.startswith(prefix))
 
 
-async def _template(
+async def find_template(
     backend, leaves: LeafCache, pairs: Iterator[tuple[int, str]], cell_order: int
 ) -> tuple[Leaf, dict, dict[str, dict]] | None:
     """The first stamped leaf (in domain order) whose cell-order group exists."""
@@ -170,11 +205,11 @@ def warn_dangling(leaf: Leaf, group: str) -> None:
     )
 
 
-async def _verify_all(backend, leaves: LeafCache, product: Product) -> None:
+async def verify_all(backend, leaves: LeafCache, product: Level) -> None:
     """Read every leaf's stamp; drop shards with no readable leaf in any window."""
     keep = np.zeros(product.n_shards, dtype=bool)
     dropped: list[str] = []
-    cell_order = product.manifest.cell_order
+    cell_order = product.cell_order
 
     async def check(index: int, path: str) -> None:
         leaf = await leaves.resolve(path, backend.get)
@@ -197,7 +232,7 @@ async def _verify_all(backend, leaves: LeafCache, product: Product) -> None:
     product.dropped = sorted(dropped)
 
 
-async def _window_labels(backend, product: Product, envelope: dict | None, walked) -> list[str]:
+async def _window_labels(backend, product: Level, envelope: dict | None, walked) -> list[str]:
     manifest = product.manifest
     labels = explicit_labels(manifest)
     if labels is None and envelope is not None:
@@ -215,7 +250,7 @@ async def _window_labels(backend, product: Product, envelope: dict | None, walke
     return labels
 
 
-async def open_product(
+async def open_source(
     backend,
     leaves: LeafCache,
     name: str,
@@ -223,7 +258,8 @@ async def open_product(
     manifest: Manifest,
     verify: str,
     window: str | None = None,
-) -> Product:
+) -> tuple[Level, np.ndarray | None]:
+    """The product's source level, and the root MOC's shard ranks (``None``: walked)."""
     windowed = schedule(manifest) is not None
     scoped = window if windowed else None
     coverage = await _coverage(backend, root, manifest)
@@ -233,17 +269,34 @@ async def open_product(
         ranks, envelope, source = _walked_ranks(walked, scoped, windowed), None, "walk"
     else:
         (ranks, envelope), source = coverage, "moc"
-    product = Product(name, root, manifest, ranks, source, window=scoped)
+    level = Level(
+        name, root, manifest, manifest.cell_order, manifest.shard_order, ranks, source,
+        window=scoped,
+    )
     if windowed and scoped is None:
-        product.windows = tuple(await _window_labels(backend, product, envelope, walked))
-    found = await _template(backend, leaves, product.leaf_pairs(), manifest.cell_order)
-    if found is None:
-        raise NoCoverageError(
-            f"product {name!r} at {root or '/'}: no committed leaf among the "
-            f"{product.n_shards} {source}-listed shards, so the product has no schema"
-        )
-    leaf, product.group_attrs, product.arrays = found
-    product.template = leaf.path
+        level.windows = tuple(await _window_labels(backend, level, envelope, walked))
+    await fill_schema(backend, leaves, level)
     if verify == "open" or scoped is not None:
-        await _verify_all(backend, leaves, product)
-    return product
+        await verify_all(backend, leaves, level)
+    return level, (ranks if source == "moc" else None)
+
+
+async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
+    """Read the level's schema from its first stamped object; ``False`` if it has none."""
+    found = await find_template(backend, leaves, level.leaf_pairs(), level.cell_order)
+    if found is None:
+        if level.overview:
+            return False
+        raise NoCoverageError(
+            f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
+            f"the {level.n_shards} {level.coverage_source}-listed shards, so it has no schema"
+        )
+    leaf, level.group_attrs, level.arrays = found
+    level.template = leaf.path
+    if level.overview:
+        attrs = leaf.attrs or {}
+        level.group_attrs = {
+            **level.group_attrs,
+            **{k: attrs[k] for k in ("role", "zagg_overview") if k in attrs},
+        }
+    return True
