@@ -45,7 +45,7 @@ def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
     few, _ = _open_requests(root)
     _synthetic_10k(root)
     many, store = _open_requests(root)
-    product = sync(store.hive()).products[0]
+    product = sync(store.hive()).products[0].levels[0]
     assert product.n_shards == 10_000
     assert many == few
     # manifest + coverage + one stamp + group listing + group zarr.json + one per array
