@@ -44,7 +44,8 @@ class Level:
     """One cell order of a product: rows are the subtrees of its objects' nodes.
 
     The source level's objects are the leaves (nodes at the shard order); an overview
-    level's objects are ``all.zarr`` / ``{window}.zarr`` at ancestor nodes.
+    level's are ``all.zarr`` / ``{window}.zarr`` at ancestor nodes; a column level's are
+    the ``all.pyramid.zarr`` / ``{window}.pyramid.zarr`` siblings of the leaves.
     """
 
     product: str
@@ -54,7 +55,7 @@ class Level:
     node_order: int
     shard_ranks: np.ndarray  # ranks of the objects' nodes at node_order, ascending
     coverage_source: str
-    overview: bool = False
+    artifact: str = "source"  # "source" | "overview" | "column"
     fold: bool = False  # the all-time folds (all.zarr) of a windowed product
     windows: tuple[str, ...] = ()  # the window axis (unscoped windowed products)
     window: str | None = None  # the one window every object is read from (scoped)
@@ -84,9 +85,12 @@ class Level:
         """Hive-relative path of the ``index``-th object (in ``window``)."""
         decimal = rank_to_decimal(int(self.shard_ranks[index]), self.node_order)
         window = window or self.window
-        if self.overview:
-            stem = "all" if self.fold or window is None else window
+        stem = "all" if self.fold or window is None else window
+        if self.artifact == "overview":
             rel = f"{node_path(decimal)}/{stem}.zarr"
+        elif self.artifact == "column":
+            node = leaf_path(decimal, None, self.manifest.path_grouping).rpartition("/")[0]
+            rel = f"{node}/{stem}.pyramid.zarr"
         else:
             rel = leaf_path(decimal, window, self.manifest.path_grouping)
         return f"{self.root}/{rel}" if self.root else rel
@@ -214,7 +218,7 @@ async def verify_all(backend, leaves: LeafCache, product: Level) -> None:
     async def check(index: int, path: str) -> None:
         leaf = await leaves.resolve(path, backend.get)
         if leaf.state != "stamped":
-            if leaf.state == "debris" or not (product.windows or product.window):
+            if leaf.state == "debris" or not (product.windows or product.window or product.fold):
                 dropped.append(path)
             return
         if leaf.current is not None:
@@ -285,7 +289,7 @@ async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
     """Read the level's schema from its first stamped object; ``False`` if it has none."""
     found = await find_template(backend, leaves, level.leaf_pairs(), level.cell_order)
     if found is None:
-        if level.overview:
+        if level.artifact != "source":
             return False
         raise NoCoverageError(
             f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
@@ -293,10 +297,8 @@ async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
         )
     leaf, level.group_attrs, level.arrays = found
     level.template = leaf.path
-    if level.overview:
+    if level.artifact != "source":
         attrs = leaf.attrs or {}
-        level.group_attrs = {
-            **level.group_attrs,
-            **{k: attrs[k] for k in ("role", "zagg_overview") if k in attrs},
-        }
+        provenance = ("role", "zagg_overview", "zagg_column")
+        level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in provenance if k in attrs}}
     return True

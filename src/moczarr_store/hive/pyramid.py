@@ -1,9 +1,13 @@
-"""Overview levels of a ``zagg-pyramid/1`` product: sibling cell orders.
+"""Pyramid levels of a product: the coarser cell orders beside the source.
 
-An overview at declared ancestor order ``k`` stores cells at ``c - (s - k)`` in
-``all.zarr`` (or ``{window}.zarr``) objects at the order-``k`` ancestors of the root
-MOC's shards. Overviews are regenerable caches: anything that stops a level from
-being named exactly omits that level with a warning, and the source level stands.
+``zagg-pyramid/1`` declares ancestor orders ``k``; each stores cells at ``c - (s - k)``
+in ``all.zarr`` (or ``{window}.zarr``) objects at the order-``k`` ancestors of the root
+MOC's shards. ``zagg-pyramid/2`` declares a fixed ladder ``[{node, cells}]``: ladder
+rungs are the same ancestor objects holding group ``{r}/``, and the leaf entry's cells
+are served by the §4.6 leaf columns (``all.pyramid.zarr`` beside each leaf).
+
+Overviews are regenerable caches: anything that stops a level from being named
+exactly omits that level with a warning, and the source level stands.
 """
 
 from __future__ import annotations
@@ -17,65 +21,91 @@ from .level import HiveWarning, Level, fill_schema, verify_all
 from .windows import schedule
 
 PYRAMID_V1 = "zagg-pyramid/1"
+PYRAMID_V2 = "zagg-pyramid/2"
+ROLES = {"overview": ("overview", "zagg_overview"), "column": ("column", "zagg_column")}
 
 
-def _omit(level: str, reason: str) -> None:
-    warnings.warn(f"{level}: {reason}; the order is omitted", HiveWarning, stacklevel=3)
+def _omit(where: str, reason: str) -> None:
+    warnings.warn(f"{where}: {reason}; omitted", HiveWarning, stacklevel=3)
 
 
-def declared_orders(source: Level) -> tuple[list[int], bool]:
-    """Declared ancestor orders (finest first) and the ``all_time`` flag."""
+def declared_levels(source: Level) -> tuple[list[tuple[int, int, str]], bool]:
+    """``[(node order, cell order, artifact)]`` finest first, and the all_time flag."""
     block = source.manifest.raw.get("pyramid")
-    overview = block.get("overview") if isinstance(block, dict) else None
-    if not isinstance(overview, dict) or not overview.get("orders"):
+    if not isinstance(block, dict):
         return [], False
-    where = f"product {source.product!r}"
-    if block.get("spec") != PYRAMID_V1:
-        _omit(f"{where} pyramid", f"spec {block.get('spec')!r} is not {PYRAMID_V1!r}")
+    overview = block.get("overview") if isinstance(block.get("overview"), dict) else {}
+    all_time = bool(overview.get("all_time"))
+    s, c, where = source.node_order, source.cell_order, f"product {source.product!r} pyramid"
+    spec = block.get("spec")
+    if spec == PYRAMID_V2 and isinstance(block.get("overviews"), list):
+        found = []
+        for entry in block["overviews"]:
+            node, cells = (entry.get("node"), entry.get("cells")) if isinstance(entry, dict) else (
+                None, None)
+            if not (isinstance(node, int) and 0 <= node <= s and isinstance(cells, list)):
+                _omit(where, f"ladder entry {entry!r} is malformed")
+                return [], False
+            artifact = "column" if node == s else "overview"
+            found += [(node, r, artifact) for r in cells if isinstance(r, int) and node < r < c]
+    elif overview.get("orders"):
+        if spec != PYRAMID_V1:
+            _omit(where, f"spec {spec!r} is not {PYRAMID_V1!r} or {PYRAMID_V2!r}")
+            return [], False
+        orders = overview["orders"]
+        if not all(isinstance(k, int) and 0 <= k < s for k in orders):
+            _omit(where, f"orders {orders} are not ancestor orders of shard order {s}")
+            return [], False
+        found = [(k, c - (s - k), "overview") for k in set(orders)]
+    else:
         return [], False
-    orders = overview["orders"]
-    if not all(isinstance(k, int) and 0 <= k < source.node_order for k in orders):
-        _omit(f"{where} pyramid", f"orders {orders} are not ancestor orders")
-        return [], False
-    return sorted(set(orders), reverse=True), bool(overview.get("all_time"))
+    return sorted(set(found), key=lambda level: -level[1]), all_time
 
 
-async def open_overviews(
+def _admissible(level: Level) -> bool:
+    """The template object is the artifact its level expects (role and provenance)."""
+    role, block_name = ROLES[level.artifact]
+    block = level.group_attrs.get(block_name)
+    if level.group_attrs.get("role") != role or not isinstance(block, dict):
+        _omit(level.path, f"object {level.template} carries no role {role!r} / {block_name}")
+        return False
+    stored = block.get("cell_order")
+    if level.artifact == "overview" and stored is not None and stored != level.cell_order:
+        _omit(level.path, f"object {level.template} stores cells at order {stored}")
+        return False
+    return True
+
+
+async def open_pyramid(
     backend, leaves: LeafCache, source: Level, moc_ranks: np.ndarray | None, verify: str
 ) -> list[Level]:
-    orders, all_time = declared_orders(source)
-    if not orders:
+    declared, all_time = declared_levels(source)
+    if not declared:
         return []
     manifest = source.manifest
-    if manifest.path_grouping != 1:
-        _omit(f"{source.product} overviews", "ancestor paths of a grouped tree are unsettled")
-        return []
     if moc_ranks is None:
-        _omit(f"{source.product} overviews", "they are named from the root coverage.moc")
+        _omit(f"{source.product} pyramid", "its objects are named from the root coverage.moc")
         return []
     windowed = schedule(manifest) is not None
     levels = []
-    for k in orders:
-        shift = np.uint64(2 * (source.node_order - k))
-        ranks = np.unique(moc_ranks >> shift)
-        cell_order = source.cell_order - (source.node_order - k)
-        variants = [dict(windows=source.windows, window=source.window)]
-        if windowed and all_time and source.window is None:
-            variants.append(dict(fold=True))
+    for node_order, cell_order, artifact in declared:
+        if artifact == "overview" and manifest.path_grouping != 1:
+            _omit(f"{source.product}/o{cell_order}", "ancestor paths of a grouped tree are "
+                  "unsettled")
+            continue
+        ranks = np.unique(moc_ranks >> np.uint64(2 * (source.node_order - node_order)))
+        variants = [{"windows": source.windows, "window": source.window}]
+        if artifact == "overview" and windowed and all_time and source.window is None:
+            variants.append({"fold": True})
         for variant in variants:
             level = Level(
-                source.product, source.root, manifest, cell_order, k, ranks, "moc",
-                overview=True, **variant,
+                source.product, source.root, manifest, cell_order, node_order, ranks, "moc",
+                artifact=artifact, **variant,
             )
             if not await fill_schema(backend, leaves, level):
-                _omit(f"{level.path}", "no stamped overview object (not swept yet?)")
+                _omit(level.path, f"declared, but no stamped {artifact} object exists")
                 continue
-            block = level.group_attrs.get("zagg_overview")
-            if level.group_attrs.get("role") != "overview" or not isinstance(block, dict) or (
-                block.get("cell_order") != cell_order
-            ):
-                _omit(f"{level.path}", f"object {level.template} is not an order-{cell_order} "
-                      "overview (role / zagg_overview)")
+            if not _admissible(level):
                 continue
             if verify == "open" or level.window is not None:
                 await verify_all(backend, leaves, level)

@@ -10,7 +10,7 @@ from .leaves import LeafCache
 from .level import HiveWarning, Product, open_source
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
 from .paths import BASE_RE, is_product_name, validate_window
-from .pyramid import open_overviews
+from .pyramid import open_pyramid
 from .windows import schedule
 
 
@@ -72,5 +72,5 @@ async def open_hive(
 
 async def _open_product(backend, leaves, name, root, manifest, verify, window) -> Product:
     source, moc_ranks = await open_source(backend, leaves, name, root, manifest, verify, window)
-    overviews = await open_overviews(backend, leaves, source, moc_ranks, verify)
+    overviews = await open_pyramid(backend, leaves, source, moc_ranks, verify)
     return Product(name, root, manifest, [source, *overviews])

@@ -76,7 +76,7 @@ class View:
                 "morton_hive": level.summary(),
                 "morton_hive_store": {
                     "coverage": level.coverage_source,
-                    "objects": "overview" if level.overview else "source",
+                    "objects": level.artifact,
                     "shards": level.n_shards,
                     "cells_per_shard": level.cells_per_shard,
                 },
