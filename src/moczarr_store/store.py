@@ -22,6 +22,7 @@ from .chunks import check_chunk, slice_bytes
 from .hive.leaves import LeafCache
 from .hive.level import HiveWarning, warn_dangling
 from .hive.roster import Hive, open_hive
+from .transcode import Encodings, transcode
 from .view.arrays import FabricatedArray, FieldArray
 from .view.tree import View
 
@@ -190,6 +191,10 @@ class MocHiveStore(Store):
                 f" {array.level.coverage_source}): read as missing (fill value)",
             )
             return None
+        differing = await self._shared.encodings.differing_meta(self.backend, leaf, array)
+        if differing is not None:
+            chunk = await transcode(self.backend, leaf, array, differing, coords)
+            return None if chunk is None else slice_bytes(chunk, byte_range)
         key = f"{leaf.data_prefix}/{located.key}"
         try:
             data = await self.backend.get(key, byte_range)
@@ -310,6 +315,7 @@ class _Shared:
 
     def __init__(self) -> None:
         self.leaves = LeafCache()
+        self.encodings = Encodings()
         self.hive: Hive | None = None
         self._view: View | None = None
         self._opening: dict[int, asyncio.Future] = {}
@@ -329,6 +335,9 @@ class _Shared:
             hive = await open_hive(store.backend, self.leaves, store.verify, store.window)
             options = {"verify": store.verify, **({"window": store.window} if store.window else {})}
             self._view = View(hive, options)
+            for array in self._view.arrays.values():
+                if isinstance(array, FieldArray):
+                    self.encodings.seed(array)
             self.hive = hive
             future.set_result(self._view)
             return self._view

@@ -43,6 +43,14 @@ class Leaf:
     def stamp(self) -> dict:
         return (self.attrs or {}).get(STAMP_KEY) or {}
 
+    @property
+    def run(self) -> str:
+        """Leaves sharing this key were written by one writer run (one encoding)."""
+        if self.current:
+            run_id, _, _attempt = self.current.rpartition("-")
+            return run_id
+        return self.path
+
     def slim(self) -> Leaf:
         return Leaf(self.path, self.state, self.current)
 

@@ -62,6 +62,7 @@ class Level:
     group_attrs: dict = field(default_factory=dict)
     arrays: dict[str, dict] = field(default_factory=dict)
     template: str = ""
+    template_run: str = ""
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -296,7 +297,7 @@ async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
             f"the {level.n_shards} {level.coverage_source}-listed shards, so it has no schema"
         )
     leaf, level.group_attrs, level.arrays = found
-    level.template = leaf.path
+    level.template, level.template_run = leaf.path, leaf.run
     if level.artifact != "source":
         attrs = leaf.attrs or {}
         provenance = ("role", "zagg_overview", "zagg_column")

@@ -121,6 +121,15 @@ class FieldArray:
         self.check = chunk_check(leaf_meta)
         self.group = f"{level.cell_order}/{name}"
 
+    def leaf_region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
+        """The region of the leaf array that virtual chunk ``coords`` covers."""
+        chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"]
+        if self.windowed:
+            coords, chunks = coords[1:], chunks[1:]
+        first = coords[0] % self.chunks_per_leaf
+        return tuple(slice(i * n, (i + 1) * n) for i, n in zip((first, *coords[1:]), chunks,
+                                                                strict=True))
+
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window = None
         if self.windowed:
