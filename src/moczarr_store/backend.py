@@ -58,6 +58,29 @@ def normalize_url(url: str | os.PathLike) -> str:
     return text.rstrip("/") if not text.startswith("file://") else text.rstrip("/") or text
 
 
+def slice_bytes(data: bytes, byte_range) -> bytes | memoryview:
+    """``data`` cut to a zarr ``ByteRequest`` (end-exclusive; suffix clamps at 0)."""
+    if byte_range is None:
+        return data
+    view = memoryview(data)
+    if isinstance(byte_range, RangeByteRequest):
+        return view[byte_range.start : byte_range.end]
+    if isinstance(byte_range, OffsetByteRequest):
+        return view[byte_range.offset :]
+    if isinstance(byte_range, SuffixByteRequest):
+        return view[max(0, len(data) - byte_range.suffix) :]
+    raise TypeError(f"Unexpected byte_range, got {byte_range}.")
+
+
+
+def _negative(byte_range: ByteRequest) -> bool:
+    if isinstance(byte_range, RangeByteRequest):
+        return min(byte_range.start, byte_range.end) < 0
+    if isinstance(byte_range, OffsetByteRequest):
+        return byte_range.offset < 0
+    return byte_range.suffix < 0
+
+
 class Backend:
     """Reads objects below one root; every path given is relative to that root."""
 
@@ -130,29 +153,48 @@ class Backend:
                 self.stats.in_flight -= 1
 
     async def get(self, path: str, byte_range: ByteRequest | None = None) -> BytesLike | None:
-        """The object's bytes (or the requested range), zero-copy; ``None`` if it is absent."""
+        """The object's bytes (or the requested range), zero-copy; ``None`` if it is absent.
+
+        Ranges follow zarr's slicing semantics: an end past the object clamps, and a
+        start at or past its end gives ``b""``.
+        """
+        if byte_range is not None and not isinstance(byte_range, ByteRequest):
+            raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+        if byte_range is None:
+            option = None
+        elif _negative(byte_range):
+            data = await self.get(path)  # negative bounds: slice in memory, as zarr does
+            return None if data is None else slice_bytes(bytes(data), byte_range)
+        elif isinstance(byte_range, RangeByteRequest):
+            if byte_range.end <= byte_range.start:
+                return b""
+            option = (byte_range.start, byte_range.end)
+        elif isinstance(byte_range, OffsetByteRequest):
+            option = {"offset": byte_range.offset}
+        else:
+            option = {"suffix": byte_range.suffix}
+        kind = "get" if option is None else "get_range"
+        options = {} if option is None else {"options": {"range": option}}
         try:
-            if byte_range is None:
-                result = await self._call("get", obstore.get_async, self.store, path)
-                return await result.bytes_async()
-            if isinstance(byte_range, RangeByteRequest):
-                if byte_range.end <= byte_range.start:
-                    return b""
-                data = await self._call(
-                    "get_range", obstore.get_range_async, self.store, path,
-                    start=byte_range.start, end=byte_range.end,
-                )
-                return data
-            if isinstance(byte_range, OffsetByteRequest):
-                option = {"offset": byte_range.offset}
-            elif isinstance(byte_range, SuffixByteRequest):
-                option = {"suffix": byte_range.suffix}
-            else:
-                raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
-            result = await self._call(
-                "get_range", obstore.get_async, self.store, path, options={"range": option}
-            )
+            result = await self._call(kind, obstore.get_async, self.store, path, **options)
             return await result.bytes_async()
+        except _MISSING:
+            return None
+        except Exception:
+            if option is None or isinstance(byte_range, SuffixByteRequest):
+                raise
+            start = option[0] if isinstance(option, tuple) else option["offset"]
+            size = await self.size(path)
+            if size is None:
+                return None
+            if start >= size:
+                return b""
+            raise
+
+    async def size(self, path: str) -> int | None:
+        """The object's size in bytes, or ``None`` when it does not exist."""
+        try:
+            return (await self._call("head", obstore.head_async, self.store, path))["size"]
         except _MISSING:
             return None
 

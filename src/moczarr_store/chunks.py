@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import google_crc32c
 import numpy as np
-from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.abc.store import SuffixByteRequest
 
 from .view.arrays import ChunkCheck
 
@@ -13,20 +13,6 @@ _ABSENT = np.uint64(2**64 - 1)
 
 class TruncatedChunkError(OSError):
     """A leaf chunk object is shorter than its metadata or shard index says."""
-
-
-def slice_bytes(data: bytes, byte_range) -> bytes | memoryview:
-    """``data`` cut to a zarr ``ByteRequest`` (end-exclusive; suffix clamps at 0)."""
-    if byte_range is None:
-        return data
-    view = memoryview(data)
-    if isinstance(byte_range, RangeByteRequest):
-        return view[byte_range.start : byte_range.end]
-    if isinstance(byte_range, OffsetByteRequest):
-        return view[byte_range.offset :]
-    if isinstance(byte_range, SuffixByteRequest):
-        return view[max(0, len(data) - byte_range.suffix) :]
-    raise TypeError(f"Unexpected byte_range, got {byte_range}.")
 
 
 def _check_index(index: memoryview, check: ChunkCheck, key: str, payload: int | None) -> None:
@@ -52,12 +38,6 @@ def _check_index(index: memoryview, check: ChunkCheck, key: str, payload: int | 
 def check_chunk(data, check: ChunkCheck, byte_range, key: str) -> None:
     """Raise :class:`TruncatedChunkError` naming ``key`` if ``data`` cannot be right."""
     size = len(memoryview(data))
-    if isinstance(byte_range, RangeByteRequest):
-        wanted = byte_range.end - byte_range.start
-        if size != wanted:
-            raise TruncatedChunkError(f"{key}: asked for {wanted} bytes at "
-                                      f"{byte_range.start}, the object gave {size}")
-        return
     if check.shard_chunks:
         need = check.index_nbytes
         view = memoryview(data)

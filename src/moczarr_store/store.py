@@ -17,14 +17,14 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from .backend import DEFAULT_MAX_CONCURRENCY, Backend
-from .chunks import check_chunk, slice_bytes
+from .backend import DEFAULT_MAX_CONCURRENCY, Backend, slice_bytes
+from .chunks import check_chunk
 from .hive.leaves import LeafCache
 from .hive.level import HiveWarning, warn_dangling
 from .hive.roster import Hive, open_hive
 from .transcode import Encodings, transcode
 from .view.arrays import FabricatedArray, FieldArray
-from .view.tree import View
+from .view.tree import INDEX_RE, View
 
 VERIFY_MODES = ("lazy", "open")
 _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
@@ -167,8 +167,8 @@ class MocHiveStore(Store):
         if not isinstance(key, str) or key.rsplit("/", 1)[-1] in _V2_KEYS:
             return None
         view = await self.view()
-        if key == "zarr.json" or key.endswith("/zarr.json"):
-            doc = view.documents.get(key[: -len("zarr.json")].rstrip("/"))
+        if (path := _document_path(key)) is not None:
+            doc = view.documents.get(path)
             return None if doc is None else slice_bytes(doc, byte_range)
         found = view.chunk(key)
         if found is None:
@@ -221,8 +221,8 @@ class MocHiveStore(Store):
 
     async def exists(self, key: str) -> bool:
         view = await self.view()
-        if key == "zarr.json" or key.endswith("/zarr.json"):
-            return key[: -len("zarr.json")].rstrip("/") in view.documents
+        if (path := _document_path(key)) is not None:
+            return path in view.documents
         found = view.chunk(key)
         if found is None:
             return False
@@ -232,10 +232,8 @@ class MocHiveStore(Store):
 
     async def getsize(self, key: str) -> int:
         view = await self.view()
-        if key == "zarr.json" or key.endswith("/zarr.json"):
-            doc = view.documents.get(key[: -len("zarr.json")].rstrip("/"))
-            if doc is not None:
-                return len(doc)
+        if (path := _document_path(key)) is not None and path in view.documents:
+            return len(view.documents[path])
         found = view.chunk(key)
         if found is not None and isinstance(found[0], FabricatedArray):
             return found[0].rows * 8
@@ -270,16 +268,18 @@ class MocHiveStore(Store):
             yield "zarr.json"
             yield "c"
             return
-        head, sep, tail = path.partition("/c")
-        array = view.arrays.get(head) if sep and tail in ("",) or tail.startswith("/") else None
-        if array is None:
-            return
-        done = [int(p) for p in tail.strip("/").split("/") if p] if tail else []
-        if len(done) < len(array.grid) and all(
-            0 <= c < n for c, n in zip(done, array.grid, strict=False)
-        ):
-            for i in range(array.grid[len(done)]):
-                yield str(i)
+        parts = path.split("/")
+        for i, part in enumerate(parts):
+            array = view.arrays.get("/".join(parts[:i])) if part == "c" else None
+            if array is not None:
+                done = parts[i + 1 :]
+                if len(done) < len(array.grid) and all(
+                    INDEX_RE.match(p) and int(p) < n
+                    for p, n in zip(done, array.grid, strict=False)
+                ):
+                    for index in range(array.grid[len(done)]):
+                        yield str(index)
+                return
 
     # -- writes (refused) -----------------------------------------------------------
 
@@ -301,6 +301,13 @@ class MocHiveStore(Store):
 
     async def clear(self) -> None:
         self._refuse()
+
+
+def _document_path(key: str) -> str | None:
+    """The node path whose ``zarr.json`` ``key`` names, or ``None``."""
+    if key == "zarr.json":
+        return ""
+    return key[: -len("/zarr.json")] if key.endswith("/zarr.json") else None
 
 
 def _chunk_keys(path: str, grid: tuple[int, ...]):

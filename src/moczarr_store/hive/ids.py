@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 MAX_ORDER = 27
-DECIMAL_RE = re.compile(r"^(-?[1-6])([1-4]{0,27})$")
+DECIMAL_RE = re.compile(r"^(-?[1-6])([1-4]{0,27})\Z")
 _U64 = np.uint64
 
 

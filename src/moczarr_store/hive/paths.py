@@ -10,10 +10,10 @@ import re
 
 from .ids import DECIMAL_RE
 
-PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
-BASE_RE = re.compile(r"^-?[1-6]$")
-WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}$")
-CURRENT_RE = re.compile(r"^run-[0-9A-Za-z._-]{1,200}$")
+PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}\Z")
+BASE_RE = re.compile(r"^-?[1-6]\Z")
+WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}\Z")
+CURRENT_RE = re.compile(r"^run-[0-9A-Za-z._-]{1,200}\Z")
 RESERVED_PRODUCTS = frozenset({"multiscales", "icechunk"})
 
 
@@ -68,9 +68,7 @@ def split_leaf_name(name: str) -> tuple[str, str | None] | None:
     if not name.endswith(".zarr") or name.endswith(".pyramid.zarr"):
         return None
     stem = name[: -len(".zarr")]
-    decimal, _, window = stem.partition("_")
-    if not DECIMAL_RE.match(decimal):
+    decimal, sep, window = stem.partition("_")
+    if not DECIMAL_RE.match(decimal) or (sep and not WINDOW_RE.match(window)):
         return None
-    if window and not WINDOW_RE.match(window):
-        return None
-    return decimal, (window or None)
+    return decimal, (window if sep else None)

@@ -11,7 +11,7 @@ from ..hive.roster import Hive
 from .arrays import FabricatedArray, FieldArray, cell_coordinate, window_instants, window_labels
 
 Array = FieldArray | FabricatedArray
-_INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})$")
+INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})\Z")
 
 
 @dataclass
@@ -145,7 +145,7 @@ class View:
         if array is None:
             return None
         parts = tail.split("/")
-        if len(parts) != len(array.grid) or not all(_INDEX_RE.match(p) for p in parts):
+        if len(parts) != len(array.grid) or not all(INDEX_RE.match(p) for p in parts):
             return None
         coords = tuple(int(p) for p in parts)
         if any(c >= n for c, n in zip(coords, array.grid, strict=True)):
