@@ -81,6 +81,23 @@ def _leaf_chunk_key(encoding: dict, coords: tuple[int, ...]) -> str:
     raise LeafSchemaError(f"chunk_key_encoding {encoding!r} is not supported")
 
 
+def _with_leading_axis(codecs: list[dict]) -> list[dict]:
+    """A codec chain for the same bytes under one more leading axis of length 1.
+
+    Only a sharding codec's inner chunk shape depends on the rank: the shard index and
+    the inner chunks' bytes of a (n,) array equal those of the (1, n) array.
+    """
+    out = []
+    for codec in codecs:
+        if codec.get("name") == "sharding_indexed":
+            conf = codec["configuration"]
+            conf = {**conf, "chunk_shape": [1, *conf["chunk_shape"]],
+                    "codecs": _with_leading_axis(conf.get("codecs", []))}
+            codec = {**codec, "configuration": conf}
+        out.append(codec)
+    return out
+
+
 class FieldArray:
     """A leaf array of every shard, concatenated along its first (cells) axis.
 
@@ -107,10 +124,13 @@ class FieldArray:
         dims = [n or ("cells" if i == 0 else f"dim_{i}") for i, n in enumerate(names)]
         shape = [level.n_shards * cells, *shape[1:]]
         self.windowed = bool(level.windows)
+        codecs = leaf_meta.get("codecs")
         if self.windowed:
             shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
+            codecs = _with_leading_axis(codecs)
         self.meta = {
             **leaf_meta,
+            "codecs": codecs,
             "shape": shape,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
             "chunk_key_encoding": _DEFAULT_KEYS,
