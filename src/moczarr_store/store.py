@@ -19,6 +19,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend, slice_bytes
 from .chunks import check_chunk
+from .hive.aoi import aoi_members, parse_aoi
 from .hive.leaves import LeafCache
 from .hive.level import HiveWarning, warn_dangling
 from .hive.roster import Hive, open_hive
@@ -71,6 +72,7 @@ class MocHiveStore(Store):
         *,
         verify: str = "lazy",
         window: str | None = None,
+        aoi: Iterable[str | int] | None = None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         **storage_options: Any,
@@ -81,13 +83,15 @@ class MocHiveStore(Store):
         self.backend = Backend(source, storage_options, max_concurrency)
         self.verify = verify
         self.window = window
+        self.aoi = None if aoi is None else aoi_members(aoi)
+        self._aoi_cells = None if aoi is None else parse_aoi(self.aoi)
         self._source = source
         self._shared = _Shared()
 
     # -- identity ---------------------------------------------------------------
 
     def _recipe(self) -> tuple:
-        return (*self.backend.recipe(), self.verify, self.window, self.read_only)
+        return (*self.backend.recipe(), self.verify, self.window, self.aoi, self.read_only)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MocHiveStore) and self._recipe() == other._recipe()
@@ -106,6 +110,7 @@ class MocHiveStore(Store):
             "backend": self.backend,
             "verify": self.verify,
             "window": self.window,
+            "aoi": self.aoi,
             "read_only": self.read_only,
             "source": self._source if self.backend.url is None else self.backend.url,
         }
@@ -116,6 +121,7 @@ class MocHiveStore(Store):
             state["source"],
             verify=state["verify"],
             window=state["window"],
+            aoi=state["aoi"],
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
             **backend.options,
@@ -339,8 +345,14 @@ class _Shared:
         future = loop.create_future()
         self._opening[id(loop)] = future
         try:
-            hive = await open_hive(store.backend, self.leaves, store.verify, store.window)
-            options = {"verify": store.verify, **({"window": store.window} if store.window else {})}
+            hive = await open_hive(
+                store.backend, self.leaves, store.verify, store.window, store._aoi_cells
+            )
+            options = {"verify": store.verify}
+            if store.window is not None:
+                options["window"] = store.window
+            if store.aoi is not None:
+                options["aoi"] = [str(a) for a in store.aoi]
             self._view = View(hive, options)
             for array in self._view.arrays.values():
                 if isinstance(array, FieldArray):

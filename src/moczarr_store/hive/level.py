@@ -18,6 +18,7 @@ from datetime import datetime
 
 import numpy as np
 
+from .aoi import Cells, overlaps
 from .coverage import COVERAGE_NAME, parse_root_coverage
 from .ids import rank_to_decimal
 from .leaves import Leaf, LeafCache
@@ -263,6 +264,7 @@ async def open_source(
     manifest: Manifest,
     verify: str,
     window: str | None = None,
+    aoi: Cells | None = None,
 ) -> tuple[Level, np.ndarray | None]:
     """The product's source level, and the root MOC's shard ranks (``None``: walked)."""
     windowed = schedule(manifest) is not None
@@ -281,9 +283,19 @@ async def open_source(
     if windowed and scoped is None:
         level.windows = tuple(await _window_labels(backend, level, envelope, walked))
     await fill_schema(backend, leaves, level)
+    restrict(level, aoi)
     if verify == "open" or scoped is not None:
         await verify_all(backend, leaves, level)
     return level, (ranks if source == "moc" else None)
+
+
+def restrict(level: Level, aoi: Cells | None) -> None:
+    """Keep the nodes whose subtrees overlap the AOI (after the schema was found)."""
+    if aoi is None:
+        return
+    level.shard_ranks = level.shard_ranks[overlaps(level.shard_ranks, level.node_order, aoi)]
+    if not level.n_shards:
+        _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
 
 
 async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:

@@ -16,8 +16,9 @@ import warnings
 
 import numpy as np
 
+from .aoi import Cells
 from .leaves import LeafCache
-from .level import HiveWarning, Level, fill_schema, verify_all
+from .level import HiveWarning, Level, fill_schema, restrict, verify_all
 from .windows import schedule
 
 PYRAMID_V1 = "zagg-pyramid/1"
@@ -77,7 +78,12 @@ def _admissible(level: Level) -> bool:
 
 
 async def open_pyramid(
-    backend, leaves: LeafCache, source: Level, moc_ranks: np.ndarray | None, verify: str
+    backend,
+    leaves: LeafCache,
+    source: Level,
+    moc_ranks: np.ndarray | None,
+    verify: str,
+    aoi: Cells | None = None,
 ) -> list[Level]:
     declared, all_time = declared_levels(source)
     if not declared:
@@ -107,6 +113,7 @@ async def open_pyramid(
                 continue
             if not _admissible(level):
                 continue
+            restrict(level, aoi)
             if verify == "open" or level.window is not None:
                 await verify_all(backend, leaves, level)
             levels.append(level)

@@ -6,6 +6,7 @@ import asyncio
 import warnings
 from dataclasses import dataclass
 
+from .aoi import Cells
 from .leaves import LeafCache
 from .level import HiveWarning, Product, open_source
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
@@ -56,21 +57,28 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
 
 
 async def open_hive(
-    backend, leaves: LeafCache, verify: str = "lazy", window: str | None = None
+    backend,
+    leaves: LeafCache,
+    verify: str = "lazy",
+    window: str | None = None,
+    aoi: Cells | None = None,
 ) -> Hive:
-    """Open every product; ``window`` scopes windowed products to that one window."""
+    """Open every product; ``window`` scopes windowed products to that one window and
+    ``aoi`` every level to the nodes whose subtrees overlap it."""
     bare, found, skipped = await _manifests(backend)
     if window is not None:
         validate_window(window)
         if not any(schedule(manifest) for _, _, manifest in found):
             raise ValueError(f"window={window!r}: {backend} has no windowed product")
     products = await asyncio.gather(
-        *(_open_product(backend, leaves, n, r, m, verify, window) for n, r, m in found)
+        *(_open_product(backend, leaves, n, r, m, verify, window, aoi) for n, r, m in found)
     )
     return Hive(bare, list(products), skipped)
 
 
-async def _open_product(backend, leaves, name, root, manifest, verify, window) -> Product:
-    source, moc_ranks = await open_source(backend, leaves, name, root, manifest, verify, window)
-    overviews = await open_pyramid(backend, leaves, source, moc_ranks, verify)
+async def _open_product(backend, leaves, name, root, manifest, verify, window, aoi) -> Product:
+    source, moc_ranks = await open_source(
+        backend, leaves, name, root, manifest, verify, window, aoi
+    )
+    overviews = await open_pyramid(backend, leaves, source, moc_ranks, verify, aoi)
     return Product(name, root, manifest, [source, *overviews])

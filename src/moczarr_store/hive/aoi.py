@@ -1,0 +1,56 @@
+"""Areas of interest: morton cells (decimal ids or packed words) at any orders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from .ids import decimal_order, decimal_to_rank, shift, word_order
+
+Cells = list[tuple[int, int]]  # (rank, order)
+
+
+def aoi_members(aoi: Iterable[str | int] | str | int) -> tuple[str | int, ...]:
+    """AOI members as plain ``str`` decimal ids and ``int`` packed words."""
+    members = [aoi] if isinstance(aoi, str | int | np.integer) else list(np.ravel(aoi))
+    return tuple(str(m) if isinstance(m, str | np.str_) else m for m in members)
+
+
+def parse_aoi(aoi: Iterable[str | int] | str | int) -> Cells:
+    """``(rank, order)`` of every AOI member; decimal strings or packed uint64 words."""
+    cells = []
+    for member in aoi_members(aoi):
+        if isinstance(member, str | np.str_):
+            cells.append((decimal_to_rank(str(member)), decimal_order(str(member))))
+        elif isinstance(member, int | np.integer) and not isinstance(member, bool | np.bool_):
+            order = word_order(int(member))
+            cells.append((int(member) >> shift(order), order))
+        else:
+            raise TypeError(f"AOI member {member!r} is neither a decimal id nor a packed word")
+    return cells
+
+
+def overlaps(ranks: np.ndarray, order: int, aoi: Cells) -> np.ndarray:
+    """Mask of the order-``order`` cells ``ranks`` that overlap any AOI member."""
+    ranks = np.asarray(ranks, dtype=np.uint64)
+    keep = np.zeros(ranks.size, dtype=bool)
+    for rank, member_order in aoi:
+        if member_order <= order:  # the member contains whole cells
+            keep |= (ranks >> np.uint64(2 * (order - member_order))) == np.uint64(rank)
+        else:  # the member lies inside one cell
+            keep |= ranks == np.uint64(rank >> (2 * (member_order - order)))
+    return keep
+
+
+def aoi_mask(morton: np.ndarray, aoi) -> np.ndarray:
+    """Rows of a ``cells`` axis (its ``morton`` words) that overlap ``aoi``.
+
+    ``ds.isel(cells=aoi_mask(ds.morton.values, aoi))`` cuts an AOI-restricted view (which
+    keeps whole shard subtrees) down to moczarr's cell-exact rows.
+    """
+    words = np.asarray(morton, dtype=np.uint64)
+    if words.size == 0:
+        return np.zeros(0, dtype=bool)
+    order = word_order(int(words[0]))
+    return overlaps(words >> np.uint64(shift(order)), order, parse_aoi(aoi))
