@@ -1,0 +1,152 @@
+"""Every kind of hive zagg writes: windows, pyramids, ragged fields, mixed writers, AOI."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import moczarr
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from conftest import FIXTURES
+from moczarr.level import open_level
+
+from moczarr_store import HiveWarning, MocHiveStore, aoi_mask
+from moczarr_store.transcode import EncodingError
+
+
+def _assert_same(ref: xr.Dataset, got: xr.Dataset) -> None:
+    assert dict(ref.sizes) == dict(got.sizes)
+    assert set(ref.data_vars) == set(got.data_vars)
+    for name in [*ref.data_vars, "morton", "cell_ids"]:
+        assert got[name].dtype == ref[name].dtype, name
+        a, b = ref[name].values, got[name].values
+        if a.dtype.kind == "O":
+            assert list(a) == list(b), name
+        else:
+            np.testing.assert_array_equal(b, a, err_msg=name)
+    for name in ref.data_vars:
+        assert ref[name].attrs == got[name].attrs, name
+
+
+def test_window_axis_labels_bounds_and_values():
+    root = FIXTURES / "windowed"
+    ds = xr.open_zarr(MocHiveStore(root), group="atl06/o7")
+    assert list(ds["window"].values) == ["2019", "2020"]
+    assert ds["count"].dims == ("window", "cells")
+    starts = [str(v)[:10] for v in ds["window_start"].values]
+    ends = [str(v)[:10] for v in ds["window_end"].values]
+    assert (starts, ends) == (["2019-01-01", "2020-01-01"], ["2020-01-01", "2021-01-01"])
+    for i, label in enumerate(ds["window"].values):
+        ref = moczarr.open_hive(str(root), window=str(label))
+        mine = ds.isel(window=i)
+        inside = np.isin(mine["morton"].values, ref["morton"].values)
+        np.testing.assert_array_equal(mine["count"].values[inside], ref["count"].values)
+        assert (mine["count"].values[~inside] == 0).all()  # no leaf in this window: fill
+
+
+@pytest.mark.parametrize("name,window", [("windowed", "2019"), ("windowed", "2020"),
+                                         ("windowed_explicit", "early")])
+def test_scoped_window_is_value_identical(name, window):
+    root = FIXTURES / name
+    store = MocHiveStore(root, window=window)
+    order = json.loads((root / "morton_hive.json").read_text())["cell_order"]
+    _assert_same(
+        moczarr.open_hive(str(root), window=window),
+        xr.open_zarr(store, group=f"atl06/o{order}"),
+    )
+
+
+def test_explicit_windows_take_the_manifest_bounds():
+    ds = xr.open_zarr(MocHiveStore(FIXTURES / "windowed_explicit"), group="atl06/o4")
+    manifest = json.loads((FIXTURES / "windowed_explicit/morton_hive.json").read_text())
+    declared = {w["label"]: w for w in manifest["temporal"]["windows"]}
+    for label, start in zip(ds["window"].values, ds["window_start"].values, strict=True):
+        expected = datetime.fromisoformat(declared[str(label)]["start"])
+        assert np.datetime64(expected.replace(tzinfo=None), "ns") == start
+
+
+@pytest.mark.parametrize("name", ["pyramid1", "pyramid2"])
+def test_every_pyramid_level_is_value_identical(name):
+    root = FIXTURES / name
+    store = MocHiveStore(root)
+    levels = sorted(int(k[1:]) for k in zarr.open_group(store, mode="r")["atl06"].group_keys())
+    assert len(levels) >= 3
+    for order in levels:
+        ref = open_level(str(root), order)
+        _assert_same(ref, xr.open_zarr(store, group=f"atl06/o{order}"))
+        assert ref.attrs["morton_hive"] == zarr.open_group(store, mode="r")[
+            f"atl06/o{order}"].attrs["morton_hive"]
+
+
+def test_overview_levels_keep_their_provenance():
+    group = zarr.open_group(MocHiveStore(FIXTURES / "pyramid1"), mode="r")["atl06/o5"]
+    assert group.attrs["role"] == "overview"
+    assert group.attrs["zagg_overview"]["cell_order"] == 5
+    assert "h_mean" not in group  # a none-class field is absent at overview orders
+
+
+def test_all_time_folds_are_reachable():
+    root = FIXTURES / "windowed_explicit"
+    store = MocHiveStore(root)
+    ds = xr.open_zarr(store, group="atl06/all_time/o2")
+    ref = open_level(str(root), 2, all_time=True)
+    _assert_same(ref, ds)
+    assert "window" not in ds.dims
+
+
+def test_ragged_fields_pass_through_with_their_attrs():
+    root = FIXTURES / "ragged"
+    got = xr.open_zarr(MocHiveStore(root), group="atl06/o6")
+    assert got["h_tdigest"].attrs["ragged"]["spec"] == "zagg-ragged/1"
+    _assert_same(moczarr.open_hive(str(root)), got)
+
+
+def test_mixed_writer_versions_are_re_encoded():
+    root = FIXTURES / "mixed"
+    store = MocHiveStore(root)
+    _assert_same(moczarr.open_hive(str(root)), xr.open_zarr(store, group="atl06/o7"))
+
+
+def test_an_unsafe_cast_is_refused_naming_the_leaf(hive_copy):
+    root = hive_copy("mixed")
+    # make the template leaf's count int32: the int64 leaves then cannot be cast safely
+    array = root / "4/4/4/1/1/1/444111.zarr/7/count"
+    meta = json.loads((array / "zarr.json").read_text())
+    values = np.frombuffer((array / "c/0").read_bytes(), dtype="<i8")
+    (array / "c/0").write_bytes(values.astype("<i4").tobytes())
+    (array / "zarr.json").write_text(json.dumps({**meta, "data_type": "int32"}))
+    ds = xr.open_zarr(MocHiveStore(root), group="atl06/o7")
+    assert ds["count"].dtype == np.int32
+    with pytest.raises(EncodingError, match=r"444113\.zarr/7/count: stored as int64"):
+        ds["count"].values  # noqa: B018
+
+
+@pytest.mark.parametrize("aoi", [["444112"], ["4441"], ["4441121", "-4113311"], ["44411213"]])
+def test_aoi_keeps_whole_subtrees_and_aoi_mask_gives_moczarrs_cut(aoi):
+    root = FIXTURES / "bare_versioned"
+    got = xr.open_zarr(MocHiveStore(root, aoi=aoi), group="atl06/o7")
+    ref = moczarr.open_hive(str(root), aoi=aoi)
+    assert got.sizes["cells"] % 16 == 0 and got.sizes["cells"] >= ref.sizes["cells"]
+    _assert_same(ref, got.isel(cells=aoi_mask(got["morton"].values, aoi)))
+
+
+def test_aoi_outside_the_coverage_gives_an_empty_schema_correct_view():
+    with pytest.warns(HiveWarning, match="intersects no coverage"):
+        ds = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned", aoi=["1111"]),
+                          group="atl06/o7")
+    assert ds.sizes["cells"] == 0 and ds["count"].dtype == np.int64
+
+
+@pytest.mark.parametrize("name,companion", [("sharded", "icechunk"), ("pyramid2", "multiscales")])
+def test_root_companions_are_never_listed(name, companion):
+    assert (FIXTURES / name / companion).is_dir()
+    store = MocHiveStore(FIXTURES / name)
+    keys = zarr.core.sync.sync(_all_keys(store))
+    assert not any(companion in key for key in keys)
+
+
+async def _all_keys(store):
+    return [key async for key in store.list()]
