@@ -137,3 +137,15 @@ def test_escaping_current_pointer_is_refused_naming_the_leaf(hive_copy):
     ds = xr.open_zarr(MocHiveStore(root), group=GROUP)
     with pytest.raises(ValueError, match="444112.zarr: commit stamp 'current' pointer"):
         ds["count"].values  # noqa: B018
+
+
+def test_a_stale_root_moc_warns_under_verify_open(hive_copy):
+    root = hive_copy("bare_versioned")
+    moc = root / "coverage.moc"
+    env = json.loads(moc.read_text())
+    env["ranges"] = [["444111", "444112"], ["-411331", "-411331"]]  # -411342 dropped
+    moc.write_text(json.dumps(env))
+    with pytest.warns(HiveWarning, match=r"stale root coverage.*-411342\.zarr.*\(1\)"):
+        ds = _open(root, verify="open")
+    assert ds.sizes["cells"] == 48  # what the MOC lists, as moczarr reads it
+    _equal(moczarr.open_hive(str(root)), ds)

@@ -286,7 +286,26 @@ async def open_source(
     restrict(level, aoi)
     if verify == "open" or scoped is not None:
         await verify_all(backend, leaves, level)
+    if verify == "open" and source == "moc":
+        await warn_if_stale(backend, leaves, level, ranks)
     return level, (ranks if source == "moc" else None)
+
+
+async def warn_if_stale(backend, leaves: LeafCache, level: Level, listed: np.ndarray) -> None:
+    """Warn (once) when stamped leaves exist that the root MOC does not list."""
+    manifest = level.manifest
+    walked = await walk_leaves(backend, level.root, manifest.shard_order, manifest.path_grouping)
+    unlisted = np.setdiff1d(_walked_ranks(walked, level.window, bool(level.windows)), listed)
+    probe = Level(level.product, level.root, manifest, level.cell_order, level.node_order,
+                  unlisted, "walk", windows=level.windows, window=level.window)
+    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, p in probe.leaf_pairs()))
+    stale = sorted(leaf.path for leaf in found if leaf.state == "stamped")
+    if stale:
+        _warn(
+            f"stale root coverage at {_join(level.root, COVERAGE_NAME)}: stamped leaves "
+            f"{', '.join(stale[:5])}{' ...' if len(stale) > 5 else ''} ({len(stale)}) are not "
+            "listed, so they are not served; regenerate the root coverage"
+        )
 
 
 def restrict(level: Level, aoi: Cells | None) -> None:
