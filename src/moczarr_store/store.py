@@ -186,7 +186,7 @@ class MocHiveStore(Store):
 
     async def _leaf_chunk(self, array: FieldArray, coords: tuple[int, ...], byte_range):
         located = array.locate(coords)
-        leaf_path = array.level.leaf_path(located.shard, located.window)
+        leaf_path = located.path or array.level.leaf_path(located.shard, located.window)
         leaf = await self._shared.leaves.resolve(leaf_path, self.backend.get)
         if leaf.state != "stamped":
             if leaf.state == "absent" and (located.window or array.level.window):

@@ -211,16 +211,16 @@ def warn_dangling(leaf: Leaf, group: str) -> None:
     )
 
 
-async def verify_all(backend, leaves: LeafCache, product: Level) -> None:
+async def verify_all(backend, leaves: LeafCache, level: Level) -> None:
     """Read every leaf's stamp; drop shards with no readable leaf in any window."""
-    keep = np.zeros(product.n_shards, dtype=bool)
+    keep = np.zeros(level.n_shards, dtype=bool)
     dropped: list[str] = []
-    cell_order = product.cell_order
+    cell_order = level.cell_order
 
     async def check(index: int, path: str) -> None:
         leaf = await leaves.resolve(path, backend.get)
         if leaf.state != "stamped":
-            if leaf.state == "debris" or not (product.windows or product.window or product.fold):
+            if leaf.state == "debris" or not (level.windows or level.window or level.fold):
                 dropped.append(path)
             return
         if leaf.current is not None:
@@ -231,26 +231,26 @@ async def verify_all(backend, leaves: LeafCache, product: Level) -> None:
                 return
         keep[index] = True
 
-    pairs = list(product.leaf_pairs())
+    pairs = list(level.leaf_pairs())
     for start in range(0, len(pairs), VERIFY_BATCH):
         await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
-    product.shard_ranks = product.shard_ranks[keep]
-    product.dropped = sorted(dropped)
+    level.shard_ranks = level.shard_ranks[keep]
+    level.dropped = sorted(dropped)
 
 
-async def _window_labels(backend, product: Level, envelope: dict | None, walked) -> list[str]:
-    manifest = product.manifest
+async def _window_labels(backend, level: Level, envelope: dict | None, walked) -> list[str]:
+    manifest = level.manifest
     labels = explicit_labels(manifest)
     if labels is None and envelope is not None:
         labels = labels_between(schedule(manifest), envelope.get("time_range"))
     if labels is None:
         if walked is None:
             _warn(
-                f"product {product.name!r}: neither the manifest nor the root coverage names "
+                f"product {level.product!r}: neither the manifest nor the root coverage names "
                 "its windows; discovering them with the digit-tree walk"
             )
             walked = await walk_leaves(
-                backend, product.root, manifest.shard_order, manifest.path_grouping
+                backend, level.root, manifest.shard_order, manifest.path_grouping
             )
         labels = sorted({label for found in walked.values() for label in found if label})
     return labels

@@ -28,6 +28,7 @@ class LeafChunk:
     shard: int
     window: str | None
     key: str
+    path: str | None = None  # a fixed leaf (arrays with no cells axis: the template)
 
 
 @dataclass(frozen=True)
@@ -99,64 +100,78 @@ def _with_leading_axis(codecs: list[dict]) -> list[dict]:
 
 
 class FieldArray:
-    """A leaf array of every shard, concatenated along its first (cells) axis.
+    """A leaf array of every node, concatenated along its ``cells`` axis.
 
     On an unscoped windowed product a leading ``window`` axis selects the leaf's window.
+    An array with no ``cells`` axis (a raster's ``time``) is served from the template.
     """
 
     def __init__(self, level: Level, name: str, leaf_meta: dict, coordinates: str) -> None:
         self.level, self.name = level, name
         where = f"{level.template}/{level.cell_order}/{name}"
-        shape = leaf_meta.get("shape")
+        shape = list(leaf_meta.get("shape") or [])
         grid = leaf_meta.get("chunk_grid", {})
         if grid.get("name") != "regular" or not shape:
-            raise LeafSchemaError(f"{where}: needs a regular chunk grid and a cells axis")
-        chunks = grid["configuration"]["chunk_shape"]
-        cells = level.cells_per_shard
-        if shape[0] != cells or cells % chunks[0]:
-            raise LeafSchemaError(
-                f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
-            )
-        self.chunks_per_leaf = cells // chunks[0]
-        self.leaf_encoding = leaf_meta.get("chunk_key_encoding", {"name": "default"})
-        _leaf_chunk_key(self.leaf_encoding, (0,) * len(shape))  # refuse unknown encodings now
+            raise LeafSchemaError(f"{where}: needs a regular chunk grid and a shape")
+        chunks = list(grid["configuration"]["chunk_shape"])
         names = list(leaf_meta.get("dimension_names") or [None] * len(shape))
-        dims = [n or ("cells" if i == 0 else f"dim_{i}") for i, n in enumerate(names)]
-        shape = [level.n_shards * cells, *shape[1:]]
-        self.windowed = bool(level.windows)
+        self.axis = names.index("cells") if "cells" in names else (0 if names[0] is None else None)
+        dims = [n or ("cells" if i == self.axis else f"dim_{i}") for i, n in enumerate(names)]
+        cells = level.cells_per_shard
+        self.chunks_per_leaf = 1
+        attrs = dict(leaf_meta.get("attributes") or {})
         codecs = leaf_meta.get("codecs")
+        self.windowed = False
+        if self.axis is not None:
+            if shape[self.axis] != cells or cells % chunks[self.axis]:
+                raise LeafSchemaError(
+                    f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
+                )
+            self.chunks_per_leaf = cells // chunks[self.axis]
+            shape[self.axis] = level.n_shards * cells
+            attrs["coordinates"] = coordinates
+            self.windowed = bool(level.windows)
         if self.windowed:
             shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
             codecs = _with_leading_axis(codecs)
+        self.leaf_encoding = leaf_meta.get("chunk_key_encoding", {"name": "default"})
+        _leaf_chunk_key(self.leaf_encoding, (0,) * len(names))  # refuse unknown encodings now
         self.meta = {
             **leaf_meta,
             "codecs": codecs,
             "shape": shape,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
             "chunk_key_encoding": _DEFAULT_KEYS,
-            "attributes": {**(leaf_meta.get("attributes") or {}), "coordinates": coordinates},
+            "attributes": attrs,
             "dimension_names": dims,
         }
         self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
         self.check = chunk_check(leaf_meta)
         self.group = f"{level.cell_order}/{name}"
 
-    def leaf_region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
-        """The region of the leaf array that virtual chunk ``coords`` covers."""
-        chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"]
-        if self.windowed:
-            coords, chunks = coords[1:], chunks[1:]
-        first = coords[0] % self.chunks_per_leaf
-        return tuple(slice(i * n, (i + 1) * n) for i, n in zip((first, *coords[1:]), chunks,
-                                                                strict=True))
-
-    def locate(self, coords: tuple[int, ...]) -> LeafChunk:
+    def _leaf_coords(self, coords: tuple[int, ...]) -> tuple[str | None, int, list[int]]:
+        """``(window, node index, chunk coordinates inside that node's leaf)``."""
         window = None
         if self.windowed:
             window, coords = self.level.windows[coords[0]], coords[1:]
-        shard, first = divmod(coords[0], self.chunks_per_leaf)
-        key = _leaf_chunk_key(self.leaf_encoding, (first, *coords[1:]))
-        return LeafChunk(shard, window, f"{self.group}/{key}")
+        inner = list(coords)
+        if self.axis is None:
+            return window, -1, inner
+        shard, inner[self.axis] = divmod(coords[self.axis], self.chunks_per_leaf)
+        return window, shard, inner
+
+    def leaf_region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
+        """The region of the leaf array that virtual chunk ``coords`` covers."""
+        chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"][self.windowed:]
+        _window, _shard, inner = self._leaf_coords(coords)
+        return tuple(slice(i * n, (i + 1) * n) for i, n in zip(inner, chunks, strict=True))
+
+    def locate(self, coords: tuple[int, ...]) -> LeafChunk:
+        window, shard, inner = self._leaf_coords(coords)
+        key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
+        if shard < 0:
+            return LeafChunk(-1, None, key, self.level.template)
+        return LeafChunk(shard, window, key)
 
 
 class FabricatedArray:
