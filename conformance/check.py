@@ -1,0 +1,180 @@
+"""Compare ``MocHiveStore`` with the reference reader ``moczarr.open_hive`` on any hive.
+
+    python -m conformance.check PATH [PATH...] [--verify open]
+
+For each product and ``o{order}`` group the store presents, ``xr.open_zarr`` of that
+group must match ``moczarr.open_hive(PATH, product=...)`` (``open_level`` for an order
+other than the source's) as HIVE_FORMAT.md §5.6 says; a windowed group is compared
+window by window. One line per product/order[/window]: ``PASS``, ``FAIL`` (with the
+reasons) or ``SKIP`` (a product the store declines to serve). Exits 1 on any FAIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+import moczarr
+import numpy as np
+import xarray as xr
+import zarr
+
+from moczarr_store import MocHiveStore
+
+COORDS = ("morton", "cell_ids")
+
+
+def _values_differ(ref: np.ndarray, got: np.ndarray) -> str | None:
+    """Why two arrays differ (NaN equals NaN; objects compare elementwise), or None."""
+    if ref.shape != got.shape:
+        return f"shape {ref.shape} != {got.shape}"
+    if ref.dtype.kind in "fc" and got.dtype.kind in "fc":
+        equal = (ref == got) | (np.isnan(ref) & np.isnan(got))
+    elif ref.dtype.kind == "O" or got.dtype.kind == "O":
+        equal = np.array(
+            [a == b or (a != a and b != b) for a, b in zip(ref.flat, got.flat, strict=True)],
+            dtype=bool,
+        ).reshape(ref.shape)
+    else:
+        equal = ref == got
+    if np.all(equal):
+        return None
+    at = tuple(int(i) for i in np.argwhere(~equal)[0])
+    return f"{int((~equal).sum())} values differ, first at {at}: {ref[at]!r} != {got[at]!r}"
+
+
+def compare(ref: xr.Dataset, got: xr.Dataset) -> list[str]:
+    """The differences between the reference dataset and ours; empty when they match."""
+    diffs = []
+    if dict(ref.sizes) != dict(got.sizes):
+        diffs.append(f"sizes {dict(ref.sizes)} != {dict(got.sizes)}")
+    missing, extra = set(ref.data_vars) - set(got), set(got.data_vars) - set(ref)
+    if missing or extra:
+        diffs.append(f"data variables: missing {sorted(missing)}, extra {sorted(extra)}")
+    for name in sorted(set(ref.data_vars) & set(got.data_vars)):
+        r, g = ref[name].variable, got[name].variable
+        if r.dims != g.dims:
+            diffs.append(f"{name}: dims {r.dims} != {g.dims}")
+        if r.dtype != g.dtype:
+            diffs.append(f"{name}: dtype {r.dtype} != {g.dtype}")
+        elif r.dims == g.dims and (why := _values_differ(r.values, g.values)):
+            diffs.append(f"{name}: {why}")
+        if r.attrs != g.attrs:
+            diffs.append(f"{name}: attrs {r.attrs} != {g.attrs}")
+    for name in COORDS:
+        if name not in got.coords:
+            diffs.append(f"{name}: not a coordinate of ours")
+        elif name in ref.coords:
+            r, g = ref[name].values, got[name].values
+            if r.dtype != g.dtype:
+                diffs.append(f"{name}: dtype {r.dtype} != {g.dtype}")
+            elif why := _values_differ(r, g):
+                diffs.append(f"{name}: {why}")
+    for name in sorted(set(ref.coords) - set(COORDS)):
+        if name not in got.variables:
+            diffs.append(f"coordinate {name}: missing")
+        elif why := _values_differ(ref[name].values, got[name].values):
+            diffs.append(f"coordinate {name}: {why}")
+    if ref.attrs.get("morton_hive") != got.attrs.get("morton_hive"):
+        diffs.append(
+            f"attrs['morton_hive'] {ref.attrs.get('morton_hive')} != {got.attrs.get('morton_hive')}"
+        )
+    return diffs
+
+
+def window_slices(got: xr.Dataset):
+    """``(label, dataset)`` per window of a windowed group, else ``(None, got)``."""
+    if "window" not in got.dims:
+        yield None, got
+        return
+    for i, label in enumerate(got["window"].values):
+        one = got.isel(window=i)
+        yield str(label), one.drop_vars([n for n in one.coords if one[n].ndim == 0])
+
+
+def compare_window(ref: xr.Dataset, got: xr.Dataset, fill: dict | None = None) -> list[str]:
+    """``compare`` on the window's cells; our other cells must hold the fill value.
+
+    ``fill`` maps a variable to its array's fill value (default NaN).
+    """
+    inside = np.isin(got["morton"].values, ref["morton"].values)
+    diffs = compare(ref, got.isel(cells=inside))
+    for name, var in got.isel(cells=~inside).data_vars.items():
+        expected = np.full_like(var.values, (fill or {}).get(name, np.nan))
+        if _values_differ(expected, var.values):
+            diffs.append(f"{name}: data in cells outside the window's domain")
+    return diffs
+
+
+def reference(path: str, product: str | None, order: int, window: str | None) -> xr.Dataset:
+    """moczarr's dataset: ``open_hive`` at the source order, ``open_level`` at others."""
+    kwargs = {k: v for k, v in (("product", product), ("window", window)) if v}
+    ref = moczarr.open_hive(path, **kwargs)
+    if ref.attrs["morton_hive"]["cell_order"] != order:
+        ref = moczarr.open_level(path, order, **kwargs)
+        if ref is None:
+            raise LookupError(f"moczarr.open_level finds no order {order}")
+    return ref
+
+
+def check_group(path: str, store: MocHiveStore, product: str | None, group: str) -> list[str]:
+    """One PASS/FAIL line per window (or one line) of a ``{product}/o{order}`` group.
+
+    ``product`` is what moczarr is given (``None`` for a bare hive).
+    """
+    try:
+        slices = list(window_slices(xr.open_zarr(store, group=group)))
+        fill = {n: a.fill_value for n, a in zarr.open_group(store, path=group, mode="r").arrays()}
+    except Exception as err:
+        return [f"FAIL {path} {group}: {type(err).__name__}: {err}"]
+    lines = []
+    for window, got in slices:
+        where = f"{path} {group}" + (f"[{window}]" if window else "")
+        try:
+            ref = reference(path, product, int(group.rsplit("/o", 1)[1]), window)
+            diffs = compare(ref, got) if window is None else compare_window(ref, got, fill)
+        except Exception as err:
+            diffs = [f"{type(err).__name__}: {err}"]
+        if diffs:
+            lines.append(f"FAIL {where}: " + "; ".join(diffs))
+        else:
+            lines.append(f"PASS {where} cells={ref.sizes.get('cells')} vars={len(ref.data_vars)}")
+    return lines
+
+
+def check_hive(path: str, verify: str = "lazy") -> bool:
+    """Print one line per product/order(/window) of the hive at ``path``; True if none failed."""
+    try:
+        store = MocHiveStore(path, verify=verify)
+        root = zarr.open_group(store, mode="r")
+        info = root.attrs["morton_hive_store"]
+    except Exception as err:
+        print(f"FAIL {path}: cannot open the store: {type(err).__name__}: {err}")
+        return False
+    lines = [f"SKIP {path} {name}: {why}" for name, why in (info.get("skipped") or {}).items()]
+    for name in info["products"]:
+        try:
+            orders = [k for k in root[name].group_keys() if re.fullmatch(r"o\d+", k)]
+        except Exception as err:
+            lines.append(f"FAIL {path} {name}: {type(err).__name__}: {err}")
+            continue
+        if not orders:
+            lines.append(f"FAIL {path} {name}: no o{{order}} group")
+        for order in sorted(orders, key=lambda o: -int(o[1:])):
+            lines += check_group(path, store, None if info["bare"] else name, f"{name}/{order}")
+    print("\n".join(lines))
+    return not any(line.startswith("FAIL") for line in lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.check", description=__doc__)
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="hive root (path or URL)")
+    parser.add_argument("--verify", choices=("lazy", "open"), default="lazy")
+    args = parser.parse_args(argv)
+    results = [check_hive(path, args.verify) for path in args.paths]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
