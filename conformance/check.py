@@ -1,6 +1,6 @@
 """Compare ``MocHiveStore`` with the reference reader ``moczarr.open_hive`` on any hive.
 
-    python -m conformance.check PATH [PATH...] [--verify open]
+    python -m conformance.check PATH [PATH...] [--verify open] [--chunking leaf|inner]
 
 For each product and ``o{order}`` group the store presents, ``xr.open_zarr`` of that
 group must match ``moczarr.open_hive(PATH, product=...)`` (``open_level`` for an order
@@ -143,10 +143,10 @@ def check_group(path: str, store: MocHiveStore, product: str | None, group: str)
     return lines
 
 
-def check_hive(path: str, verify: str = "lazy") -> bool:
+def check_hive(path: str, verify: str = "lazy", chunking: str = "shard") -> bool:
     """Print one line per product/order(/window) of the hive at ``path``; True if none failed."""
     try:
-        store = MocHiveStore(path, verify=verify)
+        store = MocHiveStore(path, verify=verify, chunking=chunking)
         root = zarr.open_group(store, mode="r")
         info = root.attrs["morton_hive_store"]
     except Exception as err:
@@ -171,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.check", description=__doc__)
     parser.add_argument("paths", nargs="+", metavar="PATH", help="hive root (path or URL)")
     parser.add_argument("--verify", choices=("lazy", "open"), default="lazy")
+    parser.add_argument("--chunking", choices=("shard", "leaf", "inner"), default="shard")
     args = parser.parse_args(argv)
-    results = [check_hive(path, args.verify) for path in args.paths]
+    results = [check_hive(path, args.verify, args.chunking) for path in args.paths]
     return 0 if all(results) else 1
 
 

@@ -26,9 +26,12 @@ SERC = str(OWN / "bare_versioned")
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in OWN.iterdir() if p.is_dir()))
-@pytest.mark.parametrize("verify", ["lazy", "open"])
-def test_runner_passes_on_every_fixture(name: str, verify: str, capsys) -> None:
-    assert check.main([str(OWN / name), "--verify", verify]) == 0
+@pytest.mark.parametrize(
+    "options",
+    [["--verify", "lazy"], ["--verify", "open"], ["--chunking", "leaf"], ["--chunking", "inner"]],
+)
+def test_runner_passes_on_every_fixture(name: str, options: list[str], capsys) -> None:
+    assert check.main([str(OWN / name), *options]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("PASS ") for line in lines)
     assert all(line.startswith(("PASS ", "SKIP ")) for line in lines), lines

@@ -73,12 +73,14 @@ def slice_bytes(data: bytes, byte_range) -> bytes | memoryview:
 
 
 
-def _negative(byte_range: ByteRequest) -> bool:
+def _unusual(byte_range: ByteRequest) -> bool:
+    """Bounds an object store cannot take as they are: negative, or beyond 2**62."""
     if isinstance(byte_range, RangeByteRequest):
-        return min(byte_range.start, byte_range.end) < 0
-    if isinstance(byte_range, OffsetByteRequest):
-        return byte_range.offset < 0
-    return byte_range.suffix < 0
+        values = (byte_range.start, byte_range.end)
+    else:
+        values = (byte_range.offset if isinstance(byte_range, OffsetByteRequest)
+                  else byte_range.suffix,)
+    return any(not 0 <= v < 2**62 for v in values)
 
 
 class Backend:
@@ -162,8 +164,8 @@ class Backend:
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
         if byte_range is None:
             option = None
-        elif _negative(byte_range):
-            data = await self.get(path)  # negative bounds: slice in memory, as zarr does
+        elif _unusual(byte_range):
+            data = await self.get(path)  # negative or huge bounds: slice in memory
             return None if data is None else slice_bytes(bytes(data), byte_range)
         elif isinstance(byte_range, RangeByteRequest):
             if byte_range.end <= byte_range.start:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import google_crc32c
 import numpy as np
-from zarr.abc.store import SuffixByteRequest
+from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
 from .view.arrays import ChunkCheck
 
@@ -56,3 +56,52 @@ def check_chunk(data, check: ChunkCheck, byte_range, key: str) -> None:
             f"{key}: an uncompressed chunk of {check.nbytes} bytes was expected, the object "
             f"has {size}"
         )
+
+
+def shard_entries(data, check: ChunkCheck, key: str) -> np.ndarray:
+    """The ``(offset, nbytes)`` rows of a whole shard object's verified index."""
+    check_chunk(data, check, None, key)
+    view, need = memoryview(data), check.index_nbytes
+    index = view[len(view) - need :] if check.index_at_end else view[:need]
+    return np.frombuffer(index[: 16 * check.shard_chunks], dtype="<u8").reshape(-1, 2)
+
+
+def index_entries(index, check: ChunkCheck, key: str) -> np.ndarray:
+    """The ``(offset, nbytes)`` rows of a shard index read on its own (verified)."""
+    check_chunk(index, check, SuffixByteRequest(check.index_nbytes), key)
+    return np.frombuffer(memoryview(index)[: 16 * check.shard_chunks], dtype="<u8").reshape(-1, 2)
+
+
+def index_range(check: ChunkCheck):
+    """The byte request that reads a shard object's index alone."""
+    if check.index_at_end:
+        return SuffixByteRequest(check.index_nbytes)
+    return RangeByteRequest(0, check.index_nbytes)
+
+
+def reframe(data, check: ChunkCheck, key: str) -> bytes | None:
+    """A whole shard's inner chunks as one contiguous chunk (absent ones as fill).
+
+    Only for fixed-size inner chunks split along the first axis; ``None`` when every
+    inner chunk is absent.
+    """
+    entries = shard_entries(data, check, key)
+    if (entries[:, 0] == _ABSENT).all():
+        return None
+    view, parts = memoryview(data), []
+    for offset, nbytes in entries.tolist():
+        if offset == int(_ABSENT):
+            parts.append(check.inner_fill)
+        elif nbytes != check.inner_nbytes:
+            raise TruncatedChunkError(
+                f"{key}: an inner chunk of {nbytes} bytes, {check.inner_nbytes} expected"
+            )
+        else:
+            parts.append(view[offset : offset + nbytes])
+    return b"".join(parts)
+
+
+def inner_span(entries: np.ndarray, part: int) -> RangeByteRequest | None:
+    """The byte range of inner chunk ``part``, or ``None`` when it is absent."""
+    offset, nbytes = (int(v) for v in entries[part])
+    return None if offset == int(_ABSENT) else RangeByteRequest(offset, offset + nbytes)

@@ -18,16 +18,25 @@ from zarr.abc.store import (
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend, slice_bytes
-from .chunks import check_chunk
+from .cache import AsyncCache
+from .chunks import (
+    TruncatedChunkError,
+    check_chunk,
+    index_entries,
+    index_range,
+    inner_span,
+    reframe,
+)
 from .hive.aoi import aoi_members, parse_aoi
 from .hive.leaves import LeafCache
 from .hive.level import HiveWarning, warn_dangling
 from .hive.roster import Hive, open_hive
 from .transcode import Encodings, transcode
-from .view.arrays import FabricatedArray, FieldArray
+from .view.arrays import ChunkCheck, FabricatedArray, FieldArray
 from .view.tree import INDEX_RE, View
 
 VERIFY_MODES = ("lazy", "open")
+CHUNKINGS = ("shard", "leaf", "inner")
 _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
 _STATE_TEXT = {"debris": "unstamped debris", "absent": "no root zarr.json"}
 _READ_ONLY = "store was opened in read-only mode and does not support writing"
@@ -50,6 +59,14 @@ class MocHiveStore(Store):
         requested: debris and dangling pointers read as missing, with a warning.
         ``"open"`` reads every stamp at open and drops those shards from the domain,
         exactly as ``moczarr.open_hive`` does.
+    window
+        Scope windowed products to this one window (``("cells", ...)`` arrays).
+    aoi
+        Decimal ids or packed words (any orders): keep the nodes whose subtrees overlap.
+    chunking
+        How a sharded leaf array is chunked in the view: ``"shard"`` passes the shard
+        object through, ``"leaf"`` presents it as one contiguous chunk (one request per
+        leaf), ``"inner"`` as one chunk per inner chunk (ranged reads).
     max_concurrency
         Process-wide cap on in-flight backend requests shared by all stores with
         the same cap.
@@ -73,6 +90,7 @@ class MocHiveStore(Store):
         verify: str = "lazy",
         window: str | None = None,
         aoi: Iterable[str | int] | None = None,
+        chunking: str = "shard",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         **storage_options: Any,
@@ -80,6 +98,9 @@ class MocHiveStore(Store):
         super().__init__(read_only=read_only)
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify={verify!r}: expected one of {VERIFY_MODES}")
+        if chunking not in CHUNKINGS:
+            raise ValueError(f"chunking={chunking!r}: expected one of {CHUNKINGS}")
+        self.chunking = chunking
         self.backend = Backend(source, storage_options, max_concurrency)
         self.verify = verify
         self.window = window
@@ -91,7 +112,10 @@ class MocHiveStore(Store):
     # -- identity ---------------------------------------------------------------
 
     def _recipe(self) -> tuple:
-        return (*self.backend.recipe(), self.verify, self.window, self.aoi, self.read_only)
+        return (
+            *self.backend.recipe(), self.verify, self.window, self.aoi, self.chunking,
+            self.read_only,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MocHiveStore) and self._recipe() == other._recipe()
@@ -111,6 +135,7 @@ class MocHiveStore(Store):
             "verify": self.verify,
             "window": self.window,
             "aoi": self.aoi,
+            "chunking": self.chunking,
             "read_only": self.read_only,
             "source": self._source if self.backend.url is None else self.backend.url,
         }
@@ -122,6 +147,7 @@ class MocHiveStore(Store):
             verify=state["verify"],
             window=state["window"],
             aoi=state["aoi"],
+            chunking=state["chunking"],
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
             **backend.options,
@@ -202,19 +228,52 @@ class MocHiveStore(Store):
             chunk = await transcode(self.backend, leaf, array, differing, coords)
             return None if chunk is None else slice_bytes(chunk, byte_range)
         key = f"{leaf.data_prefix}/{located.key}"
+        if array.mode == "shard":
+            data = await self._read(key, byte_range)
+            if data is not None:
+                check_chunk(data, array.check, byte_range, key)
+        elif array.mode == "leaf":
+            data = await self._read(key)
+            data = None if data is None else reframe(data, array.check, key)
+            data = None if data is None else slice_bytes(data, byte_range)
+        else:
+            data = await self._inner_chunk(key, array, located.inner, byte_range)
+        if data is None and leaf.current is not None:
+            await self._warn_if_dangling(leaf, array)
+        return data
+
+    async def _read(self, key: str, byte_range=None):
         try:
-            data = await self.backend.get(key, byte_range)
+            return await self.backend.get(key, byte_range)
         except Exception as err:
             raise ChunkReadError(f"reading {key} from {self.backend}: {err}") from err
-        if data is None:
-            if leaf.current is not None and leaf.path not in self._shared.dangling_checked:
-                self._shared.dangling_checked.add(leaf.path)
-                group = f"{leaf.data_prefix}/{array.level.cell_order}"
-                if await self.backend.get(f"{group}/zarr.json") is None:
-                    warn_dangling(leaf, group)
+
+    async def _inner_chunk(self, key: str, array: FieldArray, part: int, byte_range):
+        """One inner chunk of a shard object, as a ranged read located by its index."""
+
+        async def load_index():
+            index = await self._read(key, index_range(array.check))
+            return None if index is None else index_entries(index, array.check, key)
+
+        entries = await self._shared.indexes.get(key, load_index)
+        span = None if entries is None else inner_span(entries, part)
+        if span is None:
             return None
-        check_chunk(data, array.check, byte_range, key)
-        return data
+        data = await self._read(key, span)
+        size = span.end - span.start
+        if data is None or len(memoryview(data)) != size:
+            raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {span.start}")
+        check_chunk(data, ChunkCheck(nbytes=array.check.inner_nbytes), None, key)
+        return slice_bytes(data, byte_range)
+
+    async def _warn_if_dangling(self, leaf, array: FieldArray) -> None:
+        """A versioned leaf's missing chunk: warn once if its version itself is gone."""
+        if leaf.path in self._shared.dangling_checked:
+            return
+        self._shared.dangling_checked.add(leaf.path)
+        group = f"{leaf.data_prefix}/{array.level.cell_order}"
+        if await self.backend.get(f"{group}/zarr.json") is None:
+            warn_dangling(leaf, group)
 
     async def get_partial_values(
         self,
@@ -329,6 +388,7 @@ class _Shared:
     def __init__(self) -> None:
         self.leaves = LeafCache()
         self.encodings = Encodings()
+        self.indexes: AsyncCache = AsyncCache(65_536)
         self.hive: Hive | None = None
         self._view: View | None = None
         self._opening: dict[int, asyncio.Future] = {}
@@ -348,7 +408,7 @@ class _Shared:
             hive = await open_hive(
                 store.backend, self.leaves, store.verify, store.window, store._aoi_cells
             )
-            options = {"verify": store.verify}
+            options = {"verify": store.verify, "chunking": store.chunking}
             if store.window is not None:
                 options["window"] = store.window
             if store.aoi is not None:

@@ -7,12 +7,11 @@ else under ``{leaf}/``. Stamps are read lazily and cached in a bounded LRU.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
+from ..cache import AsyncCache
 from .paths import validate_current
 
 STAMP_KEY = "morton_hive_commit"
@@ -73,46 +72,16 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
     return Leaf(path, "stamped", current, attrs)
 
 
-class LeafCache:
-    """Bounded LRU of resolved leaves, with one in-flight read per leaf and loop."""
+class LeafCache(AsyncCache[Leaf]):
+    """Resolved leaves by path: a bounded LRU keeping each leaf's slim form."""
 
     def __init__(self, max_entries: int = 262_144) -> None:
-        self.max_entries = max_entries
-        self._done: OrderedDict[str, Leaf] = OrderedDict()
-        self._pending: dict[tuple[int, str], asyncio.Future] = {}
-
-    def __len__(self) -> int:
-        return len(self._done)
-
-    def put(self, leaf: Leaf) -> None:
-        self._done[leaf.path] = leaf.slim()
-        self._done.move_to_end(leaf.path)
-        while len(self._done) > self.max_entries:
-            self._done.popitem(last=False)
-
-    def clear(self) -> None:
-        self._done.clear()
+        super().__init__(max_entries, keep=Leaf.slim)
 
     async def resolve(self, path: str, read) -> Leaf:
-        """The cached leaf at ``path``, else ``parse_leaf(path, await read(...))``."""
-        leaf = self._done.get(path)
-        if leaf is not None:
-            self._done.move_to_end(path)
-            return leaf
-        key = (id(asyncio.get_running_loop()), path)
-        pending = self._pending.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future = asyncio.get_running_loop().create_future()
-        self._pending[key] = future
-        try:
-            leaf = parse_leaf(path, await read(f"{path}/zarr.json"))
-            self.put(leaf)
-            future.set_result(leaf)
-            return leaf
-        except BaseException as err:
-            future.set_exception(err)
-            future.exception()  # mark retrieved: waiters re-raise it themselves
-            raise
-        finally:
-            del self._pending[key]
+        """The leaf at ``path``: cached, else ``parse_leaf(path, await read(...))``."""
+
+        async def load() -> Leaf:
+            return parse_leaf(path, await read(f"{path}/zarr.json"))
+
+        return await self.get(path, load)

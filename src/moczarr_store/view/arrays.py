@@ -29,16 +29,19 @@ class LeafChunk:
     window: str | None
     key: str
     path: str | None = None  # a fixed leaf (arrays with no cells axis: the template)
+    inner: int | None = None  # the inner chunk of the shard object (chunking="inner")
 
 
 @dataclass(frozen=True)
 class ChunkCheck:
-    """What the store can verify about a passed-through chunk object."""
+    """What the store knows about a leaf chunk object's bytes, to verify or re-frame them."""
 
     nbytes: int | None = None  # exact size of an uncompressed plain chunk
     shard_chunks: int | None = None  # inner chunks of a sharding_indexed object
     index_at_end: bool = True
     index_crc: bool = False
+    inner_nbytes: int | None = None  # size of an uncompressed inner chunk
+    inner_fill: bytes = b""  # the bytes of an inner chunk of fill values
 
     @property
     def index_nbytes(self) -> int:
@@ -64,12 +67,40 @@ def chunk_check(meta: dict) -> ChunkCheck:
         index_codecs = [c.get("name") for c in conf.get("index_codecs", [])]
         if index_codecs not in (["bytes"], ["bytes", "crc32c"]):
             return ChunkCheck()
+        plain = _plain_bytes(conf.get("codecs") or [], meta)
         return ChunkCheck(
             shard_chunks=math.prod(o // i for o, i in zip(chunk_shape, inner, strict=True)),
             index_at_end=conf.get("index_location", "end") == "end",
             index_crc=index_codecs[-1] == "crc32c",
+            inner_nbytes=None if plain is None else plain.itemsize * math.prod(inner),
+            inner_fill=b"" if plain is None else np.full(
+                math.prod(inner), _fill(meta.get("fill_value"), plain), dtype=plain).tobytes(),
         )
     return ChunkCheck()
+
+
+def _plain_bytes(codecs: list[dict], meta: dict) -> np.dtype | None:
+    """The on-disk dtype when ``codecs`` is a lone fixed-size ``bytes`` codec."""
+    if len(codecs) != 1 or codecs[0].get("name") != "bytes":
+        return None
+    try:
+        dtype = np.dtype(meta.get("data_type"))
+    except TypeError:
+        return None
+    if dtype.kind not in "biuf" or dtype.itemsize == 0:
+        return None
+    endian = (codecs[0].get("configuration") or {}).get("endian", "little")
+    return dtype.newbyteorder("<" if endian == "little" else ">")
+
+
+def _fill(value: object, dtype: np.dtype) -> object:
+    """A zarr v3 fill value as a number ("NaN", "Infinity" and hex bit patterns too)."""
+    if isinstance(value, str) and value.startswith("0x"):
+        bits = np.array(int(value, 16), dtype=f"u{dtype.itemsize}")
+        return bits.view(dtype.newbyteorder("="))[()]
+    if isinstance(value, str):
+        return float(value.replace("Infinity", "inf"))
+    return value
 
 
 def _leaf_chunk_key(encoding: dict, coords: tuple[int, ...]) -> str:
@@ -106,7 +137,9 @@ class FieldArray:
     An array with no ``cells`` axis (a raster's ``time``) is served from the template.
     """
 
-    def __init__(self, level: Level, name: str, leaf_meta: dict, coordinates: str) -> None:
+    def __init__(
+        self, level: Level, name: str, leaf_meta: dict, coordinates: str, chunking: str = "shard"
+    ) -> None:
         self.level, self.name = level, name
         where = f"{level.template}/{level.cell_order}/{name}"
         shape = list(leaf_meta.get("shape") or [])
@@ -122,11 +155,19 @@ class FieldArray:
         attrs = dict(leaf_meta.get("attributes") or {})
         codecs = leaf_meta.get("codecs")
         self.windowed = False
+        self.check = chunk_check(leaf_meta)
+        self.mode = "shard"
         if self.axis is not None:
             if shape[self.axis] != cells or cells % chunks[self.axis]:
                 raise LeafSchemaError(
                     f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
                 )
+            if self._reframes(chunking, leaf_meta, chunks, cells):
+                self.mode = chunking
+                inner = codecs[0]["configuration"]
+                codecs = inner.get("codecs") or [_BYTES_LE]
+                if chunking == "inner":
+                    chunks = list(inner["chunk_shape"])
             self.chunks_per_leaf = cells // chunks[self.axis]
             shape[self.axis] = level.n_shards * cells
             attrs["coordinates"] = coordinates
@@ -146,8 +187,22 @@ class FieldArray:
             "dimension_names": dims,
         }
         self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
-        self.check = chunk_check(leaf_meta)
         self.group = f"{level.cell_order}/{name}"
+
+    def _reframes(self, chunking: str, leaf_meta: dict, chunks: list[int], cells: int) -> bool:
+        """Whether this array can be presented leaf- or inner-chunked, as asked.
+
+        That needs one sharding_indexed object per leaf whose inner chunks split only
+        the cells axis; ``leaf`` also needs fixed-size (uncompressed) inner chunks.
+        """
+        codecs = leaf_meta.get("codecs") or []
+        if chunking == "shard" or not self.check.shard_chunks or chunks[self.axis] != cells:
+            return False
+        inner = codecs[0]["configuration"].get("chunk_shape") or chunks
+        if any(i != o for d, (i, o) in enumerate(zip(inner, chunks, strict=True))
+               if d != self.axis):
+            return False
+        return chunking == "inner" or self.check.inner_nbytes is not None
 
     def _leaf_coords(self, coords: tuple[int, ...]) -> tuple[str | None, int, list[int]]:
         """``(window, node index, chunk coordinates inside that node's leaf)``."""
@@ -168,10 +223,13 @@ class FieldArray:
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window, shard, inner = self._leaf_coords(coords)
+        part = None
+        if self.mode == "inner":  # the shard object is the leaf's only chunk along cells
+            part, inner[self.axis] = inner[self.axis], 0
         key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
         if shard < 0:
             return LeafChunk(-1, None, key, self.level.template)
-        return LeafChunk(shard, window, key)
+        return LeafChunk(shard, window, key, inner=part)
 
 
 class FabricatedArray:

@@ -43,6 +43,7 @@ class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
     def __init__(self, hive: Hive, options: dict) -> None:
+        self.chunking = options.get("chunking", "shard")
         self.groups: dict[str, Group] = {}
         self.arrays: dict[str, Array] = {}
         names = [p.name for p in hive.products]
@@ -87,7 +88,7 @@ class View:
         cell_attrs = " ".join(c for c in coordinates if c != "window")
         for name in fields:
             self.arrays[f"{level.path}/{name}"] = FieldArray(
-                level, name, level.arrays[name], cell_attrs
+                level, name, level.arrays[name], cell_attrs, self.chunking
             )
         self.documents = self._documents()
 

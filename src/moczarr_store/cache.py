@@ -1,0 +1,58 @@
+"""A bounded LRU of values loaded asynchronously, with one in-flight load per key."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+class AsyncCache(Generic[V]):
+    """Concurrent requests for one missing key share a single load (per event loop).
+
+    ``keep`` turns a loaded value into what the cache retains (e.g. a slimmer form);
+    the caller that triggered the load still receives the full value.
+    """
+
+    def __init__(self, max_entries: int, keep: Callable[[V], V] = lambda value: value) -> None:
+        self.max_entries = max_entries
+        self._keep = keep
+        self._done: OrderedDict[Hashable, V] = OrderedDict()
+        self._pending: dict[tuple[int, Hashable], asyncio.Future] = {}
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def put(self, key: Hashable, value: V) -> None:
+        self._done[key] = self._keep(value)
+        self._done.move_to_end(key)
+        while len(self._done) > self.max_entries:
+            self._done.popitem(last=False)
+
+    def clear(self) -> None:
+        self._done.clear()
+
+    async def get(self, key: Hashable, load: Callable[[], Awaitable[V]]) -> V:
+        if key in self._done:
+            self._done.move_to_end(key)
+            return self._done[key]
+        slot = (id(asyncio.get_running_loop()), key)
+        pending = self._pending.get(slot)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[slot] = future
+        try:
+            value = await load()
+            self.put(key, value)
+            future.set_result(value)
+            return value
+        except BaseException as err:
+            future.set_exception(err)
+            future.exception()  # retrieved: the waiters re-raise it themselves
+            raise
+        finally:
+            del self._pending[slot]
