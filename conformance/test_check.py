@@ -28,7 +28,7 @@ SERC = str(OWN / "bare_versioned")
 @pytest.mark.parametrize("name", sorted(p.name for p in OWN.iterdir() if p.is_dir()))
 @pytest.mark.parametrize(
     "options",
-    [["--verify", "lazy"], ["--verify", "open"], ["--chunking", "leaf"], ["--chunking", "inner"]],
+    [["--verify", "lazy"], ["--verify", "open"], ["--chunking", "shard"], ["--chunking", "inner"]],
 )
 def test_runner_passes_on_every_fixture(name: str, options: list[str], capsys) -> None:
     assert check.main([str(OWN / name), *options]) == 0

@@ -115,13 +115,14 @@ def test_truncated_plain_chunk_is_an_error_naming_the_object(hive_copy):
     assert ds["count"].values.sum() > 0  # the other fields still read
 
 
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
 @pytest.mark.parametrize("cut", [4, 100])
-def test_truncated_shard_is_an_error_naming_the_object(hive_copy, cut):
+def test_truncated_shard_is_an_error_naming_the_object(hive_copy, cut, chunking):
     root = hive_copy("sharded")
     key = _leaf_chunk(root, "4/4/4/1/1/44411.zarr", "count")
     path = root / key
     path.write_bytes(path.read_bytes()[:-cut])
-    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)
+    ds = xr.open_zarr(MocHiveStore(root, chunking=chunking), group=GROUP)
     with pytest.raises((TruncatedChunkError, ChunkReadError), match=key):
         ds["count"].values  # noqa: B018
     with pytest.raises((TruncatedChunkError, ChunkReadError), match=key):

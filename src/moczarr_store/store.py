@@ -90,7 +90,7 @@ class MocHiveStore(Store):
         verify: str = "lazy",
         window: str | None = None,
         aoi: Iterable[str | int] | None = None,
-        chunking: str = "shard",
+        chunking: str = "leaf",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         **storage_options: Any,

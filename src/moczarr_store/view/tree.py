@@ -43,7 +43,7 @@ class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
     def __init__(self, hive: Hive, options: dict) -> None:
-        self.chunking = options.get("chunking", "shard")
+        self.chunking = options.get("chunking", "leaf")
         self.groups: dict[str, Group] = {}
         self.arrays: dict[str, Array] = {}
         names = [p.name for p in hive.products]
