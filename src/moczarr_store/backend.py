@@ -25,6 +25,10 @@ _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryEr
 _limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class ObjectReadError(OSError):
+    """An object's response body could not be read in full; the message names it."""
+
+
 def _limiter(cap: int) -> asyncio.Semaphore:
     """The process-wide semaphore for ``cap`` on the running event loop."""
     per_loop = _limiters.setdefault(asyncio.get_running_loop(), {})
@@ -178,8 +182,7 @@ class Backend:
         kind = "get" if option is None else "get_range"
         options = {} if option is None else {"options": {"range": option}}
         try:
-            result = await self._call(kind, obstore.get_async, self.store, path, **options)
-            return await result.bytes_async()
+            return await self._call(kind, self._fetch, path, options)
         except _MISSING:
             return None
         except Exception:
@@ -192,6 +195,20 @@ class Backend:
             if start >= size:
                 return b""
             raise
+
+    async def _fetch(self, path: str, options: dict) -> BytesLike:
+        """GET and read the body: both under the cap (a body still streaming is a
+        request in flight)."""
+        result = await obstore.get_async(self.store, path, **options)
+        try:
+            return await result.bytes_async()
+        except _MISSING:
+            raise
+        except Exception as err:  # obstore's body errors do not name the object
+            raise ObjectReadError(
+                f"reading {path} from {self}: the response body failed after obstore's "
+                f"retries ({err})"
+            ) from err
 
     async def size(self, path: str) -> int | None:
         """The object's size in bytes, or ``None`` when it does not exist."""

@@ -8,7 +8,6 @@ from datetime import datetime
 
 import numpy as np
 
-from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
 from ..hive.level import Level
 
 FABRICATED_ROWS = 65_536
@@ -239,7 +238,7 @@ class FabricatedArray:
         self.meta, self.rows, self._produce = meta, rows, produce
         self.grid = (math.ceil(meta["shape"][0] / rows),) if meta["shape"][0] else (0,)
 
-    def fabricate(self, coords: tuple[int, ...]) -> bytes:
+    def fabricate(self, coords: tuple[int, ...]) -> bytes | memoryview:
         start = coords[0] * self.rows
         return self._produce(start, min(start + self.rows, self.meta["shape"][0]), self.rows)
 
@@ -262,16 +261,29 @@ def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: 
 
 
 def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
-    """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row."""
-    cells = level.cells_per_shard
-    rows = cells * max(1, FABRICATED_ROWS // cells)
-    convert = ranks_to_words if kind == "morton" else ranks_to_nested
+    """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row.
 
-    def produce(start: int, stop: int, length: int) -> bytes:
-        ranks = child_ranks(level.shard_ranks, level.depth, start, stop)
-        out = np.zeros(length, dtype="<u8")
-        out[: stop - start] = convert(ranks, level.cell_order)
-        return out.tobytes()
+    A chunk holds whole shard subtrees: one broadcast add of each shard's first value
+    and the per-child steps (child ``i`` adds ``i`` to the rank, so ``i << shift`` to
+    the word: a child index never carries into the order bits).
+    """
+    cells = level.cells_per_shard
+    rows = cells * max(1, min(FABRICATED_ROWS // cells, level.n_shards))
+    first_rank = np.asarray(level.shard_ranks, dtype="<u8") << np.uint64(2 * level.depth)
+    steps = np.arange(cells, dtype="<u8")
+    if kind == "morton":
+        shift = np.uint64(6 + 2 * (27 - level.cell_order))
+        first = (first_rank << shift) | np.uint64(level.cell_order)
+        steps <<= shift
+    else:
+        first = first_rank - np.uint64(4**level.cell_order)
+
+    def produce(start: int, stop: int, length: int) -> memoryview:
+        out = np.empty(length, dtype="<u8")
+        out[stop - start :] = 0
+        np.add(first[start // cells : stop // cells, None], steps,
+               out=out[: stop - start].reshape(-1, cells))
+        return memoryview(out).cast("B")
 
     meta = _coordinate_meta(level.n_shards * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
     return FabricatedArray(meta, rows, produce)
