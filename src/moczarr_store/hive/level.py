@@ -1,6 +1,6 @@
-"""One product of a hive: its manifest, row domain, windows and template leaf schema.
+"""A product's levels (cell orders): row domain, windows and template leaf schema.
 
-Opening a product costs a constant number of requests: the manifest, the root
+Opening a product's source level costs a constant number of requests: the manifest, the root
 ``coverage.moc``, the stamp of the first stamped leaf, one listing of its cell-order
 group and one ``zarr.json`` per array. Other leaves are not touched unless every stamp
 must be known: ``verify="open"`` (moczarr's exact debris semantics), or a view scoped
