@@ -181,6 +181,7 @@ class Backend:
             option = {"suffix": byte_range.suffix}
         kind = "get" if option is None else "get_range"
         options = {} if option is None else {"options": {"range": option}}
+        _ = self.store  # a missing hive root raises here, not as a missing object
         try:
             return await self._call(kind, self._fetch, path, options)
         except _MISSING:

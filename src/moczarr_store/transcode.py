@@ -13,14 +13,16 @@ field's ``zarr.json`` is read once per leaf.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections import OrderedDict
 
 import numpy as np
+from zarr.abc.store import Store
 from zarr.api.asynchronous import open_array
 from zarr.core.buffer import default_buffer_prototype
-from zarr.storage import MemoryStore, ObjectStore
+from zarr.storage import MemoryStore
 
+from .cache import AsyncCache
 from .hive.leaves import Leaf
 from .view.arrays import FieldArray
 
@@ -31,41 +33,71 @@ class EncodingError(ValueError):
     """A leaf's values cannot be presented under the virtual array's encoding."""
 
 
+class TranscodeReadError(OSError):
+    """A leaf array read for re-encoding failed; the message names it."""
+
+
+class _BackendStore(Store):
+    """The hive's ``Backend`` as a read-only zarr store: capped, counted, like every read."""
+
+    supports_writes = supports_deletes = supports_listing = False
+
+    def __init__(self, backend) -> None:
+        super().__init__(read_only=True)
+        self.backend = backend
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _BackendStore) and other.backend == self.backend
+
+    async def get(self, key, prototype, byte_range=None):
+        data = await self.backend.get(key, byte_range)
+        return None if data is None else prototype.buffer.from_bytes(data)
+
+    async def get_partial_values(self, prototype, key_ranges):
+        return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
+
+    async def exists(self, key):
+        return await self.backend.size(key) is not None
+
+    async def set(self, key, value):
+        raise ValueError("read-only")
+
+    async def delete(self, key):
+        raise ValueError("read-only")
+
+    async def list(self):
+        raise NotImplementedError
+        yield
+
+    list_prefix = list_dir = list  # never listed: the array is opened by path
+
+
 def encoding(meta: dict) -> tuple:
     return tuple(json.dumps(meta.get(k), sort_keys=True) for k in ENCODING_KEYS)
 
 
 class Encodings:
-    """What encoding each (level, field, writer run) was written with; bounded."""
+    """What encoding each (level, field, writer run) was written with; bounded, and one
+    ``zarr.json`` read in flight per key however many chunks ask."""
 
     def __init__(self, max_entries: int = 262_144) -> None:
-        self.max_entries = max_entries
-        self._known: OrderedDict[tuple, dict | None] = OrderedDict()
+        self._known: AsyncCache[dict | None] = AsyncCache(max_entries)
 
     def seed(self, array: FieldArray) -> None:
         """The template leaf's run: its encoding is the declared one."""
-        self._put((array.level.path, array.name, array.level.template_run), None)
-
-    def _put(self, key: tuple, value: dict | None) -> None:
-        self._known[key] = value
-        while len(self._known) > self.max_entries:
-            self._known.popitem(last=False)
+        self._known.put((array.level.path, array.name, array.level.template_run), None)
 
     async def differing_meta(self, backend, leaf: Leaf, array: FieldArray) -> dict | None:
         """The leaf array's metadata when its encoding differs from the template's."""
-        key = (array.level.path, array.name, leaf.run)
-        if key in self._known:
-            return self._known[key]
-        where = f"{leaf.data_prefix}/{array.group}/zarr.json"
-        payload = await backend.get(where)
-        if payload is None:
-            meta = None  # the field is absent from this leaf: its chunks read as missing
-        else:
+
+        async def load() -> dict | None:
+            payload = await backend.get(f"{leaf.data_prefix}/{array.group}/zarr.json")
+            if payload is None:
+                return None  # the field is absent from this leaf: its chunks read as missing
             meta = json.loads(bytes(payload))
-            if encoding(meta) == encoding(array.level.arrays[array.name]):
-                meta = None
-        self._put(key, meta)
-        return meta
+            return None if encoding(meta) == encoding(array.level.arrays[array.name]) else meta
+
+        return await self._known.get((array.level.path, array.name, leaf.run), load)
 
 
 async def transcode(
@@ -83,11 +115,13 @@ async def transcode(
         )
     if leaf_meta.get("shape") != array.level.arrays[array.name].get("shape"):
         raise EncodingError(f"{where}: shape {leaf_meta.get('shape')} differs from the template")
-    source = await open_array(
-        store=ObjectStore(backend.store, read_only=True), path=where, zarr_format=3
-    )
-    region = array.leaf_region(coords)
-    values = np.asarray(await source.getitem(region)).astype(target_dtype, casting="safe")
+    try:
+        source = await open_array(store=_BackendStore(backend), path=where, zarr_format=3)
+        region = array.leaf_region(coords)
+        values = np.asarray(await source.getitem(region))
+    except Exception as err:
+        raise TranscodeReadError(f"reading {where} from {backend} to re-encode it: {err}") from err
+    values = values.astype(target_dtype, casting="safe")
     chunk_shape = target["chunk_grid"]["configuration"]["chunk_shape"]
     scratch, proto = MemoryStore(), default_buffer_prototype()
     meta = {**target, "shape": chunk_shape, "attributes": {}}

@@ -40,6 +40,10 @@ class NoCoverageError(ValueError):
     """A product has no committed leaf anywhere, so it has no schema."""
 
 
+class CannotWalk(ValueError):
+    """The digit tree had to be walked, and the backend cannot list it (plain HTTP)."""
+
+
 @dataclass
 class Level:
     """One cell order of a product: rows are the subtrees of its objects' nodes.
@@ -141,6 +145,19 @@ async def _coverage(backend, root: str, manifest: Manifest) -> tuple[np.ndarray,
             reason = f"is unusable ({err})"
     _warn(f"root coverage {where} {reason}; discovering shards with the digit-tree walk")
     return None
+
+
+async def _walk(backend, root: str, manifest: Manifest, why: str) -> dict[int, set]:
+    """The digit-tree walk; where listing fails, an error saying why it was needed."""
+    try:
+        return await walk_leaves(backend, root, manifest.shard_order, manifest.path_grouping)
+    except Exception as err:  # a backend that cannot list (plain HTTP), or a failed LIST
+        detail = (str(err).splitlines() or [type(err).__name__])[0]
+        raise CannotWalk(
+            f"{backend}: {why}, and the hive cannot be listed to walk its digit tree "
+            f"({detail}); a backend that cannot list (plain HTTP) needs a usable root "
+            f"{_join(root, COVERAGE_NAME)}"
+        ) from err
 
 
 def _walked_ranks(walked: dict[int, set], window: str | None, windowed: bool) -> np.ndarray:
@@ -249,8 +266,10 @@ async def _window_labels(backend, level: Level, envelope: dict | None, walked) -
                 f"product {level.product!r}: neither the manifest nor the root coverage names "
                 "its windows; discovering them with the digit-tree walk"
             )
-            walked = await walk_leaves(
-                backend, level.root, manifest.shard_order, manifest.path_grouping
+            walked = await _walk(
+                backend, level.root, manifest,
+                f"product {level.product!r}: neither the manifest nor the root coverage "
+                "names its windows",
             )
         labels = sorted({label for found in walked.values() for label in found if label})
     return labels
@@ -272,7 +291,10 @@ async def open_source(
     coverage = await _coverage(backend, root, manifest)
     walked = None
     if coverage is None:
-        walked = await walk_leaves(backend, root, manifest.shard_order, manifest.path_grouping)
+        walked = await _walk(
+            backend, root, manifest,
+            f"root coverage {_join(root, COVERAGE_NAME)} is missing or unusable",
+        )
         ranks, envelope, source = _walked_ranks(walked, scoped, windowed), None, "walk"
     else:
         (ranks, envelope), source = coverage, "moc"
@@ -294,7 +316,15 @@ async def open_source(
 async def warn_if_stale(backend, leaves: LeafCache, level: Level, listed: np.ndarray) -> None:
     """Warn (once) when stamped leaves exist that the root MOC does not list."""
     manifest = level.manifest
-    walked = await walk_leaves(backend, level.root, manifest.shard_order, manifest.path_grouping)
+    try:
+        walked = await _walk(backend, level.root, manifest, "checking for unlisted leaves")
+    except CannotWalk as err:
+        detail = (str(err.__cause__).splitlines() or ["cannot list"])[0]
+        _warn(
+            f"{level.path}: the root coverage {_join(level.root, COVERAGE_NAME)} was not "
+            f"checked for unlisted stamped leaves: {backend} cannot be listed ({detail})"
+        )
+        return
     unlisted = np.setdiff1d(_walked_ranks(walked, level.window, bool(level.windows)), listed)
     probe = Level(level.product, level.root, manifest, level.cell_order, level.node_order,
                   unlisted, "walk", windows=level.windows, window=level.window)

@@ -1,0 +1,61 @@
+"""Sources the store takes: a path, a file:// URL, an obstore store instance."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import obstore
+import pytest
+import xarray as xr
+from conftest import FIXTURES
+
+from moczarr_store import MocHiveStore
+
+HIVE = FIXTURES / "bare_versioned"
+GROUP = "atl06/o7"
+
+
+def _values(store: MocHiveStore) -> dict:
+    ds = xr.open_zarr(store, group=GROUP)
+    return {name: ds[name].values for name in [*ds.data_vars, "morton", "cell_ids"]}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [f"file://{HIVE}", obstore.store.LocalStore(str(HIVE)), HIVE.relative_to(HIVE.parents[1])],
+    ids=["file-url", "obstore-instance", "relative-path"],
+)
+def test_every_source_reads_the_same_values(source, monkeypatch):
+    monkeypatch.chdir(HIVE.parents[1])
+    expected = _values(MocHiveStore(HIVE))
+    store = MocHiveStore(source)
+    got = _values(store)
+    for name, values in expected.items():
+        np.testing.assert_array_equal(got[name], values, err_msg=name)
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone == store
+    np.testing.assert_array_equal(_values(clone)["h_mean"], expected["h_mean"])
+
+
+def test_a_path_and_its_file_url_are_the_same_store():
+    assert MocHiveStore(HIVE) == MocHiveStore(f"file://{HIVE}")
+
+
+def test_options_reach_obstore_and_the_recipe():
+    store = MocHiveStore("s3://bucket/hive", region="us-west-2", skip_signature=True)
+    assert store.backend.options == {"region": "us-west-2", "skip_signature": True}
+    assert store != MocHiveStore("s3://bucket/hive", region="eu-west-1", skip_signature=True)
+    assert pickle.loads(pickle.dumps(store)) == store
+    assert store.backend.store.config["region"] == "us-west-2"
+
+
+def test_a_missing_root_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        xr.open_zarr(MocHiveStore(tmp_path / "nowhere"), group=GROUP)
+
+
+def test_a_directory_that_is_not_a_hive_is_a_clear_error(tmp_path):
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(ValueError, match="not a morton-hive"):
+        xr.open_zarr(MocHiveStore(tmp_path), group=GROUP)

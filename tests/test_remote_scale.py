@@ -1,0 +1,162 @@
+"""Concurrency, scale and pickling against the loopback S3 server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+import threading
+import time
+import warnings
+
+import dask
+import psutil
+import pytest
+import xarray as xr
+import zarr
+from servers import FIXTURES, S3Subprocess, s3_options, s3_url
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from moczarr_store import HiveWarning, MocHiveStore
+
+pytest_plugins = ["servers"]
+
+READS = [("bare_versioned", "atl06/o7"), ("sharded", "atl06/o7"), ("pyramid1", "atl06/o7"),
+         ("pyramid1", "atl06/o5"), ("legacy", "atl06/o7"), ("ragged", "atl06/o6")]
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HiveWarning)
+        yield
+
+
+def test_one_process_wide_cap_on_requests_in_flight(fault_proxy):
+    """8 dask threads x zarr async.concurrency 64 would allow ~500 requests at once."""
+    cap = 4
+    stores = {name: MocHiveStore(s3_url(name), max_concurrency=cap,
+                                 **s3_options(fault_proxy.url)) for name, _ in READS}
+    with zarr.config.set({"async.concurrency": 64}):
+        datasets = [xr.open_zarr(stores[name], group=group) for name, group in READS]
+        fault_proxy.reset()  # count the data reads: stamps, leaf metadata, chunks
+        with dask.config.set(scheduler="threads", num_workers=8):
+            loaded = dask.compute(*datasets)
+    requests = len(fault_proxy.log)
+    assert requests >= 100
+    peak = max(s.request_stats.max_in_flight for s in stores.values())
+    assert peak <= cap
+    assert fault_proxy.max_in_flight <= cap  # measured at the server side too
+    assert fault_proxy.max_in_flight >= 2  # the read was concurrent at all
+    for (name, group), ds in zip(READS, loaded, strict=True):
+        want = xr.open_zarr(MocHiveStore(FIXTURES / name), group=group).load()
+        xr.testing.assert_equal(ds, want)
+    print(f"\n{requests} requests; max in flight: store {peak}, proxy "
+          f"{fault_proxy.max_in_flight} (cap {cap})")
+
+
+def test_the_cap_holds_for_leaves_read_through_the_transcoder(fault_proxy):
+    cap = 2
+    store = MocHiveStore(s3_url("mixed"), max_concurrency=cap, **s3_options(fault_proxy.url))
+    with zarr.config.set({"async.concurrency": 64}):
+        ds = xr.open_zarr(store, group="atl06/o7")
+        fault_proxy.reset()
+        before = store.request_stats.total
+        with dask.config.set(scheduler="threads", num_workers=8):
+            ds.load()
+    assert fault_proxy.max_in_flight <= cap
+    assert store.request_stats.total - before == len(fault_proxy.log)  # every request counted
+
+
+@pytest.fixture
+def s3_child():
+    server = S3Subprocess()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_ten_thousand_concurrent_gets_are_correct_in_bounded_memory(s3_child):
+    """asyncio.gather of 10,000 ``store.get`` on chunk keys (repeating) of one fixture."""
+    n = 10_000
+    store = MocHiveStore(s3_url("bare_versioned"), **s3_options(s3_child.url))
+    local = MocHiveStore(FIXTURES / "bare_versioned")
+    proto = default_buffer_prototype()
+    keys = [k for k in sync(_keys(local)) if "/c/" in k]
+    expected = {k: _bytes(sync(local.get(k, proto))) for k in keys}
+    assert sum(v is not None for v in expected.values()) >= 36
+    for key in keys:  # open, and warm the stamp and encoding caches: measure the gets alone
+        assert _bytes(sync(store.get(key, proto))) == expected[key]
+    before = store.request_stats.total
+    process = psutil.Process()
+    peak, stop = [process.memory_info().rss], threading.Event()
+
+    def sample():
+        while not stop.wait(0.005):
+            peak.append(process.memory_info().rss)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.monotonic()
+    try:
+        results = sync(_gather(store, [keys[i % len(keys)] for i in range(n)], proto))
+    finally:
+        stop.set()
+        sampler.join(timeout=5)
+    seconds = time.monotonic() - started
+    for i, got in enumerate(results):
+        assert got == expected[keys[i % len(keys)]]
+    growth = (max(peak) - peak[0]) / 2**20
+    report = s3_child.stop()
+    print(f"\n{n} gets in {seconds:.1f} s ({store.request_stats.total - before} requests); "
+          f"RSS growth {growth:.1f} MiB; max in flight: backend "
+          f"{store.request_stats.max_in_flight}, server {report.get('max_in_flight')}")
+    assert growth < 150
+    assert store.request_stats.max_in_flight <= 64
+    assert report["max_in_flight"] <= 64
+
+
+async def _keys(store):
+    return [k async for k in store.list()]
+
+
+async def _gather(store, keys, proto):
+    async def one(key):
+        return _bytes(await store.get(key, proto))
+
+    return await asyncio.gather(*(one(k) for k in keys))
+
+
+def _bytes(buffer):
+    return None if buffer is None else buffer.to_bytes()
+
+
+def test_dask_distributed_two_worker_processes(s3_server):
+    distributed = pytest.importorskip("distributed")
+    store = MocHiveStore(s3_url("pyramid1"), **s3_options(s3_server.url))
+    size = len(pickle.dumps(store))
+    print(f"\npickled store: {size} bytes")
+    assert size < 2048
+    local = MocHiveStore(FIXTURES / "pyramid1")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster, distributed.Client(cluster) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        for group in ("atl06/o7", "atl06/o5"):
+            ds = xr.open_zarr(store, group=group)
+            got = ds.compute()  # the chunk tasks run on the worker processes
+            served = {w for w, n in client.run(_requests_made).items() if n}
+            xr.testing.assert_identical(got, xr.open_zarr(local, group=group).load())
+        assert served  # the workers read from the S3 server themselves
+
+
+def _requests_made() -> int:
+    """On a worker: backend requests made by the stores it unpickled."""
+    import gc
+
+    from moczarr_store import MocHiveStore
+
+    return sum(o.request_stats.total for o in gc.get_objects() if isinstance(o, MocHiveStore))
