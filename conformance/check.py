@@ -1,6 +1,6 @@
 """Compare ``MocHiveStore`` with the reference reader ``moczarr.open_hive`` on any hive.
 
-    python -m conformance.check PATH [PATH...] [--verify open] [--chunking leaf|inner]
+    python -m conformance.check PATH [PATH...] [--verify open] [--chunking shard|inner]
 
 For each product and ``o{order}`` group the store presents, ``xr.open_zarr`` of that
 group must match ``moczarr.open_hive(PATH, product=...)`` (``open_level`` for an order
@@ -107,9 +107,14 @@ def compare_window(ref: xr.Dataset, got: xr.Dataset, fill: dict | None = None) -
     return diffs
 
 
-def reference(path: str, product: str | None, order: int, window: str | None) -> xr.Dataset:
-    """moczarr's dataset: ``open_hive`` at the source order, ``open_level`` at others."""
+def reference(
+    path: str, product: str | None, order: int, window: str | None, all_time: bool = False
+) -> xr.Dataset:
+    """moczarr's dataset: ``open_hive`` at the source order, ``open_level`` at others (and
+    ``open_level(all_time=True)`` for the all-time folds)."""
     kwargs = {k: v for k, v in (("product", product), ("window", window)) if v}
+    if all_time:
+        return moczarr.open_level(path, order, all_time=True, **kwargs)
     ref = moczarr.open_hive(path, **kwargs)
     if ref.attrs["morton_hive"]["cell_order"] != order:
         ref = moczarr.open_level(path, order, **kwargs)
@@ -132,7 +137,8 @@ def check_group(path: str, store: MocHiveStore, product: str | None, group: str)
     for window, got in slices:
         where = f"{path} {group}" + (f"[{window}]" if window else "")
         try:
-            ref = reference(path, product, int(group.rsplit("/o", 1)[1]), window)
+            order = int(group.rsplit("/o", 1)[1])
+            ref = reference(path, product, order, window, "/all_time/" in group)
             diffs = compare(ref, got) if window is None else compare_window(ref, got, fill)
         except Exception as err:
             diffs = [f"{type(err).__name__}: {err}"]
@@ -143,7 +149,7 @@ def check_group(path: str, store: MocHiveStore, product: str | None, group: str)
     return lines
 
 
-def check_hive(path: str, verify: str = "lazy", chunking: str = "shard") -> bool:
+def check_hive(path: str, verify: str = "lazy", chunking: str = "leaf") -> bool:
     """Print one line per product/order(/window) of the hive at ``path``; True if none failed."""
     try:
         store = MocHiveStore(path, verify=verify, chunking=chunking)
@@ -161,8 +167,11 @@ def check_hive(path: str, verify: str = "lazy", chunking: str = "shard") -> bool
             continue
         if not orders:
             lines.append(f"FAIL {path} {name}: no o{{order}} group")
-        for order in sorted(orders, key=lambda o: -int(o[1:])):
-            lines += check_group(path, store, None if info["bare"] else name, f"{name}/{order}")
+        groups = [f"{name}/{o}" for o in sorted(orders, key=lambda o: -int(o[1:]))]
+        if "all_time" in root[name]:
+            groups += [f"{name}/all_time/{o}" for o in sorted(root[name]["all_time"].group_keys())]
+        for group in groups:
+            lines += check_group(path, store, None if info["bare"] else name, group)
     print("\n".join(lines))
     return not any(line.startswith("FAIL") for line in lines)
 
@@ -171,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.check", description=__doc__)
     parser.add_argument("paths", nargs="+", metavar="PATH", help="hive root (path or URL)")
     parser.add_argument("--verify", choices=("lazy", "open"), default="lazy")
-    parser.add_argument("--chunking", choices=("shard", "leaf", "inner"), default="shard")
+    parser.add_argument("--chunking", choices=("shard", "leaf", "inner"), default="leaf")
     args = parser.parse_args(argv)
     results = [check_hive(path, args.verify, args.chunking) for path in args.paths]
     return 0 if all(results) else 1

@@ -150,3 +150,22 @@ def test_root_companions_are_never_listed(name, companion):
 
 async def _all_keys(store):
     return [key async for key in store.list()]
+
+
+def test_verify_open_keeps_every_overview_objects_provenance():
+    group = zarr.open_group(MocHiveStore(FIXTURES / "pyramid1", verify="open"), mode="r")
+    objects = group["atl06/o5"].attrs["zagg_objects"]
+    nodes = [entry["zagg_overview"]["node"] for entry in objects]
+    assert nodes == ["4441", "-4113"]  # word order: positive base cells first
+    assert all(entry["role"] == "overview" for entry in objects)
+
+
+def test_an_unmaterialised_order_is_omitted_with_a_warning(hive_copy):
+    import shutil
+
+    root = hive_copy("pyramid1")
+    for node in ("4/4", "-4/1"):  # the order-1 overview objects: o3
+        shutil.rmtree(root / node / "all.zarr")
+    with pytest.warns(HiveWarning, match="atl06/o3: declared, but no stamped overview object"):
+        orders = set(zarr.open_group(MocHiveStore(root), mode="r")["atl06"].group_keys())
+    assert orders == {"o7", "o5"}

@@ -228,10 +228,18 @@ def warn_dangling(leaf: Leaf, group: str) -> None:
     )
 
 
+PROVENANCE = ("role", "zagg_overview", "zagg_column")
+
+
 async def verify_all(backend, leaves: LeafCache, level: Level) -> None:
-    """Read every leaf's stamp; drop shards with no readable leaf in any window."""
+    """Read every leaf's stamp; drop shards with no readable leaf in any window.
+
+    On overview and column levels every object's provenance (role, zagg_overview or
+    zagg_column) is kept in the group attrs under ``zagg_objects``.
+    """
     keep = np.zeros(level.n_shards, dtype=bool)
     dropped: list[str] = []
+    provenance: dict[str, dict] = {}
     cell_order = level.cell_order
 
     async def check(index: int, path: str) -> None:
@@ -247,12 +255,17 @@ async def verify_all(backend, leaves: LeafCache, level: Level) -> None:
                 dropped.append(path)
                 return
         keep[index] = True
+        if level.artifact != "source":
+            attrs = level.group_attrs if path == level.template else (leaf.attrs or {})
+            provenance[path] = {"object": path, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
 
     pairs = list(level.leaf_pairs())
     for start in range(0, len(pairs), VERIFY_BATCH):
         await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
     level.shard_ranks = level.shard_ranks[keep]
     level.dropped = sorted(dropped)
+    if provenance:
+        level.group_attrs["zagg_objects"] = [provenance[p] for _, p in pairs if p in provenance]
 
 
 async def _window_labels(backend, level: Level, envelope: dict | None, walked) -> list[str]:
@@ -361,6 +374,5 @@ async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
     level.template, level.template_run = leaf.path, leaf.run
     if level.artifact != "source":
         attrs = leaf.attrs or {}
-        provenance = ("role", "zagg_overview", "zagg_column")
-        level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in provenance if k in attrs}}
+        level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
     return True
