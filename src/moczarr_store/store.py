@@ -301,7 +301,7 @@ class MocHiveStore(Store):
             return len(view.documents[path])
         found = view.chunk(key)
         if found is not None and isinstance(found[0], FabricatedArray):
-            return found[0].rows * 8
+            return len(memoryview(found[0].fabricate(found[1])).cast("B"))
         return await super().getsize(key)
 
     # -- listing ------------------------------------------------------------------
@@ -390,21 +390,14 @@ class _Shared:
         self.encodings = Encodings()
         self.indexes: AsyncCache = AsyncCache(65_536)
         self.hive: Hive | None = None
-        self._view: View | None = None
-        self._opening: dict[int, asyncio.Future] = {}
+        self._view: AsyncCache[View] = AsyncCache(1)
         self.warned: set[str] = set()
         self.dangling_checked: set[str] = set()
 
     async def view(self, store: MocHiveStore) -> View:
-        if self._view is not None:
-            return self._view
-        loop = asyncio.get_running_loop()
-        pending = self._opening.get(id(loop))
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future = loop.create_future()
-        self._opening[id(loop)] = future
-        try:
+        """The view, built once: concurrent first requests share one open."""
+
+        async def build() -> View:
             hive = await open_hive(
                 store.backend, self.leaves, store.verify, store.window, store._aoi_cells
             )
@@ -413,19 +406,14 @@ class _Shared:
                 options["window"] = store.window
             if store.aoi is not None:
                 options["aoi"] = [str(a) for a in store.aoi]
-            self._view = View(hive, options)
-            for array in self._view.arrays.values():
+            view = View(hive, options)
+            for array in view.arrays.values():
                 if isinstance(array, FieldArray):
                     self.encodings.seed(array)
             self.hive = hive
-            future.set_result(self._view)
-            return self._view
-        except BaseException as err:
-            future.set_exception(err)
-            future.exception()
-            raise
-        finally:
-            del self._opening[id(loop)]
+            return view
+
+        return await self._view.get(None, build)
 
     def warn_once(self, key: str, message: str) -> None:
         if key not in self.warned:
