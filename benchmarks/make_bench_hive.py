@@ -2,7 +2,7 @@
 
 Usage (Python 3.12 venv with zagg 0.61.0)::
 
-    /work/venv312/bin/python benchmarks/make_bench_hive.py OUTDIR [--mode full|scale] [--shards N]
+    python3.12 benchmarks/make_bench_hive.py OUTDIR [--mode full|scale] [--shards N]
 
 ``--mode full`` (default)
     A LARGE hive written by zagg's REAL write path

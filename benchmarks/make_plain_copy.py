@@ -2,7 +2,7 @@
 
 Usage (dev venv with moczarr_store)::
 
-    /work/venv311/bin/python benchmarks/make_plain_copy.py HIVE OUTDIR \
+    .venv/bin/python benchmarks/make_plain_copy.py HIVE OUTDIR \
         [--group PRODUCT/oN] [--chunking leaf|shard|inner] [--force]
 
 For every array of the chosen virtual group (``morton``, ``cell_ids`` and every

@@ -2,7 +2,7 @@
 
 Usage (dev venv)::
 
-    /work/venv311/bin/python benchmarks/verify_bench.py HIVE PLAIN [--group atl06/o12]
+    .venv/bin/python benchmarks/verify_bench.py HIVE PLAIN [--group atl06/o12]
         [--field h_mean] [--samples 5]
 
 * ``xr.open_zarr(MocHiveStore(HIVE), group=GROUP)`` vs ``xr.open_zarr(PLAIN)``:
