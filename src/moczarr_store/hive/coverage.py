@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from .ids import DECIMAL_RE, decimal_order, decimal_to_rank
+from .ids import DECIMAL_RE
 
 COVERAGE_NAME = "coverage.moc"
 MOC_SPEC = "morton-moc/1"
@@ -38,26 +38,41 @@ def parse_root_coverage(payload: bytes, shard_order: int, where: str) -> tuple[n
         raise UnusableCoverage(f"{where}: order {order!r} != manifest shard_order {shard_order}")
     if not isinstance(ranges, list):
         raise UnusableCoverage(f"{where}: 'ranges' is not a list")
-    parts = []
-    for pair in ranges:
-        lo, hi = _range_ranks(pair, order, where)
-        parts.append(np.arange(lo, hi + 1, dtype=np.uint64))
-    ranks = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-    return np.unique(ranks), env
+    bounds = np.array([_range_ranks(pair, order, where) for pair in ranges], dtype=np.uint64)
+    return _expand(bounds.reshape(-1, 2)), env
+
+
+def _expand(bounds: np.ndarray) -> np.ndarray:
+    """Every rank of the inclusive ``[lo, hi]`` rows, ascending and unique."""
+    lengths = (bounds[:, 1] - bounds[:, 0] + np.uint64(1)).astype(np.int64)
+    starts = np.repeat(bounds[:, 0], lengths)
+    steps = np.arange(int(lengths.sum()), dtype=np.uint64) - np.repeat(
+        (np.cumsum(lengths) - lengths).astype(np.uint64), lengths
+    )
+    ranks = np.sort(starts + steps)
+    return ranks[np.concatenate(([True], ranks[1:] != ranks[:-1]))] if ranks.size else ranks
 
 
 def _range_ranks(pair: object, order: int, where: str) -> tuple[int, int]:
     if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
         raise ValueError(f"{where}: range {pair!r} is not a [first, last] pair of decimal strings")
-    lo, hi = pair
-    for end in (lo, hi):
-        if not DECIMAL_RE.match(end) or decimal_order(end) != order:
-            raise ValueError(f"{where}: range endpoint {end!r} is not an order-{order} id")
-    base = DECIMAL_RE.match(lo).group(1)
-    if DECIMAL_RE.match(hi).group(1) != base:
+    (base_lo, r_lo), (base_hi, r_hi) = (_endpoint(end, order, where) for end in pair)
+    if base_lo != base_hi:
         raise ValueError(f"{where}: range {pair!r} crosses base cells")
-    r_lo, r_hi = decimal_to_rank(lo), decimal_to_rank(hi)
     if r_lo > r_hi:
         raise ValueError(f"{where}: range {pair!r} is descending")
     return r_lo, r_hi
 
+
+def _endpoint(end: str, order: int, where: str) -> tuple[str, int]:
+    """An endpoint's base component and rank (one regex match, on the hot path of open)."""
+    match = DECIMAL_RE.match(end)
+    if match is None or len(match.group(2)) != order:
+        raise ValueError(f"{where}: range endpoint {end!r} is not an order-{order} id")
+    base, tail = match.groups()
+    base_cell = int(base) - 1 if base[0] != "-" else 5 - int(base)
+    rank = int(tail.translate(_QUATERNARY), 4) if tail else 0
+    return base, ((base_cell + 1) << (2 * order)) + rank
+
+
+_QUATERNARY = str.maketrans("1234", "0123")
