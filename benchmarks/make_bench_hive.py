@@ -365,9 +365,9 @@ def full_main(args) -> int:
 
     assert zagg.__version__ == mf.ZAGG_VERSION, zagg.__version__
     out = Path(args.outdir).resolve()
-    if out.exists():
+    if out.exists() and not args.resume:
         if not args.force:
-            sys.exit(f"{out} exists (use --force to delete it)")
+            sys.exit(f"{out} exists (use --force to delete it, or --resume)")
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     k = 4 ** (args.chunk_inner - args.shard_order)
@@ -518,6 +518,12 @@ def main(argv=None) -> int:
         help="sweep/pyramid off (as in the fixtures); default: zagg's pyramid + staged sweep",
     )
     ap.add_argument("--force", action="store_true", help="delete OUTDIR first")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="full mode: re-run into an existing OUTDIR; zagg skips leaves already current "
+        "(skip-if-current) and its staged sweep re-gathers them as dirt-only units",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=float, default=0.5, help="share of order-(s-2) blocks kept")
     ap.add_argument("--_slice", default=None, help=argparse.SUPPRESS)

@@ -16,8 +16,11 @@ of the virtual store sees). The group's own attributes are copied too, and
 metadata is consolidated (``zarr.consolidate_metadata``) so that
 ``xr.open_zarr(OUTDIR)`` works without listing.
 
-``--chunking`` is passed to ``MocHiveStore``; the default is the store's own
-default (``leaf``), i.e. the layout ``xr.open_zarr(MocHiveStore(HIVE))`` reads.
+``--chunking`` is passed to ``MocHiveStore``. The default, ``shard``, makes the
+copy the layout zagg wrote: one chunk per leaf, with the leaves' own
+``sharding_indexed`` codec (inner chunks, index, crc32c) -- the shard objects are
+copied byte for byte. ``--chunking leaf`` copies the store's default view instead
+(one plain ``bytes`` chunk per leaf), ``inner`` one chunk per inner chunk.
 Without ``--group`` the first product's finest order (``{product}/o{cell_order}``)
 is copied.
 """
@@ -122,7 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("hive")
     ap.add_argument("outdir")
     ap.add_argument("--group", default=None, help="virtual group, e.g. atl06/o12")
-    ap.add_argument("--chunking", choices=("leaf", "shard", "inner"), default=None)
+    ap.add_argument("--chunking", choices=("leaf", "shard", "inner"), default="shard")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--force", action="store_true", help="delete OUTDIR first")
     args = ap.parse_args(argv)
@@ -131,8 +134,7 @@ def main(argv=None) -> int:
         if not args.force:
             sys.exit(f"{out} exists (use --force to delete it)")
         shutil.rmtree(out)
-    kw = {} if args.chunking is None else {"chunking": args.chunking}
-    store = MocHiveStore(args.hive, **kw)
+    store = MocHiveStore(args.hive, chunking=args.chunking)
     group = args.group
     if group is None:
         root = zarr.open_group(store, mode="r")
