@@ -8,6 +8,8 @@ import shutil
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
+from conftest import FIXTURES
 from zarr.core.sync import sync
 
 from moczarr_store import HiveWarning, MocHiveStore
@@ -48,8 +50,63 @@ def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
     product = sync(store.hive()).products[0].levels[0]
     assert product.n_shards == 10_000
     assert many == few
-    # manifest + coverage + one stamp + group listing + group zarr.json + one per array
-    assert few == 5 + len(product.arrays)
+    # manifest + coverage + one stamp + group zarr.json + one per array; the stamp's
+    # content hashes name the arrays, so the group is not listed
+    assert few == 4 + len(product.arrays)
+    assert store.request_stats.counts["list"] == 0
+
+
+def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
+    root = hive_copy("bare_versioned")
+    stamp = root / "4/4/4/1/1/1/444111.zarr/zarr.json"
+    doc = json.loads(stamp.read_text())
+    del doc["attributes"]["morton_hive_commit"]["content_hashes"]
+    stamp.write_text(json.dumps(doc))
+    total, store = _open_requests(root)
+    level = sync(store.hive()).products[0].levels[0]
+    assert total == 5 + len(level.arrays)
+    assert store.request_stats.counts["list"] == 1
+    expected = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group="atl06/o7")
+    xr.testing.assert_identical(xr.open_zarr(store, group="atl06/o7").load(), expected.load())
+
+
+def _schema_requests(level) -> int:
+    """One stamp, the group's zarr.json and one zarr.json per array (not the coordinates)."""
+    return 2 + len(level.arrays)
+
+
+def test_overview_levels_are_read_only_when_a_path_needs_them():
+    store = MocHiveStore(FIXTURES / "pyramid2")
+    zarr.open_group(store, path="atl06/o2", mode="r")
+    opened = store.request_stats.total
+    source, *overviews = sync(store.hive()).products[0].levels
+    o2 = next(level for level in overviews if level.cell_order == 2)
+    # manifest + coverage, the source level's schema, then only o2's
+    assert opened == 2 + _schema_requests(source) + _schema_requests(o2)
+    # the root document consolidates every level: all of them are read for it
+    assert store.request_stats.total == 2 + sum(_schema_requests(lv) for lv in (source, *overviews))
+
+
+def test_xarray_default_open_reads_every_level_once_and_values_do_not_change():
+    lazy = MocHiveStore(FIXTURES / "pyramid2")
+    ds = xr.open_zarr(lazy, group="atl06/o3")  # consolidated: the root document needs all
+    levels = sync(lazy.hive()).products[0].levels
+    assert lazy.request_stats.total == 2 + sum(_schema_requests(lv) for lv in levels)
+    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
+    xr.testing.assert_equal(ds.load(), xr.open_zarr(eager, group="atl06/o3").load())
+
+
+@pytest.mark.parametrize("key", ["atl06/o3/count/c/0", "atl06/o3/count/zarr.json"])
+def test_a_key_inside_an_unread_level_reads_that_level_first(key):
+    from zarr.core.buffer import default_buffer_prototype
+
+    cold = MocHiveStore(FIXTURES / "pyramid2")
+    warm = MocHiveStore(FIXTURES / "pyramid2")
+    sync(warm.hive())
+    prototype = default_buffer_prototype()
+    got, want = (sync(s.get(key, prototype)) for s in (cold, warm))
+    assert want is not None
+    assert got.to_bytes() == want.to_bytes()
 
 
 def test_reads_beyond_open_touch_only_the_leaves_they_need(hive_copy):

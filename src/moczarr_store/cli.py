@@ -14,8 +14,8 @@ from .view.arrays import FabricatedArray
 
 def describe(store: MocHiveStore) -> list[str]:
     """The virtual tree and the hive facts, one line per node."""
-    view = sync(store.view())
     hive = sync(store.hive())
+    view = sync(store.view())
     lines = [f"hive {store.backend}  ({'bare store' if hive.bare else 'multi-product root'})"]
     for name, reason in sorted(hive.skipped.items()):
         lines.append(f"  skipped product {name}: {reason}")

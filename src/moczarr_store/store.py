@@ -30,7 +30,7 @@ from .chunks import (
 from .hive.aoi import aoi_members, parse_aoi
 from .hive.leaves import LeafCache
 from .hive.level import HiveWarning, warn_dangling
-from .hive.roster import Hive, open_hive
+from .hive.roster import Hive, open_hive, settle
 from .transcode import Encodings, transcode
 from .view.arrays import ChunkCheck, FabricatedArray, FieldArray
 from .view.tree import INDEX_RE, View
@@ -168,13 +168,15 @@ class MocHiveStore(Store):
 
     async def _open(self) -> None:
         await super()._open()
-        await self.view()
+        await self._shared.view(self, None)
 
-    async def view(self) -> View:
-        """The virtual hierarchy, built on first use (once per store and process)."""
-        return await self._shared.view(self)
+    async def view(self, path: str = "") -> View:
+        """The virtual hierarchy with every level that node ``path`` needs read (all of
+        them for the root); built on first use, once per store and process."""
+        return await self._shared.view(self, path)
 
     async def hive(self) -> Hive:
+        """The hive with every level read."""
         await self.view()
         return self._shared.hive
 
@@ -198,9 +200,10 @@ class MocHiveStore(Store):
     async def _get_bytes_like(self, key: str, byte_range: ByteRequest | None):
         if not isinstance(key, str) or key.rsplit("/", 1)[-1] in _V2_KEYS:
             return None
-        view = await self.view()
-        if (path := _document_path(key)) is not None:
-            doc = view.documents.get(path)
+        path = _document_path(key)
+        view = await self.view(key if path is None else path)
+        if path is not None:
+            doc = view.document(path)
             return None if doc is None else slice_bytes(doc, byte_range)
         found = view.chunk(key)
         if found is None:
@@ -285,9 +288,10 @@ class MocHiveStore(Store):
         )
 
     async def exists(self, key: str) -> bool:
-        view = await self.view()
-        if (path := _document_path(key)) is not None:
-            return path in view.documents
+        path = _document_path(key)
+        view = await self.view(key if path is None else path)
+        if path is not None:
+            return view.document(path) is not None
         found = view.chunk(key)
         if found is None:
             return False
@@ -296,9 +300,10 @@ class MocHiveStore(Store):
         return await self._get_bytes_like(key, RangeByteRequest(0, 1)) is not None
 
     async def getsize(self, key: str) -> int:
-        view = await self.view()
-        if (path := _document_path(key)) is not None and path in view.documents:
-            return len(view.documents[path])
+        path = _document_path(key)
+        view = await self.view(key if path is None else path)
+        if path is not None and (doc := view.document(path)) is not None:
+            return len(doc)
         found = view.chunk(key)
         if found is not None and isinstance(found[0], FabricatedArray):
             return len(memoryview(found[0].fabricate(found[1])).cast("B"))
@@ -321,8 +326,8 @@ class MocHiveStore(Store):
                 yield key
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        view = await self.view()
         path = prefix.strip("/")
+        view = await self.view(path)
         children = view.children(path)
         if children is not None:
             yield "zarr.json"
@@ -390,30 +395,45 @@ class _Shared:
         self.encodings = Encodings()
         self.indexes: AsyncCache = AsyncCache(65_536)
         self.hive: Hive | None = None
-        self._view: AsyncCache[View] = AsyncCache(1)
+        self._opened: AsyncCache[View] = AsyncCache(1)
+        self._settled: AsyncCache[None] = AsyncCache(1 << 16)
+        self._current: View | None = None
         self.warned: set[str] = set()
         self.dangling_checked: set[str] = set()
 
-    async def view(self, store: MocHiveStore) -> View:
-        """The view, built once: concurrent first requests share one open."""
+    async def view(self, store: MocHiveStore, path: str | None) -> View:
+        """The view, opened once (concurrent first requests share one open), with the
+        pending levels ``path`` needs read first (``None``: none)."""
+        await self._opened.get(None, lambda: self._open(store))
+        wanted = [] if path is None else self.hive.pending_for(path)
+        if wanted:
+            await asyncio.gather(*(
+                self._settled.get(level.path, lambda p=product, lv=level: settle(
+                    store.backend, self.leaves, p, lv, store.verify, store._aoi_cells))
+                for product, level in wanted
+            ))
+            if self._current.revision != self.hive.revision():
+                self._current = self._build(store)
+        return self._current
 
-        async def build() -> View:
-            hive = await open_hive(
-                store.backend, self.leaves, store.verify, store.window, store._aoi_cells
-            )
-            options = {"verify": store.verify, "chunking": store.chunking}
-            if store.window is not None:
-                options["window"] = store.window
-            if store.aoi is not None:
-                options["aoi"] = [str(a) for a in store.aoi]
-            view = View(hive, options)
-            for array in view.arrays.values():
-                if isinstance(array, FieldArray):
-                    self.encodings.seed(array)
-            self.hive = hive
-            return view
+    async def _open(self, store: MocHiveStore) -> View:
+        self.hive = await open_hive(
+            store.backend, self.leaves, store.verify, store.window, store._aoi_cells
+        )
+        self._current = self._build(store)
+        return self._current
 
-        return await self._view.get(None, build)
+    def _build(self, store: MocHiveStore) -> View:
+        options = {"verify": store.verify, "chunking": store.chunking}
+        if store.window is not None:
+            options["window"] = store.window
+        if store.aoi is not None:
+            options["aoi"] = [str(a) for a in store.aoi]
+        view = View(self.hive, options)
+        for array in view.arrays.values():
+            if isinstance(array, FieldArray):
+                self.encodings.seed(array)
+        return view
 
     def warn_once(self, key: str, message: str) -> None:
         if key not in self.warned:

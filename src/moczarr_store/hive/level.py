@@ -118,10 +118,21 @@ class Level:
 
 @dataclass
 class Product:
+    """A product's levels: ``levels`` are read (the source first), ``pending`` are declared
+    overviews whose schemas are read when first needed."""
+
     name: str
     root: str
     manifest: Manifest
     levels: list[Level]
+    pending: list[Level] = field(default_factory=list)
+
+    def settle(self, level: Level, kept: bool) -> None:
+        """A pending level was read: keep it (in declared order) or drop it."""
+        order = [lv.path for lv in (*self.levels, *self.pending)]
+        self.pending.remove(level)
+        if kept:
+            self.levels = sorted([*self.levels, level], key=lambda lv: order.index(lv.path))
 
 
 def _join(root: str, rel: str) -> str:
@@ -176,19 +187,19 @@ async def _read_json(backend, key: str) -> dict | None:
 
 
 async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
-    """Array names in a leaf's cell-order group: a listing, else the stamp's hashes."""
-    try:
-        dirs, _ = await backend.list_dir(group)
-        return sorted(dirs)
-    except Exception as err:  # backends that cannot list (plain HTTP)
-        hashes = leaf.stamp.get("content_hashes", {}).get("arrays")
-        if not isinstance(hashes, dict):
-            raise ValueError(
-                f"cannot list {group} ({err}) and its stamp has no content_hashes to name "
-                "its arrays"
-            ) from err
+    """Array names in a leaf's cell-order group: its stamp's content hashes name them
+    (no request); a stamp without them costs one listing."""
+    hashes = leaf.stamp.get("content_hashes", {}).get("arrays")
+    if isinstance(hashes, dict) and hashes:
         prefix = group.rsplit("/", 1)[-1] + "/"
         return sorted(k[len(prefix) :] for k in hashes if k.startswith(prefix))
+    try:
+        dirs, _ = await backend.list_dir(group)
+    except Exception as err:  # backends that cannot list (plain HTTP)
+        raise ValueError(
+            f"cannot list {group} ({err}) and its stamp has no content_hashes to name its arrays"
+        ) from err
+    return sorted(dirs)
 
 
 async def find_template(

@@ -7,7 +7,8 @@ rungs are the same ancestor objects holding group ``{r}/``, and the leaf entry's
 are served by the §4.6 leaf columns (``all.pyramid.zarr`` beside each leaf).
 
 Overviews are regenerable caches: anything that stops a level from being named
-exactly omits that level with a warning, and the source level stands.
+exactly omits that level with a warning, and the source level stands. Declaring the levels
+reads nothing; a level's schema is read when it is first needed (``resolve_level``).
 """
 
 from __future__ import annotations
@@ -77,14 +78,8 @@ def _admissible(level: Level) -> bool:
     return True
 
 
-async def open_pyramid(
-    backend,
-    leaves: LeafCache,
-    source: Level,
-    moc_ranks: np.ndarray | None,
-    verify: str,
-    aoi: Cells | None = None,
-) -> list[Level]:
+def declare_pyramid(source: Level, moc_ranks: np.ndarray | None) -> list[Level]:
+    """The product's declared overview levels, finest first, their schemas still unread."""
     declared, all_time = declared_levels(source)
     if not declared:
         return []
@@ -103,18 +98,24 @@ async def open_pyramid(
         variants = [{"windows": source.windows, "window": source.window}]
         if artifact == "overview" and windowed and all_time and source.window is None:
             variants.append({"fold": True})
-        for variant in variants:
-            level = Level(
-                source.product, source.root, manifest, cell_order, node_order, ranks, "moc",
-                artifact=artifact, **variant,
-            )
-            if not await fill_schema(backend, leaves, level):
-                _omit(level.path, f"declared, but no stamped {artifact} object exists")
-                continue
-            if not _admissible(level):
-                continue
-            restrict(level, aoi)
-            if verify == "open" or level.window is not None:
-                await verify_all(backend, leaves, level)
-            levels.append(level)
+        levels += [
+            Level(source.product, source.root, manifest, cell_order, node_order, ranks, "moc",
+                  artifact=artifact, **variant)
+            for variant in variants
+        ]
     return levels
+
+
+async def resolve_level(
+    backend, leaves: LeafCache, level: Level, verify: str, aoi: Cells | None = None
+) -> bool:
+    """Read a declared level's schema from its first stamped object; ``False``: omitted."""
+    if not await fill_schema(backend, leaves, level):
+        _omit(level.path, f"declared, but no stamped {level.artifact} object exists")
+        return False
+    if not _admissible(level):
+        return False
+    restrict(level, aoi)
+    if verify == "open" or level.window is not None:
+        await verify_all(backend, leaves, level)
+    return True

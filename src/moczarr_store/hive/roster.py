@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from .aoi import Cells
 from .leaves import LeafCache
-from .level import HiveWarning, Product, open_source
+from .level import HiveWarning, Level, Product, open_source
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
 from .paths import BASE_RE, is_product_name, validate_window
-from .pyramid import open_pyramid
+from .pyramid import declare_pyramid, resolve_level
 from .windows import schedule
 
 
@@ -23,6 +23,29 @@ class Hive:
 
     def product(self, name: str) -> Product | None:
         return next((p for p in self.products if p.name == name), None)
+
+    def revision(self) -> tuple[int, ...]:
+        """How many levels each product has read (grows as pending levels are read)."""
+        return tuple(len(p.levels) for p in self.products)
+
+    def pending_for(self, path: str) -> list[tuple[Product, Level]]:
+        """Unread levels a node path needs: its own level, or every level below it
+        (a group's document consolidates, and its listing names, its descendants)."""
+        return [
+            (product, level)
+            for product in self.products
+            for level in product.pending
+            if not path
+            or path == level.path
+            or path.startswith(level.path + "/")
+            or level.path.startswith(path + "/")
+        ]
+
+
+async def settle(backend, leaves: LeafCache, product: Product, level: Level, verify: str,
+                 aoi: Cells | None = None) -> None:
+    """Read one pending level's schema and keep or omit it."""
+    product.settle(level, await resolve_level(backend, leaves, level, verify, aoi))
 
 
 async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], dict[str, str]]:
@@ -64,7 +87,11 @@ async def open_hive(
     aoi: Cells | None = None,
 ) -> Hive:
     """Open every product; ``window`` scopes windowed products to that one window and
-    ``aoi`` every level to the nodes whose subtrees overlap it."""
+    ``aoi`` every level to the nodes whose subtrees overlap it.
+
+    Overview levels are only declared (no request) unless ``verify="open"``, which reads
+    every level now, as moczarr does; otherwise ``settle`` reads one when it is needed.
+    """
     bare, found, skipped = await _manifests(backend)
     if window is not None:
         validate_window(window)
@@ -80,5 +107,8 @@ async def _open_product(backend, leaves, name, root, manifest, verify, window, a
     source, moc_ranks = await open_source(
         backend, leaves, name, root, manifest, verify, window, aoi
     )
-    overviews = await open_pyramid(backend, leaves, source, moc_ranks, verify, aoi)
-    return Product(name, root, manifest, [source, *overviews])
+    product = Product(name, root, manifest, [source], declare_pyramid(source, moc_ranks))
+    if verify == "open":
+        for level in list(product.pending):
+            await settle(backend, leaves, product, level, verify, aoi)
+    return product

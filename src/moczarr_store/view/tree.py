@@ -51,6 +51,8 @@ class View:
         if hive.skipped:
             root_attrs["morton_hive_store"]["skipped"] = hive.skipped
         self.groups[""] = Group(root_attrs, [])
+        self._documents: dict[str, bytes] = {}
+        self.revision = hive.revision()
         for product in hive.products:
             manifest = product.manifest
             product_attrs = {"morton_hive": manifest.summary()}
@@ -59,7 +61,6 @@ class View:
             self._add_group(product.name, product_attrs)
             for level in product.levels:
                 self._add_level(level)
-        self.documents = self._documents()
 
     def _add_group(self, path: str, attrs: dict) -> None:
         parent, _, name = path.rpartition("/")
@@ -90,7 +91,6 @@ class View:
             self.arrays[f"{level.path}/{name}"] = FieldArray(
                 level, name, level.arrays[name], cell_attrs, self.chunking
             )
-        self.documents = self._documents()
 
     def _coordinates(self, base: str, level: Level) -> list[str]:
         """Add the fabricated coordinate arrays of one level; their names."""
@@ -124,10 +124,12 @@ class View:
             out.extend(self.descendants(full))
         return out
 
-    def _documents(self) -> dict[str, bytes]:
-        """Every node's ``zarr.json``; groups carry inline consolidated metadata."""
-        docs = {}
-        for path in ["", *self.descendants("")]:
+    def document(self, path: str) -> bytes | None:
+        """A node's ``zarr.json`` (built on first use); groups carry inline consolidated
+        metadata."""
+        if path not in self.groups and path not in self.arrays:
+            return None
+        if path not in self._documents:
             doc = dict(self._metadata(path))
             if path in self.groups:
                 cut = len(path) + 1 if path else 0
@@ -136,8 +138,8 @@ class View:
                     "must_understand": False,
                     "metadata": {p[cut:]: self._metadata(p) for p in self.descendants(path)},
                 }
-            docs[path] = _encode(doc)
-        return docs
+            self._documents[path] = _encode(doc)
+        return self._documents[path]
 
     def chunk(self, key: str) -> tuple[Array, tuple[int, ...]] | None:
         """The array and chunk coordinates a chunk key names, or ``None``."""
