@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from moczarr import convention as moczarr_convention
 
-from moczarr_store.hive import ids, paths
+from moczarr_store.hive import coverage, ids, paths
 from moczarr_store.hive.coverage import UnusableCoverage, parse_root_coverage
 
 settings.register_profile(
@@ -315,6 +315,12 @@ def test_parse_root_coverage_returns_exactly_the_shards(case, rnd):
     assert got.dtype == np.uint64
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(ids.ranks_to_words(got, order), words)
+    # well-formed ranges take the one-matrix parse, and it equals the per-range one
+    if ranges:
+        fast = coverage._bounds_at_once(ranges, order)
+        assert fast is not None
+        slow = [coverage._range_ranks(pair, order, "coverage.moc") for pair in ranges]
+        np.testing.assert_array_equal(fast, np.array(slow, dtype=np.uint64))
     # the reference decoder (moczarr 0.10.0) agrees
     from moczarr.coverage import ranges_words
 
