@@ -79,16 +79,21 @@ def index_range(check: ChunkCheck):
     return RangeByteRequest(0, check.index_nbytes)
 
 
-def reframe(data, check: ChunkCheck, key: str) -> bytes | None:
+def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     """A whole shard's inner chunks as one contiguous chunk (absent ones as fill).
 
     Only for fixed-size inner chunks split along the first axis; ``None`` when every
     inner chunk is absent.
     """
     entries = shard_entries(data, check, key)
-    if (entries[:, 0] == _ABSENT).all():
+    offsets, sizes = entries[:, 0], entries[:, 1]
+    if (offsets == _ABSENT).all():
         return None
-    view, parts = memoryview(data), []
+    view, step = memoryview(data), check.inner_nbytes
+    first = int(offsets[0])
+    if (sizes == step).all() and (np.diff(offsets) == step).all() and first != int(_ABSENT):
+        return view[first : first + step * len(offsets)]  # written in order: already one chunk
+    parts = []
     for offset, nbytes in entries.tolist():
         if offset == int(_ABSENT):
             parts.append(check.inner_fill)
