@@ -9,8 +9,13 @@ import obstore
 import pytest
 import xarray as xr
 from conftest import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.core.sync import sync
 
 from moczarr_store import MocHiveStore
+from moczarr_store.backend import Backend
 
 HIVE = FIXTURES / "bare_versioned"
 GROUP = "atl06/o7"
@@ -59,3 +64,35 @@ def test_a_directory_that_is_not_a_hive_is_a_clear_error(tmp_path):
     (tmp_path / "notes").mkdir()
     with pytest.raises(ValueError, match="not a morton-hive"):
         xr.open_zarr(MocHiveStore(tmp_path), group=GROUP)
+
+
+LEAF_OBJECTS = sorted(
+    str(p.relative_to(HIVE)) for p in HIVE.rglob("*") if p.is_file() and "/c/" in str(p)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(LEAF_OBJECTS),
+    st.one_of(
+        st.none(),
+        st.builds(RangeByteRequest, st.integers(0, 600), st.integers(0, 600)),
+        st.builds(OffsetByteRequest, st.integers(0, 600)),
+        st.builds(SuffixByteRequest, st.integers(0, 600)),
+    ),
+)
+def test_local_file_reads_equal_obstore_reads(path, byte_range):
+    """A local root is read with file I/O; an obstore instance with obstore: same bytes."""
+    local = Backend(HIVE)
+    assert local._local_root is not None
+    via_obstore = Backend(obstore.store.LocalStore(str(HIVE)))
+    got, want = (sync(b.get(path, byte_range)) for b in (local, via_obstore))
+    assert bytes(got) == bytes(want)
+    assert local.stats.total <= min(1, via_obstore.stats.total)  # a start past the end: no HEAD
+
+
+@pytest.mark.parametrize("path", ["../bare_versioned/morton_hive.json", "/etc/hostname",
+                                  "a//b", "./morton_hive.json", "4/../morton_hive.json"])
+def test_local_reads_refuse_paths_that_leave_the_root(path):
+    with pytest.raises(ValueError, match="not a path below the hive root"):
+        sync(Backend(HIVE).get(path))

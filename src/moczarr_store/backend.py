@@ -87,6 +87,19 @@ def _unusual(byte_range: ByteRequest) -> bool:
     return any(not 0 <= v < 2**62 for v in values)
 
 
+def _read(path: str, option) -> bytes:
+    """A file's bytes, or the part an obstore-style range option names."""
+    with open(path, "rb") as file:
+        if isinstance(option, tuple):
+            file.seek(option[0])
+            return file.read(option[1] - option[0])
+        if isinstance(option, dict) and "offset" in option:
+            file.seek(option["offset"])
+        elif isinstance(option, dict):
+            file.seek(max(0, os.fstat(file.fileno()).st_size - option["suffix"]))
+        return file.read()
+
+
 class Backend:
     """Reads objects below one root; every path given is relative to that root."""
 
@@ -110,6 +123,8 @@ class Backend:
         else:
             raise TypeError(f"expected a URL, a path or an obstore store, got {type(source)!r}")
         self._store: Any = self._instance
+        local = self.url is not None and self.url.startswith("file://") and not self.options
+        self._local_root = self.url[len("file://") :] if local else None
         self.stats = RequestStats()
 
     def __getstate__(self) -> dict:
@@ -183,6 +198,8 @@ class Backend:
         options = {} if option is None else {"options": {"range": option}}
         _ = self.store  # a missing hive root raises here, not as a missing object
         try:
+            if self._local_root is not None:
+                return await self._call(kind, self._read_file, path, option)
             return await self._call(kind, self._fetch, path, options)
         except _MISSING:
             return None
@@ -196,6 +213,14 @@ class Backend:
             if start >= size:
                 return b""
             raise
+
+    async def _read_file(self, path: str, option) -> bytes:
+        """A local object read with plain file I/O on a worker thread (obstore's
+        LocalStore costs ~0.3 ms per small GET; this ~0.1 ms)."""
+        if path.startswith("/") or not set(path.split("/")).isdisjoint(("", ".", "..")):
+            raise ValueError(f"{path!r} is not a path below the hive root")
+        full = os.path.join(self._local_root, path)
+        return await asyncio.get_running_loop().run_in_executor(None, _read, full, option)
 
     async def _fetch(self, path: str, options: dict) -> BytesLike:
         """GET and read the body: both under the cap (a body still streaming is a
