@@ -1,20 +1,25 @@
 """The performance harness: every measure as a ratio against its anchors, in one run.
 
     python -m benchmarks.run --quick                     # committed fixture, < 1 minute
-    python -m benchmarks.run --hive H --plain P [--scale100k S --scale1m S] [--group G]
+    python -m benchmarks.run --hive H --plain P --group G [--scale100k S --scale1m S]
+        [--subset N] [--only open,full,...]
 
 Anchors are ``moczarr.open_hive`` (the reference reader) and a plain zarr v3 copy of the
 same data (``benchmarks/make_plain_copy.py``: same chunks and codecs, no virtualisation).
 Absolute times are printed, never asserted: the machines are shared and noisy, so each
-figure is taken as the best of a few repeats and compared within the same run.
+figure is taken as the best of a few repeats (one for runs over 10 s) and compared within
+the same run. ``--subset N`` measures the slow anchors and modes on the first N leaves only.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
+import functools
 import math
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -32,6 +37,7 @@ from moczarr_store.backend import Backend
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner")
+MEASURES = ("open", "full", "random", "requests", "fabrication", "latency", "scale", "dask")
 ROWS: list[tuple[str, str, str, str]] = []
 
 
@@ -41,15 +47,19 @@ def row(measure: str, ours: str, anchor: str, ratio: str) -> None:
 
 
 def best(fn, repeat: int = 3) -> tuple[float, object]:
-    """The fastest of ``repeat`` runs of ``fn()`` (seconds) and its last result."""
+    """The fastest of ``repeat`` runs of ``fn()`` (seconds; no repeat after a run over 10 s)
+    and its last result."""
     times, out = [], None
     for _ in range(repeat):
         start = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - start)
+        if times[-1] > 10:
+            break
     return min(times), out
 
 
+@functools.cache  # opened once: 2 min on 4,096 leaves; measure_open times that first call
 def moczarr_open(hive: Path):
     import moczarr
 
@@ -84,37 +94,77 @@ def measure_open(hive: Path, plain: Path, group: str) -> None:
         f"plain {flat * 1e3:.1f} ms",
         f"{ours / flat:.2f}x the plain open",
     )
-    row("open: backend requests", f"{store.request_stats.total}", "-", "constant in leaves")
+    direct = MocHiveStore(hive)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xr.open_zarr(direct, group=group, consolidated=False)
+    levels = len(asyncio.run(direct.hive()).products[0].levels)
+    row(
+        "open: backend requests",
+        f"{store.request_stats.total} (xr.open_zarr); {direct.request_stats.total} "
+        "(consolidated=False)",
+        "-",
+        f"constant in leaves; the root document consolidates every level ({levels}), "
+        "one group's needs only its own",
+    )
 
 
 # -- 2. full reads ---------------------------------------------------------------------
 
 
-def _nbytes(ds: xr.Dataset, names: list[str]) -> int:
-    return sum(ds[n].nbytes for n in names)
+def _read(ds, names: list[str], part: slice | None = None) -> list[np.ndarray]:
+    return [(ds[n] if part is None else ds[n].isel(cells=part)).values for n in names]
 
 
-def measure_full_reads(hive: Path, plain: Path, group: str, field: str) -> None:
-    """One field in every chunking mode; all fields in the default mode (the other modes
-    read the sharded layout as slowly as the plain copy does, so one field shows it)."""
+def measure_full_reads(
+    hive: Path, plain: Path, group: str, field: str, part: slice, where: str
+) -> None:
+    """Whole hive: ours in the default mode against the plain copy read by zarr directly (no
+    dask). On ``part`` (``where``): every mode against the plain copy through xarray (one dask
+    task per inner chunk) and against moczarr. All fields in the default mode only (the other
+    modes read the sharded layout as slowly as the plain copy does, so one field shows it)."""
     flat = xr.open_zarr(plain)
+    direct = zarr.open_group(plain, mode="r")
+    ref = moczarr_open(hive)
     fields = [n for n in flat.data_vars if n not in ("morton", "cell_ids")]
-    for label, names, modes in ((f"one field ({field})", [field], MODES),
-                                ("all fields", fields, (DEFAULT,))):
-        size = _nbytes(flat, names) / 1e6
-        t_plain, _ = best(lambda names=names: [flat[n].values for n in names], repeat=1)
+    for label, names, modes in (
+        (f"one field ({field})", [field], MODES),
+        ("all fields", fields, (DEFAULT,)),
+    ):
+        width = sum(flat[n].dtype.itemsize for n in names) / 1e6  # MB per cell
+        size = width * flat.sizes["cells"]
+        ds, _store = open_ours(hive, group, chunking=DEFAULT)
+        t_ours, _ = best(lambda ds=ds, names=names: _read(ds, names))
+        t_plain, _ = best(lambda names=names: [direct[n][:] for n in names], repeat=1)
+        row(
+            f"full read, {label}, whole hive, chunking={DEFAULT}",
+            f"{size / t_ours:.3g} MB/s",
+            f"plain, zarr direct {size / t_plain:.3g} MB/s",
+            f"{t_plain / t_ours:.2f}x plain, zarr direct",
+        )
+        size = width * (part.stop - part.start)
+        t_plain, _ = best(lambda names=names: _read(flat, names, part), repeat=1)
         for mode in modes:
             ds, _store = open_ours(hive, group, chunking=mode)
-            t_ours, _ = best(lambda ds=ds, names=names: [ds[n].values for n in names],
-                             repeat=3 if mode == DEFAULT else 1)
-            row(f"full read, {label}, chunking={mode}", f"{size / t_ours:.3g} MB/s",
-                f"plain {size / t_plain:.3g} MB/s", f"{t_plain / t_ours:.2f}x plain")
-        ref = moczarr_open(hive)
-        t_ref, _ = best(lambda names=names, ref=ref: [ref[n].values for n in names], repeat=1)
-        ds, _store = open_ours(hive, group, chunking=DEFAULT)
-        t_ours, _ = best(lambda ds=ds, names=names: [ds[n].values for n in names])
-        row(f"full read, {label}, vs moczarr", f"{size / t_ours:.3g} MB/s",
-            f"moczarr {size / t_ref:.3g} MB/s", f"{t_ref / t_ours:.0f}x moczarr")
+            t_ours, _ = best(
+                lambda ds=ds, names=names: _read(ds, names, part),
+                repeat=3 if mode == DEFAULT else 1,
+            )
+            row(
+                f"full read, {label}, {where}, chunking={mode}",
+                f"{size / t_ours:.3g} MB/s",
+                f"plain {size / t_plain:.3g} MB/s",
+                f"{t_plain / t_ours:.2f}x plain",
+            )
+            if mode == DEFAULT:
+                t_default = t_ours
+        t_ref, _ = best(lambda names=names: _read(ref, names, part), repeat=1)
+        row(
+            f"full read, {label}, {where}, vs moczarr",
+            f"{size / t_default:.3g} MB/s",
+            f"moczarr {size / t_ref:.3g} MB/s",
+            f"{t_ref / t_default:.0f}x moczarr",
+        )
 
 
 # -- 3. random access ------------------------------------------------------------------
@@ -152,19 +202,23 @@ def measure_random(hive: Path, plain: Path, group: str, field: str, cells: int) 
 # -- 4. requests -----------------------------------------------------------------------
 
 
-def measure_requests(hive: Path, group: str, field: str) -> None:
+def measure_requests(hive: Path, group: str, field: str, part: slice, where: str) -> None:
+    """A scan of the whole hive; in ``inner`` mode (a request per inner chunk) of ``part``."""
     for mode in MODES:
         store = MocHiveStore(hive, chunking=mode)
         array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
-        leaves = store._shared.hive.products[0].levels[0].n_shards
+        level = store._shared.hive.products[0].levels[0]
+        scan = part if mode == "inner" else slice(0, array.shape[0])
+        leaves = (scan.stop - scan.start) // level.cells_per_shard
         store.request_stats.reset()
-        array[:]
+        array[scan]
         cold = store.request_stats.total
         store.request_stats.reset()
-        array[:]
+        array[scan]
         warm = store.request_stats.total
+        scope = where if mode == "inner" else "whole hive"
         row(
-            f"requests per leaf, full scan of {field}, chunking={mode}",
+            f"requests per leaf, scan of {field} ({scope}), chunking={mode}",
             f"cold {cold / leaves:.2f}, warm {warm / leaves:.2f}",
             f"{leaves} leaves",
             "1 stamp GET per leaf on the cold scan",
@@ -206,7 +260,7 @@ def measure_fabrication(hive: Path, group: str) -> None:
 class SlowBackend(Backend):
     """Adds a fixed latency to every request, inside the concurrency cap."""
 
-    delay = 0.05
+    delay = 0.05  # seconds per request
 
     async def _call(self, kind, coro_fn, *args, **kwargs):
         async def slow(*a, **k):
@@ -216,56 +270,69 @@ class SlowBackend(Backend):
         return await super()._call(kind, slow, *args, **kwargs)
 
 
+def _cold_scan(hive: Path, group: str, field: str, cap: int, delay: float) -> tuple[float, int]:
+    """Seconds and requests for a full scan of ``field`` through a fresh store."""
+    store = MocHiveStore(hive, chunking=DEFAULT, max_concurrency=cap)
+    store.backend.__class__ = SlowBackend
+    store.backend.delay = delay
+    with zarr.config.set({"async.concurrency": 1024}):
+        array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
+        store.request_stats.reset()
+        start = time.perf_counter()
+        array[:]
+        took = time.perf_counter() - start
+    return took, store.request_stats.total
+
+
 def measure_latency(hive: Path, group: str, field: str) -> None:
+    """A cold scan with 50 ms added per request, against ``ideal`` (the requests in waves of
+    ``cap``) and against the same scan with no added latency (``floor``: the CPU's share)."""
     for cap in (8, 32, 128):
-        store = MocHiveStore(hive, chunking=DEFAULT, max_concurrency=cap)
-        store.backend.__class__ = SlowBackend
-        with zarr.config.set({"async.concurrency": 1024}):
-            array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
-            store.request_stats.reset()
-            start = time.perf_counter()
-            array[:]
-            took = time.perf_counter() - start
-        requests = store.request_stats.total
+        floor, _ = _cold_scan(hive, group, field, cap, 0.0)
+        took, requests = _cold_scan(hive, group, field, cap, SlowBackend.delay)
         ideal = math.ceil(requests / cap) * SlowBackend.delay
         row(
             f"latency 50 ms/request, concurrency {cap}",
             f"{took:.2f} s ({requests} requests)",
-            f"ideal {ideal:.2f} s",
-            f"{took / ideal:.2f}x ideal",
+            f"ideal {ideal:.2f} s, no added latency {floor:.2f} s",
+            f"{took / ideal:.2f}x ideal, {took / max(ideal, floor):.2f}x max(ideal, floor)",
         )
 
 
 # -- 7. scale --------------------------------------------------------------------------
 
 
+# Peak RSS in MB: VmHWM, as ru_maxrss on Linux keeps the parent's peak across fork/exec.
+PEAK = """
+import sys
+def peak():
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+    except OSError:
+        import resource
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return rss / 2**20 if sys.platform == "darwin" else rss / 1024
+"""
+
+
+def _python(code: str) -> list[str]:
+    args = [sys.executable, "-c", PEAK + code]
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()
+
+
 def measure_scale(hive: Path, label: str) -> None:
-    code = (
-        "import resource, time, warnings, zarr; from moczarr_store import MocHiveStore\n"
+    (base,) = _python("import zarr, moczarr_store; print(peak())")
+    seconds, rss, requests = _python(
+        "import time, warnings, zarr; from moczarr_store import MocHiveStore\n"
         "warnings.simplefilter('ignore'); t = time.perf_counter()\n"
         f"s = MocHiveStore({str(hive)!r}); g = zarr.open_group(s, mode='r')\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-        " s.request_stats.total)"
+        "print(time.perf_counter() - t, peak(), s.request_stats.total)"
     )
-    base = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import resource, zarr, moczarr_store;"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
-    seconds, rss, requests = float(out[0]), int(out[1]) / 1024, out[2]
     row(
         f"scale: open {label}",
-        f"{seconds * 1e3:.0f} ms, peak RSS {rss:.0f} MB",
-        f"import alone {int(base.stdout) / 1024:.0f} MB",
+        f"{float(seconds) * 1e3:.0f} ms, peak RSS {float(rss):.0f} MB",
+        f"import alone {float(base):.0f} MB",
         f"{requests} requests",
     )
 
@@ -273,54 +340,84 @@ def measure_scale(hive: Path, label: str) -> None:
 # -- 8. dask ---------------------------------------------------------------------------
 
 
-def measure_dask(hive: Path, plain: Path, group: str, field: str) -> None:
+def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) -> None:
+    """``sum()`` of one field; the plain copy with one dask chunk per shard (not per inner
+    chunk), so both graphs have the same chunk boundaries and give the same float total."""
     import distributed
 
     ds, _ = open_ours(hive, group, chunking=DEFAULT)
-    flat = xr.open_zarr(plain)
-    t_ours, total = best(lambda: float(ds[field].sum().compute()))
-    t_plain, expected = best(lambda: float(flat[field].sum().compute()))
-    assert total == expected, (total, expected)
-    row(
-        f"dask threads: {field}.sum()",
-        f"{t_ours * 1e3:.0f} ms",
-        f"plain {t_plain * 1e3:.0f} ms",
-        f"{t_plain / t_ours:.2f}x plain",
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flat = xr.open_zarr(plain, chunks={"cells": cells})
+
+    def sums(label: str, repeat: int) -> None:
+        t_ours, total = best(lambda: float(ds[field].sum().compute()))
+        t_plain, expected = best(lambda: float(flat[field].sum().compute()), repeat)
+        assert total == expected, (total, expected)
+        row(
+            f"{label}: {field}.sum()",
+            f"{t_ours * 1e3:.0f} ms",
+            f"plain, a dask chunk per shard {t_plain * 1e3:.0f} ms",
+            f"{t_plain / t_ours:.2f}x plain",
+        )
+
+    sums("dask threads", 3)
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
         distributed.Client(cluster),
     ):
-        t_ours, total = best(lambda: float(ds[field].sum().compute()))
-        t_plain, _ = best(lambda: float(flat[field].sum().compute()))
-    assert total == expected
-    row(
-        f"dask.distributed 2 processes: {field}.sum()",
-        f"{t_ours * 1e3:.0f} ms",
-        f"plain {t_plain * 1e3:.0f} ms",
-        f"{t_plain / t_ours:.2f}x plain",
-    )
+        sums("dask.distributed 2 processes", 1)
 
 
 DEFAULT = "leaf"
 
 
-def run(hive: Path, plain: Path, group: str, field: str, scales: dict[str, Path]) -> None:
+def machine() -> str:
+    import dask
+
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"# machine: {os.cpu_count()} cores, {ram:.1f} GiB RAM; {datetime.date.today()}; "
+        f"Python {platform.python_version()}, zarr {zarr.__version__}, "
+        f"xarray {xr.__version__}, dask {dask.__version__}"
+    )
+
+
+def run(
+    hive: Path,
+    plain: Path,
+    group: str,
+    field: str,
+    scales: dict[str, Path],
+    subset: int | None = None,
+    only: tuple[str, ...] = MEASURES,
+) -> None:
     level = asyncio.run(MocHiveStore(hive).hive()).products[0].levels[0]
+    cells, leaves = level.cells_per_shard, min(subset or level.n_shards, level.n_shards)
+    part = slice(0, leaves * cells)
+    where = "whole hive" if leaves == level.n_shards else f"first {leaves:,} leaves"
+    print(machine())
     print(
-        f"# hive {hive}: {level.n_shards} leaves x {level.cells_per_shard} cells, "
-        f"group {group}, field {field}, {os.cpu_count()} cores\n"
+        f"# hive {hive}: {level.n_shards} leaves x {cells} cells, group {group}, "
+        f"field {field}; slow anchors and modes on the {where}\n"
     )
     print("| measure | ours | anchor | ratio |\n|---|---|---|---|")
-    measure_open(hive, plain, group)
-    measure_full_reads(hive, plain, group, field)
-    measure_random(hive, plain, group, field, level.cells_per_shard)
-    measure_requests(hive, group, field)
-    measure_fabrication(hive, group)
-    measure_latency(hive, group, field)
-    for label, path in scales.items():
-        measure_scale(path, label)
-    measure_dask(hive, plain, group, field)
+    steps = {
+        "open": lambda: measure_open(hive, plain, group),
+        "full": lambda: measure_full_reads(hive, plain, group, field, part, where),
+        "random": lambda: measure_random(hive, plain, group, field, cells),
+        "requests": lambda: measure_requests(hive, group, field, part, where),
+        "fabrication": lambda: measure_fabrication(hive, group),
+        "latency": lambda: measure_latency(hive, group, field),
+        "scale": lambda: [measure_scale(path, label) for label, path in scales.items()],
+        "dask": lambda: measure_dask(hive, plain, group, field, cells),
+    }
+    took = {}
+    for name in (m for m in MEASURES if m in only):
+        start = time.perf_counter()
+        steps[name]()
+        took[name] = time.perf_counter() - start
+    print("\n# seconds per measure: " + ", ".join(f"{k} {v:.0f}" for k, v in took.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,7 +429,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--field", default="h_mean")
     parser.add_argument("--scale100k", type=Path)
     parser.add_argument("--scale1m", type=Path)
+    parser.add_argument(
+        "--subset", type=int, metavar="N", help="slow anchors and modes on the first N leaves"
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda text: tuple(text.split(",")),
+        default=MEASURES,
+        help=f"a comma list of measures, default all: {','.join(MEASURES)}",
+    )
     args = parser.parse_args(argv)
+    if unknown := set(args.only) - set(MEASURES):
+        parser.error(f"--only: unknown measures {sorted(unknown)}")
+    options = {"subset": args.subset, "only": args.only}
     scales = {
         k: v
         for k, v in (("100,000 shards", args.scale100k), ("1,000,000 shards", args.scale1m))
@@ -353,12 +462,12 @@ def main(argv: list[str] | None = None) -> int:
                 ],
                 check=True,
             )
-            run(hive, plain, "atl06/o7", args.field, scales)
+            run(hive, plain, "atl06/o7", args.field, scales, **options)
             shutil.rmtree(plain)
         return 0
     if not (args.hive and args.plain and args.group):
         parser.error("--hive, --plain and --group are needed without --quick")
-    run(args.hive, args.plain, args.group, args.field, scales)
+    run(args.hive, args.plain, args.group, args.field, scales, **options)
     return 0
 
 
