@@ -1,8 +1,9 @@
 """A product's levels (cell orders): row domain, windows and template leaf schema.
 
 Opening a product's source level costs a constant number of requests: the manifest, the root
-``coverage.moc``, the stamp of the first stamped leaf, one listing of its cell-order
-group and one ``zarr.json`` per array. Other leaves are not touched unless every stamp
+``coverage.moc``, the stamp of the first stamped leaf, its cell-order group's ``zarr.json``
+and one ``zarr.json`` per array (named by the stamp's content hashes, else by one listing of
+the group). Other leaves are not touched unless every stamp
 must be known: ``verify="open"`` (moczarr's exact debris semantics), or a view scoped
 to one window of a windowed product (whose rows are the shards stamped in it).
 """
