@@ -85,6 +85,12 @@ def test_overview_levels_are_read_only_when_a_path_needs_them():
     assert opened == 2 + _schema_requests(source) + _schema_requests(o2)
     # the root document consolidates every level: all of them are read for it
     assert store.request_stats.total == 2 + sum(_schema_requests(lv) for lv in (source, *overviews))
+    # read out of order, the levels still stand in declared order
+    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
+    assert [lv.path for lv in sync(eager.hive()).products[0].levels] == [
+        lv.path for lv in (source, *overviews)
+    ]
+    assert sync(store.view()).children("atl06") == sync(eager.view()).children("atl06")
 
 
 def test_xarray_default_open_reads_every_level_once_and_values_do_not_change():

@@ -128,12 +128,15 @@ class Product:
     levels: list[Level]
     pending: list[Level] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self._declared = [lv.path for lv in (*self.levels, *self.pending)]
+
     def settle(self, level: Level, kept: bool) -> None:
         """A pending level was read: keep it (in declared order) or drop it."""
-        order = [lv.path for lv in (*self.levels, *self.pending)]
         self.pending.remove(level)
         if kept:
-            self.levels = sorted([*self.levels, level], key=lambda lv: order.index(lv.path))
+            rank = self._declared.index
+            self.levels = sorted([*self.levels, level], key=lambda lv: rank(lv.path))
 
 
 def _join(root: str, rel: str) -> str:
