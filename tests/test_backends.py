@@ -9,12 +9,13 @@ import obstore
 import pytest
 import xarray as xr
 from conftest import FIXTURES
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.sync import sync
 
 from moczarr_store import MocHiveStore
+from moczarr_store import backend as backend_module
 from moczarr_store.backend import Backend
 
 HIVE = FIXTURES / "bare_versioned"
@@ -81,14 +82,23 @@ LEAF_OBJECTS = sorted(
         st.builds(SuffixByteRequest, st.integers(0, 600)),
     ),
 )
+@example(LEAF_OBJECTS[0], RangeByteRequest(5, 3))
+@example(LEAF_OBJECTS[0], OffsetByteRequest(10**6))
 def test_local_file_reads_equal_obstore_reads(path, byte_range):
-    """A local root is read with file I/O; an obstore instance with obstore: same bytes."""
-    local = Backend(HIVE)
-    assert local._local_root is not None
+    """A local root is read with file I/O (inline from the page cache, else on a worker
+    thread); an obstore instance with obstore: the same bytes either way."""
     via_obstore = Backend(obstore.store.LocalStore(str(HIVE)))
-    got, want = (sync(b.get(path, byte_range)) for b in (local, via_obstore))
-    assert bytes(got) == bytes(want)
-    assert local.stats.total <= min(1, via_obstore.stats.total)  # a start past the end: no HEAD
+    want = sync(via_obstore.get(path, byte_range))
+    for nowait in (backend_module._NOWAIT, None):  # None: every read waits on a thread
+        local = Backend(HIVE)
+        assert local._local_root is not None
+        saved, backend_module._NOWAIT = backend_module._NOWAIT, nowait
+        try:
+            got = sync(local.get(path, byte_range))
+        finally:
+            backend_module._NOWAIT = saved
+        assert bytes(got) == bytes(want)
+        assert local.stats.total <= min(1, via_obstore.stats.total)  # past the end: no HEAD
 
 
 @pytest.mark.parametrize("path", ["../bare_versioned/morton_hive.json", "/etc/hostname",

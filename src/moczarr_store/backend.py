@@ -8,6 +8,7 @@ one process-wide cap on in-flight requests with every other backend.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import weakref
 from collections import Counter
@@ -87,17 +88,46 @@ def _unusual(byte_range: ByteRequest) -> bool:
     return any(not 0 <= v < 2**62 for v in values)
 
 
-def _read(path: str, option) -> bytes:
-    """A file's bytes, or the part an obstore-style range option names."""
-    with open(path, "rb") as file:
-        if isinstance(option, tuple):
-            file.seek(option[0])
-            return file.read(option[1] - option[0])
-        if isinstance(option, dict) and "offset" in option:
-            file.seek(option["offset"])
-        elif isinstance(option, dict):
-            file.seek(max(0, os.fstat(file.fileno()).st_size - option["suffix"]))
-        return file.read()
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
+_NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
+
+
+def _span(option, size: int) -> tuple[int, int]:
+    """The ``[start, end)`` an obstore-style range option names in a ``size``-byte object."""
+    if isinstance(option, tuple):
+        return min(option[0], size), max(min(option[1], size), min(option[0], size))
+    if isinstance(option, dict) and "offset" in option:
+        return min(option["offset"], size), size
+    if isinstance(option, dict):
+        return max(0, size - option["suffix"]), size
+    return 0, size
+
+
+def _read(path: str, option, wait: bool = True) -> bytearray | None:
+    """A local object's bytes (or the part ``option`` names). ``wait=False`` returns
+    ``None`` unless the page cache holds them all, so the event loop never waits on a disk."""
+    if not wait and _NOWAIT is None:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start, end = _span(option, os.fstat(fd).st_size)
+        buffer, done = bytearray(end - start), 0
+        while done < len(buffer):
+            try:
+                got = os.preadv(fd, [memoryview(buffer)[done:]], start + done,
+                                0 if wait else _NOWAIT)
+            except OSError as err:
+                if wait or err.errno not in _NO_NOWAIT:
+                    raise
+                return None
+            if got == 0:  # the file shrank under us: what is there
+                return buffer[:done]
+            done += got
+            if not wait and done < len(buffer):
+                return None
+        return buffer
+    finally:
+        os.close(fd)
 
 
 class Backend:
@@ -214,13 +244,16 @@ class Backend:
                 return b""
             raise
 
-    async def _read_file(self, path: str, option) -> bytes:
-        """A local object read with plain file I/O on a worker thread (obstore's
-        LocalStore costs ~0.3 ms per small GET; this ~0.1 ms)."""
+    async def _read_file(self, path: str, option) -> bytearray:
+        """A local object read with plain file I/O: inline when the page cache holds it,
+        else on a worker thread (obstore's LocalStore costs ~0.3 ms per small GET)."""
         if path.startswith("/") or not set(path.split("/")).isdisjoint(("", ".", "..")):
             raise ValueError(f"{path!r} is not a path below the hive root")
         full = os.path.join(self._local_root, path)
-        return await asyncio.get_running_loop().run_in_executor(None, _read, full, option)
+        data = _read(full, option, wait=False)  # page-cached: read inline (~7 us)
+        if data is None:
+            data = await asyncio.get_running_loop().run_in_executor(None, _read, full, option)
+        return data
 
     async def _fetch(self, path: str, options: dict) -> BytesLike:
         """GET and read the body: both under the cap (a body still streaming is a
