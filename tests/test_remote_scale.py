@@ -134,7 +134,7 @@ def _bytes(buffer):
 
 
 def test_dask_distributed_two_worker_processes(s3_server):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     store = MocHiveStore(s3_url("pyramid1"), **s3_options(s3_server.url))
     size = len(pickle.dumps(store))
     print(f"\npickled store: {size} bytes")

@@ -95,7 +95,7 @@ def test_with_read_only():
 
 
 def test_dask_distributed_local_cluster_two_processes():
-    distributed = pytest.importorskip("distributed", reason="needs dask.distributed")
+    import distributed
     expected = xr.open_zarr(MocHiveStore(BARE), group="atl06/o7")["count"].values.sum()
     with (
         distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1) as cluster,
