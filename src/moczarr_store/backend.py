@@ -95,7 +95,8 @@ _NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 def _span(option, size: int) -> tuple[int, int]:
     """The ``[start, end)`` an obstore-style range option names in a ``size``-byte object."""
     if isinstance(option, tuple):
-        return min(option[0], size), max(min(option[1], size), min(option[0], size))
+        start = min(option[0], size)
+        return start, max(start, min(option[1], size))
     if isinstance(option, dict) and "offset" in option:
         return min(option["offset"], size), size
     if isinstance(option, dict):

@@ -33,7 +33,7 @@ from .hive.level import HiveWarning, warn_dangling
 from .hive.roster import Hive, open_hive, settle
 from .transcode import Encodings, transcode
 from .view.arrays import ChunkCheck, FabricatedArray, FieldArray
-from .view.tree import INDEX_RE, View
+from .view.tree import INDEX_RE, Array, View
 
 VERIFY_MODES = ("lazy", "open")
 CHUNKINGS = ("shard", "leaf", "inner")
@@ -200,18 +200,22 @@ class MocHiveStore(Store):
     async def _get_bytes_like(self, key: str, byte_range: ByteRequest | None):
         if not isinstance(key, str) or key.rsplit("/", 1)[-1] in _V2_KEYS:
             return None
-        path = _document_path(key)
-        view = await self.view(key if path is None else path)
-        if path is not None:
-            doc = view.document(path)
+        if (path := _document_path(key)) is not None:
+            doc = (await self.view(path)).document(path)
             return None if doc is None else slice_bytes(doc, byte_range)
-        found = view.chunk(key)
+        found = await self._find_chunk(key)
         if found is None:
             return None
         array, coords = found
         if isinstance(array, FabricatedArray):
             return slice_bytes(array.fabricate(coords), byte_range)
         return await self._leaf_chunk(array, coords, byte_range)
+
+    async def _find_chunk(self, key: str) -> tuple[Array, tuple[int, ...]] | None:
+        """The array and chunk coordinates ``key`` names; only a miss reads the unread
+        levels the key may lie in (the hot path does not look at them)."""
+        found = (await self._shared.view(self, None)).chunk(key)
+        return found if found is not None else (await self.view(key)).chunk(key)
 
     async def _leaf_chunk(self, array: FieldArray, coords: tuple[int, ...], byte_range):
         located = array.locate(coords)
@@ -288,11 +292,9 @@ class MocHiveStore(Store):
         )
 
     async def exists(self, key: str) -> bool:
-        path = _document_path(key)
-        view = await self.view(key if path is None else path)
-        if path is not None:
-            return view.document(path) is not None
-        found = view.chunk(key)
+        if (path := _document_path(key)) is not None:
+            return (await self.view(path)).document(path) is not None
+        found = await self._find_chunk(key)
         if found is None:
             return False
         if isinstance(found[0], FabricatedArray):
@@ -301,10 +303,9 @@ class MocHiveStore(Store):
 
     async def getsize(self, key: str) -> int:
         path = _document_path(key)
-        view = await self.view(key if path is None else path)
-        if path is not None and (doc := view.document(path)) is not None:
+        if path is not None and (doc := (await self.view(path)).document(path)) is not None:
             return len(doc)
-        found = view.chunk(key)
+        found = await self._find_chunk(key)
         if found is not None and isinstance(found[0], FabricatedArray):
             return len(memoryview(found[0].fabricate(found[1])).cast("B"))
         return await super().getsize(key)
@@ -412,8 +413,7 @@ class _Shared:
                     store.backend, self.leaves, p, lv, store.verify, store._aoi_cells))
                 for product, level in wanted
             ))
-            if self._current.revision != self.hive.revision():
-                self._current = self._build(store)
+            self._current = self._build(store)
         return self._current
 
     async def _open(self, store: MocHiveStore) -> View:

@@ -24,10 +24,6 @@ class Hive:
     def product(self, name: str) -> Product | None:
         return next((p for p in self.products if p.name == name), None)
 
-    def revision(self) -> tuple[int, ...]:
-        """How many levels each product has read (grows as pending levels are read)."""
-        return tuple(len(p.levels) for p in self.products)
-
     def pending_for(self, path: str) -> list[tuple[Product, Level]]:
         """Unread levels a node path needs: its own level, or every level below it
         (a group's document consolidates, and its listing names, its descendants)."""

@@ -52,7 +52,6 @@ class View:
             root_attrs["morton_hive_store"]["skipped"] = hive.skipped
         self.groups[""] = Group(root_attrs, [])
         self._documents: dict[str, bytes] = {}
-        self.revision = hive.revision()
         for product in hive.products:
             manifest = product.manifest
             product_attrs = {"morton_hive": manifest.summary()}
