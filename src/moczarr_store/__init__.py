@@ -1,8 +1,44 @@
 """moczarr-store: a morton-hive (zagg) presented as one read-only Zarr v3 hierarchy."""
 
+from .errors import (
+    CannotWalk,
+    ChunkReadError,
+    EncodingError,
+    HiveFormatError,
+    HiveReadError,
+    HiveWarning,
+    LeafSchemaError,
+    MalformedMetadataError,
+    MocHiveError,
+    NoCoverageError,
+    ObjectReadError,
+    OutsideRootError,
+    TranscodeReadError,
+    TruncatedChunkError,
+    UnsupportedSpec,
+    UnusableCoverage,
+)
 from .hive.aoi import aoi_mask
-from .hive.level import HiveWarning, NoCoverageError
-from .store import ChunkReadError, MocHiveStore
+from .store import MocHiveStore
 
-__all__ = ["aoi_mask", "ChunkReadError", "HiveWarning", "MocHiveStore", "NoCoverageError"]
+__all__ = [
+    "CannotWalk",
+    "ChunkReadError",
+    "EncodingError",
+    "HiveFormatError",
+    "HiveReadError",
+    "HiveWarning",
+    "LeafSchemaError",
+    "MalformedMetadataError",
+    "MocHiveError",
+    "MocHiveStore",
+    "NoCoverageError",
+    "ObjectReadError",
+    "OutsideRootError",
+    "TranscodeReadError",
+    "TruncatedChunkError",
+    "UnsupportedSpec",
+    "UnusableCoverage",
+    "aoi_mask",
+]
 __version__ = "0.1.0"

@@ -19,15 +19,14 @@ import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
+from .errors import ObjectReadError
+
 BytesLike = bytes | obstore.Bytes
 ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
 DEFAULT_MAX_CONCURRENCY = 64
 _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
 _limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-
-class ObjectReadError(OSError):
-    """An object's response body could not be read in full; the message names it."""
 
 
 def _limiter(cap: int) -> asyncio.Semaphore:

@@ -6,13 +6,11 @@ import google_crc32c
 import numpy as np
 from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
+from .errors import TruncatedChunkError
 from .view.arrays import ChunkCheck
 
 _ABSENT = np.uint64(2**64 - 1)
 
-
-class TruncatedChunkError(OSError):
-    """A leaf chunk object is shorter than its metadata or shard index says."""
 
 
 def _check_index(index: memoryview, check: ChunkCheck, key: str, payload: int | None) -> None:

@@ -27,6 +27,7 @@ from .chunks import (
     inner_span,
     reframe,
 )
+from .errors import ChunkReadError
 from .hive.aoi import aoi_members, parse_aoi
 from .hive.leaves import LeafCache
 from .hive.level import HiveWarning, warn_dangling
@@ -41,9 +42,6 @@ _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
 _STATE_TEXT = {"debris": "unstamped debris", "absent": "no root zarr.json"}
 _READ_ONLY = "store was opened in read-only mode and does not support writing"
 
-
-class ChunkReadError(OSError):
-    """A leaf chunk object could not be read; the message names the object."""
 
 
 class MocHiveStore(Store):

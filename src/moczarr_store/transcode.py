@@ -23,18 +23,13 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 from .cache import AsyncCache
+from .errors import EncodingError, TranscodeReadError
 from .hive.leaves import Leaf
 from .view.arrays import FieldArray
 
 ENCODING_KEYS = ("shape", "data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
 
 
-class EncodingError(ValueError):
-    """A leaf's values cannot be presented under the virtual array's encoding."""
-
-
-class TranscodeReadError(OSError):
-    """A leaf array read for re-encoding failed; the message names it."""
 
 
 class _BackendStore(Store):

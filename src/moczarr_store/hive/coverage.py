@@ -6,14 +6,12 @@ import json
 
 import numpy as np
 
+from ..errors import UnusableCoverage
 from .ids import DECIMAL_RE
 
 COVERAGE_NAME = "coverage.moc"
 MOC_SPEC = "morton-moc/1"
 
-
-class UnusableCoverage(ValueError):
-    """The root MOC is absent in effect: unparsable, or of an unknown spec/encoding."""
 
 
 def parse_root_coverage(payload: bytes, shard_order: int, where: str) -> tuple[np.ndarray, dict]:

@@ -19,6 +19,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..errors import CannotWalk, HiveWarning, NoCoverageError
 from .aoi import Cells, overlaps
 from .coverage import COVERAGE_NAME, parse_root_coverage
 from .ids import rank_to_decimal
@@ -33,16 +34,7 @@ TEMPLATE_BATCH = 8
 VERIFY_BATCH = 4096
 
 
-class HiveWarning(UserWarning):
-    """Something in the hive was damaged or stale, and how it was read."""
 
-
-class NoCoverageError(ValueError):
-    """A product has no committed leaf anywhere, so it has no schema."""
-
-
-class CannotWalk(ValueError):
-    """The digit tree had to be walked, and the backend cannot list it (plain HTTP)."""
 
 
 @dataclass

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UnsupportedSpec
 from .ids import MAX_ORDER
 from .paths import is_product_name
 
@@ -14,9 +15,6 @@ SPEC_V2 = "morton-hive/2"
 SUPPORTED_SPECS = (SPEC_V1, SPEC_V2)
 MANIFEST_NAME = "morton_hive.json"
 
-
-class UnsupportedSpec(ValueError):
-    """A well-formed ``morton-hive/N`` spec this reader does not open."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..errors import LeafSchemaError
 from ..hive.level import Level
 
 FABRICATED_ROWS = 65_536
@@ -15,9 +16,6 @@ _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
 _VLEN_UTF8 = {"name": "vlen-utf8", "configuration": {}}
 _DEFAULT_KEYS = {"name": "default", "configuration": {"separator": "/"}}
 
-
-class LeafSchemaError(ValueError):
-    """A leaf array's metadata cannot be presented as a slice of a virtual array."""
 
 
 @dataclass(frozen=True)
