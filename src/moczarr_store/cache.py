@@ -32,6 +32,10 @@ class AsyncCache(Generic[V]):
         while len(self._done) > self.max_entries:
             self._done.popitem(last=False)
 
+    def peek(self, key: Hashable, default: object = None) -> V | object:
+        """The cached value (not counted as a use), or ``default``."""
+        return self._done.get(key, default)
+
     def clear(self) -> None:
         self._done.clear()
 

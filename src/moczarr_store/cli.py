@@ -8,6 +8,7 @@ import warnings
 
 from zarr.core.sync import sync
 
+from .options import VERIFY_MODES
 from .store import MocHiveStore
 from .view.arrays import FabricatedArray
 
@@ -43,9 +44,10 @@ def describe(store: MocHiveStore) -> list[str]:
                     f"    {child:<20} shape={tuple(meta['shape'])} dtype={meta['data_type']}"
                     f" chunks={tuple(chunks)} {source}"
                 )
-    warned = sorted(store._shared.warned)
-    if warned:
-        lines.append(f"debris seen: {', '.join(warned)}")
+    problems = store.session.problems.lines()
+    if problems:
+        lines.append("problems seen:")
+        lines.extend(f"  {line}" for line in problems)
     lines.append(f"backend requests: {dict(store.request_stats.counts)}")
     return lines
 
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     inspect.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
     inspect.add_argument(
         "--verify",
-        choices=["lazy", "open"],
+        choices=VERIFY_MODES,
         default="open",
         help="'open' (default) reads every stamp to report debris; 'lazy' reads one leaf",
     )

@@ -6,9 +6,8 @@ wrong metadata, so the store learns each leaf's encoding and, where it differs,
 decodes the leaf's values and re-encodes them as the virtual array declares. Only
 safe casts are made; anything else is an error naming the leaf array.
 
-Cost: leaves of one versioned writer run share their encoding, so one ``zarr.json``
-read per (run, field) covers them all; an unversioned leaf names no run, so its
-field's ``zarr.json`` is read once per leaf.
+Cost: the leaf array's values are read through zarr (its chunks, ranged where sharded)
+and one virtual chunk is encoded in memory.
 """
 
 from __future__ import annotations
@@ -22,9 +21,7 @@ from zarr.api.asynchronous import open_array
 from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
-from .cache import AsyncCache
 from .errors import EncodingError, TranscodeReadError
-from .hive.leaves import Leaf
 from .view.arrays import FieldArray
 
 ENCODING_KEYS = ("shape", "data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
@@ -71,35 +68,12 @@ def encoding(meta: dict) -> tuple:
     return tuple(json.dumps(meta.get(k), sort_keys=True) for k in ENCODING_KEYS)
 
 
-class Encodings:
-    """What encoding each (level, field, writer run) was written with; bounded, and one
-    ``zarr.json`` read in flight per key however many chunks ask."""
-
-    def __init__(self, max_entries: int = 262_144) -> None:
-        self._known: AsyncCache[dict | None] = AsyncCache(max_entries)
-
-    def seed(self, array: FieldArray) -> None:
-        """The template leaf's run: its encoding is the declared one."""
-        self._known.put((array.level.path, array.name, array.level.template_run), None)
-
-    async def differing_meta(self, backend, leaf: Leaf, array: FieldArray) -> dict | None:
-        """The leaf array's metadata when its encoding differs from the template's."""
-
-        async def load() -> dict | None:
-            payload = await backend.get(f"{leaf.data_prefix}/{array.group}/zarr.json")
-            if payload is None:
-                return None  # the field is absent from this leaf: its chunks read as missing
-            meta = json.loads(bytes(payload))
-            return None if encoding(meta) == encoding(array.level.arrays[array.name]) else meta
-
-        return await self._known.get((array.level.path, array.name, leaf.run), load)
-
 
 async def transcode(
-    backend, leaf: Leaf, array: FieldArray, leaf_meta: dict, coords: tuple[int, ...]
+    backend, where: str, array: FieldArray, leaf_meta: dict, coords: tuple[int, ...]
 ) -> bytes | None:
-    """One virtual chunk's bytes, re-encoded from a leaf with another encoding."""
-    where = f"{leaf.data_prefix}/{array.group}"
+    """One virtual chunk's bytes, re-encoded from the leaf array at ``where`` (whose metadata
+    is ``leaf_meta``): decoded with its own metadata, cast safely, encoded as declared."""
     source_dtype = np.dtype(leaf_meta["data_type"])
     target = array.meta
     target_dtype = np.dtype(target["data_type"])

@@ -61,6 +61,7 @@ class Level:
     arrays: dict[str, dict] = field(default_factory=dict)
     template: str = ""
     template_run: str = ""
+    template_prefix: str | None = None  # where the template object's arrays live
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -379,6 +380,7 @@ async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
         )
     leaf, level.group_attrs, level.arrays = found
     level.template, level.template_run = leaf.path, leaf.run
+    level.template_prefix = leaf.data_prefix
     if level.artifact != "source":
         attrs = leaf.attrs or {}
         level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in PROVENANCE if k in attrs}}

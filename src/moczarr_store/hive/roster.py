@@ -75,7 +75,7 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
     return False, found, skipped
 
 
-async def open_hive(
+async def load_hive(
     backend,
     leaves: LeafCache,
     verify: str = "lazy",

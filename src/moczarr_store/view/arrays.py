@@ -138,6 +138,7 @@ class FieldArray:
         self, level: Level, name: str, leaf_meta: dict, coordinates: str, chunking: str = "shard"
     ) -> None:
         self.level, self.name = level, name
+        self.path = f"{level.path}/{name}"
         where = f"{level.template}/{level.cell_order}/{name}"
         shape = list(leaf_meta.get("shape") or [])
         grid = leaf_meta.get("chunk_grid", {})
@@ -218,6 +219,22 @@ class FieldArray:
         _window, _shard, inner = self._leaf_coords(coords)
         return tuple(slice(i * n, (i + 1) * n) for i, n in zip(inner, chunks, strict=True))
 
+    @property
+    def source_meta(self) -> dict:
+        """The leaf array metadata the view is derived from: a leaf encoded exactly so is
+        passed through; any other is re-encoded."""
+        return self.level.arrays[self.name]
+
+    @property
+    def windowed_view(self) -> bool:
+        """Whether a node may lack a leaf by design (a window it was not observed in)."""
+        return self.windowed or self.level.window is not None
+
+    def leaf_path(self, coords: tuple[int, ...]) -> str:
+        """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in."""
+        located = self.locate(coords)
+        return located.path or self.level.leaf_path(located.shard, located.window)
+
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window, shard, inner = self._leaf_coords(coords)
         part = None
@@ -234,6 +251,7 @@ class FabricatedArray:
 
     def __init__(self, meta: dict, rows: int, produce) -> None:
         self.meta, self.rows, self._produce = meta, rows, produce
+        self.path = ""  # set when the view places it
         self.grid = (math.ceil(meta["shape"][0] / rows),) if meta["shape"][0] else (0,)
 
     def fabricate(self, coords: tuple[int, ...]) -> bytes | memoryview:

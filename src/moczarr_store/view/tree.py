@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..hive.level import Level
+from ..hive.level import Level, Product
 from ..hive.roster import Hive
 from .arrays import FabricatedArray, FieldArray, cell_coordinate, window_instants, window_labels
 
@@ -42,8 +42,10 @@ def cell_ids_attrs(cell_order: int) -> dict:
 class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
-    def __init__(self, hive: Hive, options: dict) -> None:
-        self.chunking = options.get("chunking", "leaf")
+    def __init__(self, hive: Hive, options: dict, chunking: str = "leaf") -> None:
+        """The hierarchy of every level read so far; ``options`` is recorded in the root's
+        ``morton_hive_store`` attribute."""
+        self.chunking = chunking
         self.groups: dict[str, Group] = {}
         self.arrays: dict[str, Array] = {}
         names = [p.name for p in hive.products]
@@ -60,6 +62,19 @@ class View:
             self._add_group(product.name, product_attrs)
             for level in product.levels:
                 self._add_level(level)
+
+    def add_level(self, product: Product, level: Level) -> None:
+        """Add a level read after the view was built, in the product's declared order;
+        only the documents of its ancestors are made anew."""
+        self._add_level(level)
+        for group in (product.name, f"{product.name}/all_time"):
+            if group in self.groups:
+                order = [lv.path[len(group) + 1 :].split("/")[0] for lv in product.levels
+                         if lv.path.startswith(group + "/")]
+                self.groups[group].children.sort(key=order.index)
+        parts = level.path.split("/")
+        for i in range(len(parts)):
+            self._documents.pop("/".join(parts[:i]), None)
 
     def _add_group(self, path: str, attrs: dict) -> None:
         parent, _, name = path.rpartition("/")
@@ -106,7 +121,8 @@ class View:
                 arrays["window_start"] = window_instants([s for s, _ in spans])
                 arrays["window_end"] = window_instants([e for _, e in spans])
         for name, array in arrays.items():
-            self.arrays[f"{base}/{name}"] = array
+            array.path = f"{base}/{name}"
+            self.arrays[array.path] = array
         return list(arrays)
 
     def _metadata(self, path: str) -> dict:
@@ -153,6 +169,9 @@ class View:
         if any(c >= n for c, n in zip(coords, array.grid, strict=True)):
             return None
         return array, coords
+
+    def has_node(self, path: str) -> bool:
+        return path in self.groups or path in self.arrays
 
     def children(self, path: str) -> list[str] | None:
         group = self.groups.get(path)

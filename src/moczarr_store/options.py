@@ -1,0 +1,77 @@
+"""``OpenOptions``: the choices that shape a store's view of a hive, as one frozen value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from .errors import HiveFormatError
+from .hive.aoi import Cells, aoi_members, parse_aoi
+from .hive.paths import validate_window
+
+Verify = Literal["lazy", "open"]
+Chunking = Literal["shard", "leaf", "inner"]
+VERIFY_MODES: tuple[str, ...] = get_args(Verify)
+CHUNKINGS: tuple[str, ...] = get_args(Chunking)
+
+
+class OptionError(HiveFormatError):
+    """An option given to the store is not one it understands."""
+
+
+def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise OptionError(f"{name}={value!r}: expected one of {choices}")
+
+
+@dataclass(frozen=True)
+class OpenOptions:
+    """How a hive is presented: equal options give identical views of the same hive.
+
+    ``verify``: ``"lazy"`` reads a leaf's stamp when its chunk is first asked for;
+    ``"open"`` reads every stamp at open and drops debris, as ``moczarr.open_hive`` does.
+    ``chunking``: how a sharded leaf array is chunked in the view (``"shard"``, ``"leaf"``,
+    ``"inner"``). ``window``: scope windowed products to this one window. ``aoi``: keep the
+    nodes whose subtrees overlap these cells (decimal ids or packed words).
+    """
+
+    verify: Verify = "lazy"
+    chunking: Chunking = "leaf"
+    window: str | None = None
+    aoi: tuple[str | int, ...] | None = None
+    aoi_cells: Cells | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _choice("verify", self.verify, VERIFY_MODES)
+        _choice("chunking", self.chunking, CHUNKINGS)
+        if self.window is not None:
+            try:
+                validate_window(self.window)
+            except ValueError as err:
+                raise OptionError(f"window={self.window!r}: {err}") from None
+
+    @classmethod
+    def make(
+        cls,
+        verify: str = "lazy",
+        chunking: str = "leaf",
+        window: str | None = None,
+        aoi: Iterable[str | int] | str | int | None = None,
+    ) -> OpenOptions:
+        """Options from loose arguments: the AOI is normalised and parsed once."""
+        members = None if aoi is None else aoi_members(aoi)
+        try:
+            cells = None if members is None else parse_aoi(members)
+        except (TypeError, ValueError) as err:
+            raise OptionError(f"aoi: {err}") from None
+        return cls(verify, chunking, window, members, cells)  # type: ignore[arg-type]
+
+    def view_attrs(self) -> dict:
+        """What the root group's ``morton_hive_store`` attribute records of these options."""
+        attrs: dict = {"verify": self.verify, "chunking": self.chunking}
+        if self.window is not None:
+            attrs["window"] = self.window
+        if self.aoi is not None:
+            attrs["aoi"] = [str(a) for a in self.aoi]
+        return attrs

@@ -1,0 +1,229 @@
+"""Executing a read plan: bytes through the backend, checked, never under metadata that was
+not established for the leaf they come from.
+
+Cost of a leaf chunk: its object (one GET, or one ranged GET per inner chunk after one
+index read in ``inner`` mode), and the leaf array's own ``zarr.json`` fetched concurrently
+with it (no added round trip). Both are remembered for ``run-*`` versions, which are
+immutable; an unversioned (rewritten-in-place) leaf's metadata is read with every chunk,
+and its inner chunks are cut from one read of the whole object, so a chunk never mixes two
+writes of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..backend import slice_bytes
+from ..chunks import check_chunk, index_entries, index_range, inner_span, reframe, shard_entries
+from ..errors import ChunkReadError, MalformedMetadataError, TruncatedChunkError
+from ..hive.level import Level
+from ..transcode import encoding, transcode
+from ..view.arrays import ChunkCheck, FieldArray
+from .plan import (
+    Absent,
+    Document,
+    Fabricate,
+    InnerRange,
+    LeafRead,
+    Passthrough,
+    Plan,
+    Reframe,
+    Transcode,
+)
+
+if TYPE_CHECKING:
+    from ..session import HiveSession
+
+Bytes = bytes | bytearray | memoryview
+_UNKNOWN = object()
+_SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
+
+
+async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
+    """The bytes ``plan`` names, or ``None`` for an absent chunk (the fill value)."""
+    if isinstance(plan, Document):
+        doc = session.view.document(plan.path)
+        return None if doc is None else slice_bytes(doc, plan.byte_range)
+    if isinstance(plan, Fabricate):
+        array = session.view.arrays[plan.array]
+        return slice_bytes(array.fabricate(plan.coords), plan.byte_range)
+    if isinstance(plan, Absent):
+        if plan.problem is not None:
+            session.problems.note(plan.level, plan.problem, plan.obj, plan.source)
+        return None
+    if isinstance(plan, Transcode):
+        return await _transcoded(session, plan)
+    return await _leaf_chunk(session, plan)
+
+
+async def _leaf_chunk(session: HiveSession, plan: LeafRead) -> Bytes | None:
+    """A leaf chunk whose leaf metadata is read with it (or known): served as is when the
+    leaf is encoded as declared, re-encoded when not."""
+    array = session.view.arrays[plan.array]
+    assert isinstance(array, FieldArray)
+    known = session.leaf_metas.peek(plan.meta, _UNKNOWN) if plan.immutable else _UNKNOWN
+    if known is _UNKNOWN:
+        data, meta = await asyncio.gather(
+            _capture(_object_bytes(session, plan)), _leaf_meta(session, plan, array)
+        )
+    else:
+        meta = known
+        data = await _capture(_object_bytes(session, plan)) if meta == _SAME else None
+    if meta is None:  # no array metadata in this leaf version
+        return await _no_array(session, plan, array, data)
+    if meta != _SAME:
+        return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=meta))
+    if isinstance(data, BaseException):
+        raise data
+    if data is None and plan.immutable:
+        await _check_version(session, plan, array)
+    return data
+
+
+def _fields(plan: LeafRead) -> dict[str, Any]:
+    return {name: getattr(plan, name) for name in LeafRead.__dataclass_fields__}
+
+
+async def _capture(coro) -> Any:
+    """The coroutine's value, or the exception it raised (judged once the leaf's metadata
+    says whether these bytes were read under the right encoding)."""
+    try:
+        return await coro
+    except Exception as err:  # re-raised by the caller when the encoding matches
+        return err
+
+
+async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) -> Any:
+    """``_SAME``, the leaf array's metadata when its encoding differs, or ``None``."""
+
+    async def load() -> Any:
+        payload = await session.backend.get(plan.meta)
+        if payload is None:
+            return None
+        try:
+            meta = json.loads(bytes(payload))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+            raise MalformedMetadataError(f"{plan.meta} is not valid JSON ({err})") from None
+        if not isinstance(meta, dict):
+            raise MalformedMetadataError(f"{plan.meta} is not a JSON object")
+        return _SAME if encoding(meta) == encoding(array.source_meta) else meta
+
+    if not plan.immutable:
+        return await load()
+    return await session.leaf_metas.get(plan.meta, load)
+
+
+async def _no_array(session: HiveSession, plan: LeafRead, array: FieldArray, data: Any) -> None:
+    """A leaf version without this array: its chunks read as missing; bytes with no
+    metadata to read them by are damage (warned once)."""
+    await _check_version(session, plan, array)
+    if data is not None and not isinstance(data, BaseException):
+        session.problems.note(array.level.path, "no-array", plan.object)
+    return None
+
+
+async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray) -> None:
+    """A chunk read as missing: if the leaf version it was read from is gone (a ``current``
+    pointer left dangling, or moved on and the old version deleted), that is damage, warned
+    once. Cost: one GET per leaf version (cached)."""
+    group = plan.meta.rsplit("/", 2)[0]
+
+    async def group_exists() -> bool:
+        return await session.backend.get(f"{group}/zarr.json") is not None
+
+    if await session.groups.get(group, group_exists):
+        return
+    if plan.immutable:
+        version = group.rsplit("/", 2)[-2]
+        what = f"points at version {version!r}, which is missing"
+        session.problems.note(array.level.path, "dangling", plan.leaf, what=what)
+    else:
+        session.problems.note(array.level.path, "no-group", plan.leaf)
+
+
+def remember_template(session: HiveSession, level: Level) -> None:
+    """The template object's array metadata was read at open: a chunk of it needs no
+    second read of it (immutable versions only)."""
+    prefix = level.template_prefix
+    if prefix is None or prefix == level.template:
+        return
+    for name in level.arrays:  # the template's own metadata is the declared source
+        session.leaf_metas.put(f"{prefix}/{level.cell_order}/{name}/zarr.json", _SAME)
+
+
+async def _read(session: HiveSession, key: str, byte_range=None) -> Bytes | None:
+    try:
+        return await session.backend.get(key, byte_range)
+    except (TruncatedChunkError, ChunkReadError):
+        raise
+    except Exception as err:
+        raise ChunkReadError(f"reading {key} from {session.backend}: {err}") from err
+
+
+async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
+    """The chunk's bytes from its object, checked against what the plan expects."""
+    key, check = plan.object, plan.check
+    if isinstance(plan, Passthrough):
+        data = await _read(session, key, plan.byte_range)
+        if data is not None:
+            check_chunk(data, check, plan.byte_range, key)
+        return data
+    if isinstance(plan, Reframe):
+        data = await _read(session, key)
+        data = None if data is None else reframe(data, check, key)
+        return None if data is None else slice_bytes(data, plan.byte_range)
+    assert isinstance(plan, InnerRange)
+    return await _inner_chunk(session, plan)
+
+
+async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
+    """One inner chunk of a shard object: by range after one cached index read (immutable
+    objects), else cut from one read of the whole object."""
+    key, check = plan.object, plan.check
+    if not plan.immutable:
+        whole = await _read(session, key)
+        if whole is None:
+            return None
+        span = inner_span(shard_entries(whole, check, key), plan.part)
+        data = None if span is None else memoryview(whole)[span.start : span.end]
+    else:
+
+        async def load_index():
+            index = await _read(session, key, index_range(check))
+            return None if index is None else index_entries(index, check, key)
+
+        entries = await session.indexes.get(key, load_index)
+        span = None if entries is None else inner_span(entries, plan.part)
+        data = None if span is None else await _read(session, key, span)
+    if span is None:
+        return None
+    size = span.end - span.start
+    if data is None or len(memoryview(data)) != size:
+        raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {span.start}")
+    check_chunk(data, ChunkCheck(nbytes=check.inner_nbytes), None, key)
+    return slice_bytes(data, plan.byte_range)
+
+
+async def _transcoded(session: HiveSession, plan: Transcode) -> Bytes | None:
+    array = session.view.arrays[plan.array]
+    assert isinstance(array, FieldArray)
+    where = plan.meta.rsplit("/", 1)[0]
+    chunk = await transcode(session.backend, where, array, plan.leaf_meta, plan.coords)
+    return None if chunk is None else slice_bytes(chunk, plan.byte_range)
+
+
+async def object_size(session: HiveSession, plan: Plan) -> int | None:
+    """The size of the bytes ``plan`` names without reading a chunk where that is known:
+    documents, fabricated chunks, and whole passthrough objects of a leaf whose encoding is
+    already established (one HEAD); otherwise the chunk is read."""
+    if (
+        isinstance(plan, Passthrough)
+        and plan.byte_range is None
+        and plan.immutable
+        and session.leaf_metas.peek(plan.meta, None) == _SAME
+    ):
+        return await session.backend.size(plan.object)
+    data = await execute(session, plan)
+    return None if data is None else len(memoryview(data).cast("B"))

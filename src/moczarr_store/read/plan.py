@@ -1,0 +1,167 @@
+"""The read plan: what a virtual key maps to, as a plain frozen value.
+
+``plan_key`` answers "what does key K map to?" for every consumer (the zarr Store, and
+anything else that serves or exports the hierarchy). Planning reads nothing but a leaf's
+commit stamp (cached), which names the version its bytes live in; ``plan_chunk`` is the
+pure part, so a test can assert "key K maps to object O, bytes [a, b)" without I/O.
+
+Plans that read a leaf object carry the key of the leaf array's own ``zarr.json``: the
+executor establishes the leaf's encoding from it before any byte is served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..hive.leaves import Leaf
+from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray
+
+if TYPE_CHECKING:
+    from zarr.abc.store import ByteRequest
+
+    from ..session import HiveSession
+
+_V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
+
+
+@dataclass(frozen=True)
+class Document:
+    """A node's ``zarr.json`` (or ``byte_range`` of it), generated from the view."""
+
+    path: str
+    byte_range: ByteRequest | None = None
+
+
+@dataclass(frozen=True)
+class Fabricate:
+    """A coordinate chunk computed from the domain (``morton``, ``cell_ids``, windows)."""
+
+    array: str
+    coords: tuple[int, ...]
+    byte_range: ByteRequest | None = None
+
+
+@dataclass(frozen=True)
+class Absent:
+    """No bytes: the key names nothing, or a chunk with nothing stored (the fill value).
+
+    ``problem`` (a :data:`~moczarr_store.diagnostics.KINDS` key) is set when the absence is
+    damage to report, with the ``level`` and ``obj`` it concerns.
+    """
+
+    reason: str
+    problem: str | None = None
+    level: str = ""
+    obj: str = ""
+    source: str = ""  # what listed the object (the root MOC, the walk)
+
+
+@dataclass(frozen=True)
+class LeafRead:
+    """Bytes of one chunk object of one leaf.
+
+    ``object`` is the hive-relative key read; ``meta`` the key of the leaf array's own
+    ``zarr.json`` (the authority for the bytes); ``immutable`` says the object lives in a
+    ``run-*`` version, so what is learned about it may be cached for good.
+    """
+
+    array: str
+    coords: tuple[int, ...]
+    leaf: str
+    object: str
+    meta: str
+    immutable: bool
+    check: ChunkCheck = field(repr=False)
+    byte_range: ByteRequest | None = None
+
+
+@dataclass(frozen=True)
+class Passthrough(LeafRead):
+    """The object's bytes (or ``byte_range`` of them), as they are."""
+
+
+@dataclass(frozen=True)
+class Reframe(LeafRead):
+    """A shard object read whole; its inner chunks concatenated into one chunk."""
+
+
+@dataclass(frozen=True)
+class InnerRange(LeafRead):
+    """Inner chunk ``part`` of a shard object, located by its index."""
+
+    part: int = 0
+
+
+@dataclass(frozen=True)
+class Transcode(LeafRead):
+    """The leaf array's values decoded under its own metadata and re-encoded as the
+    virtual array declares (the leaf's encoding differs from the declared one)."""
+
+    leaf_meta: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+Plan = Document | Fabricate | Absent | Passthrough | Reframe | InnerRange | Transcode
+OUTSIDE = Absent("outside the virtual hierarchy")
+
+
+def document_path(key: str) -> str | None:
+    """The node path whose ``zarr.json`` ``key`` names, or ``None``."""
+    if key == "zarr.json":
+        return ""
+    return key[: -len("/zarr.json")] if key.endswith("/zarr.json") else None
+
+
+def plan_chunk(
+    array: FieldArray,
+    coords: tuple[int, ...],
+    leaf: Leaf,
+    byte_range: ByteRequest | None = None,
+) -> Passthrough | Reframe | InnerRange | Absent:
+    """The plan for chunk ``coords`` of field ``array``, given the leaf its bytes live in,
+    as its stamp was read. No I/O."""
+    level = array.level
+    if leaf.state != "stamped":
+        if leaf.state == "absent" and array.windowed_view:
+            return Absent("no leaf for this node in this window")
+        problem = "debris" if leaf.state == "debris" else "absent"
+        return Absent(
+            f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
+        )
+    located = array.locate(coords)
+    prefix = leaf.data_prefix
+    kind = {"shard": Passthrough, "leaf": Reframe, "inner": InnerRange}[array.mode]
+    extra = {"part": located.inner} if array.mode == "inner" else {}
+    return kind(
+        array=array.path,
+        coords=coords,
+        leaf=leaf.path,
+        object=f"{prefix}/{located.key}",
+        meta=f"{prefix}/{array.group}/zarr.json",
+        immutable=leaf.current is not None,
+        check=array.check,
+        byte_range=byte_range,
+        **extra,
+    )
+
+
+async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | None = None) -> Plan:
+    """What ``key`` maps to. Cost: a chunk key of a field reads its leaf's stamp once
+    (cached); a key in a level not read yet reads that level's schema first."""
+    if not isinstance(key, str) or key.rsplit("/", 1)[-1] in _V2_KEYS:
+        return OUTSIDE
+    if (path := document_path(key)) is not None:
+        view = await session.ensure_levels(path)
+        return Document(path, byte_range) if view.has_node(path) else OUTSIDE
+    view = await session.ensure_levels(None)
+    found = view.chunk(key)
+    if found is None:  # perhaps in a level not read yet
+        view = await session.ensure_levels(key)
+        found = view.chunk(key)
+    if found is None:
+        return OUTSIDE
+    array, coords = found
+    if isinstance(array, FabricatedArray):
+        return Fabricate(array.path, coords, byte_range)
+    leaf = await session.leaves.resolve(array.leaf_path(coords), session.backend.get)
+    return plan_chunk(array, coords, leaf, byte_range)

@@ -1,0 +1,92 @@
+"""``HiveSession``: one opened hive in one process: its caches, its levels and its view.
+
+A session is built from a backend and :class:`~moczarr_store.options.OpenOptions` (not
+from a store); a store and its read-only copies share one. It opens the hive once
+(concurrent first requests share the open), reads overview levels when a path first needs
+them (``ensure_levels``), and adds each to the view without rebuilding the others.
+Never pickled: an unpickled store starts a session of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from .backend import Backend
+from .cache import AsyncCache
+from .diagnostics import Problems
+from .hive.leaves import LeafCache
+from .hive.roster import Hive, load_hive, settle
+from .options import OpenOptions
+from .read.execute import remember_template
+from .view.tree import View
+
+LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
+SHARD_INDEXES = 65_536  # verified shard indexes of immutable objects (chunking="inner")
+VERSION_GROUPS = 65_536  # whether a leaf version's cell-order group exists
+
+
+class HiveSession:
+    """The hive behind a store: opened lazily, with bounded caches.
+
+    ``leaves`` holds commit stamps (an LRU of 262,144 leaves); ``leaf_metas``, ``indexes``
+    and ``groups`` hold what was learned about immutable ``run-*`` versions; ``problems``
+    counts the damage met while reading.
+    """
+
+    def __init__(self, backend: Backend, options: OpenOptions) -> None:
+        self.backend = backend
+        self.options = options
+        self.leaves = LeafCache()
+        self.leaf_metas: AsyncCache[object] = AsyncCache(LEAF_METAS)
+        self.indexes: AsyncCache[object] = AsyncCache(SHARD_INDEXES)
+        self.groups: AsyncCache[bool] = AsyncCache(VERSION_GROUPS)
+        self.problems = Problems()
+        self._hive: Hive | None = None
+        self._view: View | None = None
+        self._opened: AsyncCache[None] = AsyncCache(1)
+        self._settled: AsyncCache[None] = AsyncCache(1 << 16)
+
+    @property
+    def hive(self) -> Hive:
+        """The hive as read so far (``ensure_levels`` first)."""
+        if self._hive is None:
+            raise RuntimeError("the session has not been opened: await ensure_levels() first")
+        return self._hive
+
+    @property
+    def view(self) -> View:
+        """The virtual hierarchy as read so far (``ensure_levels`` first)."""
+        if self._view is None:
+            raise RuntimeError("the session has not been opened: await ensure_levels() first")
+        return self._view
+
+    async def ensure_levels(self, path: str | None = "") -> View:
+        """The view, with every level node ``path`` needs read (``""``: all of them, for
+        the root; ``None``: none beyond the open). Cost at first open: the manifest(s), the
+        root MOC and one template object's metadata per product; per overview level read
+        later: its template's stamp, group and array metadata."""
+        await self._opened.get(None, self._open)
+        hive, view = self.hive, self.view
+        wanted = [] if path is None else hive.pending_for(path)
+        if wanted:
+            opts = self.options
+            await asyncio.gather(*(
+                self._settled.get(level.path, lambda p=product, lv=level: settle(
+                    self.backend, self.leaves, p, lv, opts.verify, opts.aoi_cells))
+                for product, level in wanted
+            ))
+            for product, level in wanted:
+                if level in product.levels and not view.has_node(level.path):
+                    view.add_level(product, level)
+                    remember_template(self, level)
+        return view
+
+    async def _open(self) -> None:
+        opts = self.options
+        self._hive = await load_hive(
+            self.backend, self.leaves, opts.verify, opts.window, opts.aoi_cells
+        )
+        self._view = View(self._hive, opts.view_attrs(), opts.chunking)
+        for product in self._hive.products:
+            for level in product.levels:
+                remember_template(self, level)
