@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
+
 from .backend import Backend
 from .cache import AsyncCache
 from .diagnostics import Problems
 from .hive.leaves import LeafCache
+from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
 from .options import OpenOptions
 from .read.execute import remember_template
@@ -38,7 +41,7 @@ class HiveSession:
         self.options = options
         self.leaves = LeafCache()
         self.leaf_metas: AsyncCache[object] = AsyncCache(LEAF_METAS)
-        self.indexes: AsyncCache[object] = AsyncCache(SHARD_INDEXES)
+        self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(SHARD_INDEXES)
         self.groups: AsyncCache[bool] = AsyncCache(VERSION_GROUPS)
         self.problems = Problems()
         self._hive: Hive | None = None
@@ -69,17 +72,21 @@ class HiveSession:
         hive, view = self.hive, self.view
         wanted = [] if path is None else hive.pending_for(path)
         if wanted:
-            opts = self.options
-            await asyncio.gather(*(
-                self._settled.get(level.path, lambda p=product, lv=level: settle(
-                    self.backend, self.leaves, p, lv, opts.verify, opts.aoi_cells))
-                for product, level in wanted
-            ))
+            await asyncio.gather(*(self._settle(product, level) for product, level in wanted))
             for product, level in wanted:
                 if level in product.levels and not view.has_node(level.path):
                     view.add_level(product, level)
                     remember_template(self, level)
         return view
+
+    async def _settle(self, product: Product, level: Level) -> None:
+        """Read one declared level's schema, once however many requests need it."""
+        opts = self.options
+
+        async def load() -> None:
+            await settle(self.backend, self.leaves, product, level, opts.verify, opts.aoi_cells)
+
+        await self._settled.get(level.path, load)
 
     async def _open(self) -> None:
         opts = self.options

@@ -15,12 +15,12 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..backend import slice_bytes
+from ..backend import BytesLike, slice_bytes
 from ..chunks import check_chunk, index_entries, index_range, inner_span, reframe, shard_entries
 from ..errors import ChunkReadError, MalformedMetadataError, TruncatedChunkError
 from ..hive.level import Level
 from ..transcode import encoding, transcode
-from ..view.arrays import ChunkCheck, FieldArray
+from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray
 from .plan import (
     Absent,
     Document,
@@ -36,7 +36,7 @@ from .plan import (
 if TYPE_CHECKING:
     from ..session import HiveSession
 
-Bytes = bytes | bytearray | memoryview
+Bytes = BytesLike | bytearray | memoryview
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
 
@@ -47,8 +47,9 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
         doc = session.view.document(plan.path)
         return None if doc is None else slice_bytes(doc, plan.byte_range)
     if isinstance(plan, Fabricate):
-        array = session.view.arrays[plan.array]
-        return slice_bytes(array.fabricate(plan.coords), plan.byte_range)
+        fabricated = session.view.arrays[plan.array]
+        assert isinstance(fabricated, FabricatedArray)
+        return slice_bytes(fabricated.fabricate(plan.coords), plan.byte_range)
     if isinstance(plan, Absent):
         if plan.problem is not None:
             session.problems.note(plan.level, plan.problem, plan.obj, plan.source)
@@ -72,7 +73,8 @@ async def _leaf_chunk(session: HiveSession, plan: LeafRead) -> Bytes | None:
         meta = known
         data = await _capture(_object_bytes(session, plan)) if meta == _SAME else None
     if meta is None:  # no array metadata in this leaf version
-        return await _no_array(session, plan, array, data)
+        await _no_array(session, plan, array, data)
+        return None
     if meta != _SAME:
         return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=meta))
     if isinstance(data, BaseException):
@@ -121,7 +123,6 @@ async def _no_array(session: HiveSession, plan: LeafRead, array: FieldArray, dat
     await _check_version(session, plan, array)
     if data is not None and not isinstance(data, BaseException):
         session.problems.note(array.level.path, "no-array", plan.object)
-    return None
 
 
 async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray) -> None:
@@ -187,7 +188,7 @@ async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
         if whole is None:
             return None
         span = inner_span(shard_entries(whole, check, key), plan.part)
-        data = None if span is None else memoryview(whole)[span.start : span.end]
+        data: Bytes | None = None if span is None else memoryview(whole)[span.start : span.end]
     else:
 
         async def load_index():

@@ -130,19 +130,19 @@ def plan_chunk(
         )
     located = array.locate(coords)
     prefix = leaf.data_prefix
-    kind = {"shard": Passthrough, "leaf": Reframe, "inner": InnerRange}[array.mode]
-    extra = {"part": located.inner} if array.mode == "inner" else {}
-    return kind(
-        array=array.path,
-        coords=coords,
-        leaf=leaf.path,
-        object=f"{prefix}/{located.key}",
-        meta=f"{prefix}/{array.group}/zarr.json",
-        immutable=leaf.current is not None,
-        check=array.check,
-        byte_range=byte_range,
-        **extra,
+    read = (  # LeafRead's fields, in order
+        array.path,
+        coords,
+        leaf.path,
+        f"{prefix}/{located.key}",  # the object
+        f"{prefix}/{array.group}/zarr.json",  # the leaf array's metadata
+        leaf.current is not None,  # immutable: a run-* version
+        array.check,
+        byte_range,
     )
+    if array.mode == "inner":
+        return InnerRange(*read, part=located.inner or 0)
+    return Reframe(*read) if array.mode == "leaf" else Passthrough(*read)
 
 
 async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | None = None) -> Plan:
