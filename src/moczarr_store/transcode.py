@@ -24,8 +24,9 @@ from zarr.storage import MemoryStore
 
 from .cache import AsyncCache
 from .errors import EncodingError, TranscodeReadError
+from .hive.jsonio import load_json, read_document
 from .hive.leaves import Leaf
-from .view.arrays import FieldArray
+from .view.arrays import FieldArray, check_leaf_meta
 
 ENCODING_KEYS = ("shape", "data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
 
@@ -86,10 +87,11 @@ class Encodings:
         """The leaf array's metadata when its encoding differs from the template's."""
 
         async def load() -> dict | None:
-            payload = await backend.get(f"{leaf.data_prefix}/{array.group}/zarr.json")
+            key = f"{leaf.data_prefix}/{array.group}/zarr.json"
+            payload = await read_document(backend, key)
             if payload is None:
                 return None  # the field is absent from this leaf: its chunks read as missing
-            meta = json.loads(bytes(payload))
+            meta = check_leaf_meta(load_json(payload, key), key)
             return None if encoding(meta) == encoding(array.level.arrays[array.name]) else meta
 
         return await self._known.get((array.level.path, array.name, leaf.run), load)
