@@ -2,93 +2,145 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-from ..errors import UnusableCoverage
+from ..errors import MalformedMetadataError, UnusableCoverage
 from .ids import DECIMAL_RE
+from .jsonio import is_int, load_json
+from .paths import short
 
 COVERAGE_NAME = "coverage.moc"
 MOC_SPEC = "morton-moc/1"
+DEFAULT_MAX_COVERAGE_BYTES = 32 << 20
+"""A larger root MOC is unusable (walked around): parsing one costs up to ~12x its size in
+memory (the ranges as Python lists of strings), so at most ~400 MiB."""
+DEFAULT_MAX_COVERAGE_SHARDS = 1 << 24
+"""A root MOC listing more shards is unusable: the domain costs 8 bytes per shard."""
 
 
-
-def parse_root_coverage(payload: bytes, shard_order: int, where: str) -> tuple[np.ndarray, dict]:
+def parse_root_coverage(
+    payload: bytes,
+    shard_order: int,
+    where: str,
+    *,
+    max_shards: int | None = None,
+    max_bytes: int | None = None,
+) -> tuple[np.ndarray, dict]:
     """Shard ranks listed by a root MOC, ascending (= packed-word order) and unique, and
-    the envelope itself.
+    the envelope without its ranges.
 
-    An unknown envelope raises :class:`UnusableCoverage` (the caller walks instead);
-    a malformed range raises ``ValueError`` naming ``where``.
+    An envelope that is absent in effect (not JSON, an unknown spec, another order,
+    over ``max_bytes``, or listing more than ``max_shards`` shards, counted from the
+    range bounds before anything is expanded) raises :class:`UnusableCoverage` (the
+    caller walks instead); a malformed range raises :class:`MalformedMetadataError`
+    naming ``where``. The limits default to the module's ``DEFAULT_MAX_COVERAGE_*``.
+    Cost: up to ~12x the payload in memory while parsing (singleton ranges: Python lists
+    of strings), then 8 bytes per listed shard.
     """
-    try:
-        env = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UnusableCoverage(f"{where}: not valid JSON ({err})") from None
+    max_shards = DEFAULT_MAX_COVERAGE_SHARDS if max_shards is None else max_shards
+    max_bytes = DEFAULT_MAX_COVERAGE_BYTES if max_bytes is None else max_bytes
+    env = load_json(payload, where, max_bytes, max_depth=None, error=UnusableCoverage)
     if not isinstance(env, dict):
         raise UnusableCoverage(f"{where}: not a JSON object")
     if env.get("spec") != MOC_SPEC or env.get("encoding") != "ranges":
         raise UnusableCoverage(
-            f"{where}: spec {env.get('spec')!r} / encoding {env.get('encoding')!r} unknown"
+            f"{where}: spec {short(env.get('spec'))} / encoding {short(env.get('encoding'))} "
+            "unknown"
         )
-    order, ranges = env.get("order"), env.get("ranges")
-    if order != shard_order or isinstance(order, bool):
-        raise UnusableCoverage(f"{where}: order {order!r} != manifest shard_order {shard_order}")
+    order, ranges = env.get("order"), env.pop("ranges", None)
+    if not is_int(order) or order != shard_order:
+        raise UnusableCoverage(
+            f"{where}: order {short(order)} != manifest shard_order {shard_order}"
+        )
     if not isinstance(ranges, list):
         raise UnusableCoverage(f"{where}: 'ranges' is not a list")
     bounds = _bounds_at_once(ranges, order)
     if bounds is None:  # something is off: the exact path names the range
         bounds = np.array([_range_ranks(pair, order, where) for pair in ranges], dtype=np.uint64)
-    return _expand(bounds.reshape(-1, 2)), env
+    del ranges
+    bounds = _merged(bounds.reshape(-1, 2))
+    total = float((bounds[:, 1] - bounds[:, 0] + np.uint64(1)).sum(dtype=np.float64))
+    if total > max_shards:
+        raise UnusableCoverage(
+            f"{where}: lists {total:,.0f} shards, more than the {max_shards:,} this reader "
+            "expands (max_shards)"
+        )
+    return _expand(bounds), env
 
 
 def _bounds_at_once(ranges: list, order: int) -> np.ndarray | None:
-    """The ``[lo, hi]`` rank rows of well-formed ranges, parsed as one byte matrix (a
-    million-shard MOC has ~10^5 ranges); ``None`` if any range is not well formed."""
+    """The ``[lo, hi]`` rank rows of well-formed ranges, parsed as one byte string (a
+    million-shard MOC has ~10^5 ranges); ``None`` if any range is not well formed.
+
+    Cost: the endpoints' characters twice (a string and its bytes) and a few arrays of
+    8 bytes per endpoint; no string or array per endpoint or per digit.
+    """
     if not all(type(pair) is list and len(pair) == 2 for pair in ranges):
         return None
-    try:  # sign, base digit, then ``order`` quaternary digits: one fixed-width row each
-        rows = "".join(e if e[:1] == "-" else "+" + e for pair in ranges for e in pair)
-        matrix = np.frombuffer(rows.encode("ascii"), dtype=np.uint8)
+    try:  # endpoints "[-]B" + ``order`` digits, separated by "|" (no endpoint holds one)
+        data = np.frombuffer("|".join([e for pair in ranges for e in pair]).encode("ascii"),
+                             dtype=np.uint8)
     except (TypeError, UnicodeEncodeError):
         return None
-    if matrix.size != 2 * len(ranges) * (order + 2):
+    ends = np.append(np.flatnonzero(data == ord("|")), data.size)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    south = ends - starts == order + 2
+    if ends.size != 2 * len(ranges) or not (south | (ends - starts == order + 1)).all():
         return None
-    matrix = matrix.reshape(-1, order + 2).astype(np.int64)
-    sign, base, digits = matrix[:, 0], matrix[:, 1] - ord("0"), matrix[:, 2:] - ord("1")
-    if not (
-        np.isin(sign, (ord("+"), ord("-"))).all()
-        and ((base >= 1) & (base <= 6)).all()
-        and ((digits >= 0) & (digits <= 3)).all()
-    ):
+    if (data[starts[south]] != ord("-")).any():
         return None
-    cell = np.where(sign == ord("-"), base + 5, base - 1).reshape(-1, 2)
-    rank = (digits.astype(np.uint64) @ (np.uint64(4) ** np.arange(order, dtype=np.uint64)[::-1]))
-    bounds = ((cell.astype(np.uint64) + np.uint64(1)) << np.uint64(2 * order)) + rank.reshape(-1, 2)
+    first = ends - (order + 1)  # the base digit, then ``order`` quaternary digits
+    base = data[first]
+    if not ((base >= ord("1")) & (base <= ord("6"))).all():
+        return None
+    cell = (base - np.uint8(ord("1"))).astype(np.uint64)  # 0..5, then 6..11 south
+    cell[south] += np.uint64(6)
+    bounds = cell + np.uint64(1)
+    for column in range(1, order + 1):  # rank digits, most significant first
+        digit = data[first + column]
+        if not ((digit >= ord("1")) & (digit <= ord("4"))).all():
+            return None
+        bounds <<= np.uint64(2)
+        bounds += digit - np.uint8(ord("1"))
+    cell, bounds = cell.reshape(-1, 2), bounds.reshape(-1, 2)
     if (cell[:, 0] != cell[:, 1]).any() or (bounds[:, 0] > bounds[:, 1]).any():
         return None
     return bounds
 
 
+def _merged(bounds: np.ndarray) -> np.ndarray:
+    """Inclusive ``[lo, hi]`` rows sorted, with overlapping or adjacent rows joined."""
+    if not bounds.size:
+        return bounds
+    bounds = bounds[np.argsort(bounds[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(bounds[:, 1])
+    starts = np.concatenate(([True], bounds[1:, 0] > reach[:-1] + np.uint64(1)))
+    ends = np.concatenate((starts[1:], [True]))
+    return np.stack([bounds[starts, 0], reach[ends]], axis=1)
+
+
 def _expand(bounds: np.ndarray) -> np.ndarray:
-    """Every rank of the inclusive ``[lo, hi]`` rows, ascending and unique."""
+    """Every rank of sorted, disjoint inclusive ``[lo, hi]`` rows, ascending.
+
+    Cost: two arrays of 8 bytes per rank.
+    """
     lengths = (bounds[:, 1] - bounds[:, 0] + np.uint64(1)).astype(np.int64)
-    starts = np.repeat(bounds[:, 0], lengths)
-    steps = np.arange(int(lengths.sum()), dtype=np.uint64) - np.repeat(
-        (np.cumsum(lengths) - lengths).astype(np.uint64), lengths
-    )
-    ranks = np.sort(starts + steps)
-    return ranks[np.concatenate(([True], ranks[1:] != ranks[:-1]))] if ranks.size else ranks
+    ranks = np.arange(int(lengths.sum()), dtype=np.uint64)
+    offsets = bounds[:, 0] - (np.cumsum(lengths) - lengths).astype(np.uint64)
+    ranks += np.repeat(offsets, lengths)
+    return ranks
 
 
 def _range_ranks(pair: object, order: int, where: str) -> tuple[int, int]:
     if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-        raise ValueError(f"{where}: range {pair!r} is not a [first, last] pair of decimal strings")
+        raise MalformedMetadataError(
+            f"{where}: range {short(pair)} is not a [first, last] pair of decimal strings"
+        )
     (base_lo, r_lo), (base_hi, r_hi) = (_endpoint(end, order, where) for end in pair)
     if base_lo != base_hi:
-        raise ValueError(f"{where}: range {pair!r} crosses base cells")
+        raise MalformedMetadataError(f"{where}: range {short(pair)} crosses base cells")
     if r_lo > r_hi:
-        raise ValueError(f"{where}: range {pair!r} is descending")
+        raise MalformedMetadataError(f"{where}: range {short(pair)} is descending")
     return r_lo, r_hi
 
 
@@ -96,7 +148,9 @@ def _endpoint(end: str, order: int, where: str) -> tuple[str, int]:
     """An endpoint's base component and rank (one regex match, on the hot path of open)."""
     match = DECIMAL_RE.match(end)
     if match is None or len(match.group(2)) != order:
-        raise ValueError(f"{where}: range endpoint {end!r} is not an order-{order} id")
+        raise MalformedMetadataError(
+            f"{where}: range endpoint {short(end)} is not an order-{order} id"
+        )
     base, tail = match.groups()
     base_cell = int(base) - 1 if base[0] != "-" else 5 - int(base)
     rank = int(tail.translate(_QUATERNARY), 4) if tail else 0

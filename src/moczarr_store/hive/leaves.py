@@ -7,11 +7,13 @@ else under ``{leaf}/``. Stamps are read lazily and cached in a bounded LRU.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Literal
 
+from zarr.abc.store import RangeByteRequest
+
 from ..cache import AsyncCache
+from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json
 from .paths import validate_current
 
 STAMP_KEY = "morton_hive_commit"
@@ -55,16 +57,16 @@ class Leaf:
 
 
 def parse_leaf(path: str, payload: bytes | None) -> Leaf:
-    """A leaf from its root ``zarr.json`` bytes (``None``: no such object)."""
+    """A leaf from its root ``zarr.json`` bytes (``None``: no such object).
+
+    As moczarr reads it: a document that is not JSON is an error naming the leaf; one
+    without a commit mapping (whatever else it holds) is debris."""
     if payload is None:
         return Leaf(path, "absent")
-    try:
-        meta = json.loads(bytes(payload))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"leaf {path}: root zarr.json is not valid JSON ({err})") from None
+    meta = load_json(payload, f"leaf {path}/zarr.json")
     attrs = meta.get("attributes") if isinstance(meta, dict) else None
     stamp = attrs.get(STAMP_KEY) if isinstance(attrs, dict) else None
-    if not isinstance(stamp, dict):
+    if not isinstance(stamp, dict):  # no commit mapping: debris, as moczarr reads it
         return Leaf(path, "debris")
     current = stamp.get("current")
     if current is not None:
@@ -79,9 +81,11 @@ class LeafCache(AsyncCache[Leaf]):
         super().__init__(max_entries, keep=Leaf.slim)
 
     async def resolve(self, path: str, read) -> Leaf:
-        """The leaf at ``path``: cached, else ``parse_leaf(path, await read(...))``."""
+        """The leaf at ``path``: cached, else ``parse_leaf`` of one ranged ``read`` of at
+        most the document cap."""
 
         async def load() -> Leaf:
-            return parse_leaf(path, await read(f"{path}/zarr.json"))
+            window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
+            return parse_leaf(path, await read(f"{path}/zarr.json", window))
 
         return await self.get(path, load)

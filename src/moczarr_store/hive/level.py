@@ -3,7 +3,9 @@
 Opening a product's source level costs a constant number of requests: the manifest, the root
 ``coverage.moc``, the stamp of the first stamped leaf, its cell-order group's ``zarr.json``
 and one ``zarr.json`` per array (named by the stamp's content hashes, else by one listing of
-the group). Other leaves are not touched unless every stamp
+the group). If the first listed leaves are not stamped, the template search stays
+bounded (``find_template``): no request per absent shard. Other leaves are not touched
+unless every stamp
 must be known: ``verify="open"`` (moczarr's exact debris semantics), or a view scoped
 to one window of a windowed product (whose rows are the shards stamped in it).
 """
@@ -11,30 +13,46 @@ to one window of a windowed product (whose rows are the shards stamped in it).
 from __future__ import annotations
 
 import asyncio
-import json
 import warnings
 from collections.abc import Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
-from ..errors import CannotWalk, HiveWarning, NoCoverageError
+from ..errors import (
+    CannotWalk,
+    HiveFormatError,
+    HiveWarning,
+    NoCoverageError,
+    UnusableCoverage,
+)
+from . import coverage as _coverage_module
 from .aoi import Cells, overlaps
 from .coverage import COVERAGE_NAME, parse_root_coverage
 from .ids import rank_to_decimal
+from .jsonio import load_object, object_field, read_document
 from .leaves import Leaf, LeafCache
 from .manifest import Manifest
-from .paths import leaf_path, node_path
-from .walk import walk_leaves
+from .paths import (
+    leaf_path,
+    node_name_problem,
+    node_path,
+    requestable,
+    short,
+    validate_node_name,
+)
+from .walk import existing_objects, walk_leaves
 from .windows import bounds, explicit_labels, labels_between, schedule
 
 COORDINATE_NAMES = ("morton", "cell_ids")
+WINDOW_COORDINATES = ("window", "window_start", "window_end")
 TEMPLATE_BATCH = 8
+TEMPLATE_MAX_BATCH = 512
+DEFAULT_TEMPLATE_PROBES = 4096
+"""Objects probed for a template, at most, on a backend that cannot list (plain HTTP)."""
 VERIFY_BATCH = 4096
-
-
-
 
 
 @dataclass
@@ -61,7 +79,7 @@ class Level:
     arrays: dict[str, dict] = field(default_factory=dict)
     template: str = ""
     template_run: str = ""
-    template_prefix: str | None = None  # where the template object's arrays live
+    template_data: str = ""  # where the template's arrays live (its data prefix)
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -141,15 +159,17 @@ def _warn(message: str) -> None:
 
 
 async def _coverage(backend, root: str, manifest: Manifest) -> tuple[np.ndarray, dict] | None:
-    """The root MOC's shard ranks and envelope; ``None`` (with a warning) if unusable."""
+    """The root MOC's shard ranks and envelope; ``None`` (with a warning) if unusable.
+
+    Cost: one ranged GET of at most the coverage byte cap (plus one byte)."""
     where = _join(root, COVERAGE_NAME)
-    payload = await backend.get(where)
+    payload = await read_document(backend, where, _coverage_module.DEFAULT_MAX_COVERAGE_BYTES)
     if payload is None:
         reason = "is missing"
     else:
         try:
-            return parse_root_coverage(bytes(payload), manifest.shard_order, where)
-        except ValueError as err:  # UnusableCoverage included
+            return parse_root_coverage(payload, manifest.shard_order, where)
+        except ValueError as err:  # UnusableCoverage and MalformedMetadataError included
             reason = f"is unusable ({err})"
     _warn(f"root coverage {where} {reason}; discovering shards with the digit-tree walk")
     return None
@@ -174,55 +194,180 @@ def _walked_ranks(walked: dict[int, set], window: str | None, windowed: bool) ->
 
 
 async def _read_json(backend, key: str) -> dict | None:
-    payload = await backend.get(key)
-    if payload is None:
-        return None
-    try:
-        return json.loads(bytes(payload))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{key} is not valid JSON ({err})") from None
+    """A hive ``zarr.json`` (or other JSON object), ``None`` when absent: one ranged GET
+    of at most the document cap."""
+    payload = await read_document(backend, key)
+    return None if payload is None else load_object(payload, key)
+
+
+def _hashed_names(stamp: dict, order: str) -> tuple[list[str] | None, str | None]:
+    """Array names the stamp's ``content_hashes.arrays`` keys give for group ``order``
+    (keys ``{order}/{name}``; deeper keys are not arrays of the group), and why the hashes
+    cannot name them (``None``: they are absent or empty, which is no defect)."""
+    hashes = stamp.get("content_hashes")
+    arrays = hashes.get("arrays") if isinstance(hashes, dict) else None
+    if hashes is not None and not isinstance(hashes, dict):
+        return None, "is not a JSON object"
+    if arrays is not None and not isinstance(arrays, dict):
+        return None, "field 'arrays' is not a JSON object"
+    if not arrays:
+        return None, None
+    names = set()
+    for key, digest in arrays.items():
+        parts = key.split("/")
+        if not isinstance(digest, str):
+            return None, f"value of {short(key)} is not a string"
+        if any(part in ("", ".", "..") for part in parts):
+            return None, f"key {short(key)} has an empty or dot segment"
+        if len(parts) == 2 and parts[0] == order:
+            names.add(parts[1])
+    return sorted(names), None
 
 
 async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
     """Array names in a leaf's cell-order group: its stamp's content hashes name them
-    (no request); a stamp without them costs one listing."""
-    hashes = leaf.stamp.get("content_hashes", {}).get("arrays")
-    if isinstance(hashes, dict) and hashes:
-        prefix = group.rsplit("/", 1)[-1] + "/"
-        return sorted(k[len(prefix) :] for k in hashes if k.startswith(prefix))
+    (no request); a stamp without usable ones costs one listing (with a warning when
+    they are malformed)."""
+    names, problem = _hashed_names(leaf.stamp, group.rsplit("/", 1)[-1])
+    if names is not None:
+        return names
+    if problem is not None:
+        _warn(f"leaf {leaf.path}: commit stamp field 'content_hashes' {problem}; listing "
+              f"{group} to name its arrays")
     try:
         dirs, _ = await backend.list_dir(group)
     except Exception as err:  # backends that cannot list (plain HTTP)
-        raise ValueError(
-            f"cannot list {group} ({err}) and its stamp has no content_hashes to name its arrays"
+        detail = (str(err).splitlines() or [type(err).__name__])[0]
+        raise HiveFormatError(
+            f"cannot list {group} ({detail}) and its stamp has no usable content_hashes to "
+            "name its arrays"
         ) from err
     return sorted(dirs)
 
 
-async def find_template(
-    backend, leaves: LeafCache, pairs: Iterator[tuple[int, str]], cell_order: int
-) -> tuple[Leaf, dict, dict[str, dict]] | None:
-    """The first stamped leaf (in domain order) whose cell-order group exists."""
-    size = 1  # a clean hive's first leaf is stamped: one stamp, then batches
-    while batch := [path for _, (_, path) in zip(range(size), pairs, strict=False)]:
-        size = TEMPLATE_BATCH
-        resolved = await asyncio.gather(*(leaves.resolve(p, backend.get) for p in batch))
-        for leaf in resolved:
-            if leaf.state != "stamped":
-                continue
-            group = f"{leaf.data_prefix}/{cell_order}"
-            group_meta = await _read_json(backend, f"{group}/zarr.json")
-            if group_meta is None:
-                warn_dangling(leaf, group)
-                continue
-            names = await _array_names(backend, leaf, group)
-            names = [n for n in names if n not in COORDINATE_NAMES]
-            metas = await asyncio.gather(
-                *(_read_json(backend, f"{group}/{n}/zarr.json") for n in names)
-            )
-            arrays = {n: m for n, m in zip(names, metas, strict=True) if m is not None}
-            return leaf, group_meta.get("attributes", {}), arrays
+async def _valid_names(backend, names: list[str], group: str) -> list[str]:
+    """``names`` that are zarr node names. Another name is refused (naming it) if it is
+    an array, or cannot even be looked up; one that is merely not an array is skipped.
+    Cost: one GET per invalid name that can be looked up; none for valid names."""
+    bad = [name for name in names if node_name_problem(name) is not None]
+    for name in bad:
+        if not requestable(name):
+            validate_node_name(name, group)
+    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in bad))
+    for name, meta in zip(bad, metas, strict=True):
+        if meta is not None and meta.get("node_type") == "array":
+            validate_node_name(name, group)
+    return [name for name in names if name not in bad]
+
+
+Template = tuple[Leaf, dict, dict[str, dict]]
+
+
+async def _first_template(
+    backend, leaves: LeafCache, batch: list[str], cell_order: int
+) -> Template | None:
+    """The first stamped object of ``batch`` (stamps read concurrently) whose cell-order
+    group exists: its leaf, group attributes and array metadata by name."""
+    resolved = await asyncio.gather(*(leaves.resolve(p, backend.get) for p in batch))
+    for leaf in resolved:
+        if leaf.state != "stamped":
+            continue
+        group = f"{leaf.data_prefix}/{cell_order}"
+        group_meta = await _read_json(backend, f"{group}/zarr.json")
+        if group_meta is None:
+            warn_dangling(leaf, group)
+            continue
+        attrs = object_field(group_meta, "attributes", f"{group}/zarr.json")
+        names = await _array_names(backend, leaf, group)
+        names = await _valid_names(backend, [n for n in names if n not in COORDINATE_NAMES],
+                                   group)
+        metas = await asyncio.gather(
+            *(_read_json(backend, f"{group}/{n}/zarr.json") for n in names)
+        )
+        arrays = {n: m for n, m in zip(names, metas, strict=True)
+                  if m is not None and m.get("node_type") == "array"}
+        return leaf, attrs, arrays
     return None
+
+
+async def find_template(
+    backend, leaves: LeafCache, level: Level, *, max_probes: int | None = None
+) -> tuple[Template | None, str]:
+    """The first stamped object of the level (in domain order) whose cell-order group
+    exists, and (when there is none) what was searched, for the error.
+
+    Cost: a clean hive's first object is stamped (one stamp GET). Else one batch of
+    ``TEMPLATE_BATCH`` stamps; then, where the backend lists, one LIST per directory on
+    the way to existing objects (``walk.existing_objects``) and one stamp per existing
+    object, in growing concurrent batches; where it cannot (plain HTTP), stamps of the
+    next listed objects in growing batches, ``max_probes`` (default
+    ``DEFAULT_TEMPLATE_PROBES``) in all.
+    """
+    limit = DEFAULT_TEMPLATE_PROBES if max_probes is None else max_probes
+    total = level.n_shards * max(1, len(level.windows))
+    pairs = (path for _, path in level.leaf_pairs())
+    probed: set[str] = set()
+    for size in (1, TEMPLATE_BATCH):
+        batch = [path for _, path in zip(range(size), pairs, strict=False)]
+        probed.update(batch)
+        found = await _first_template(backend, leaves, batch, level.cell_order)
+        if found is not None or len(batch) < size:
+            return found, f"all {total:,} objects probed"
+    try:
+        found, existing = await _walked_template(backend, leaves, level, probed)
+    except _ListingFailed as err:
+        note = f"the backend cannot be listed to find existing objects ({err})"
+    else:
+        return found, (
+            f"the first {len(probed):,} of {total:,} objects probed, then the digit-tree "
+            f"walk found {existing:,} other existing objects, none committed"
+        )
+    size = TEMPLATE_BATCH
+    while len(probed) < limit:
+        size = min(2 * size, TEMPLATE_MAX_BATCH, limit - len(probed))
+        batch = [path for _, path in zip(range(size), pairs, strict=False)]
+        probed.update(batch)
+        found = await _first_template(backend, leaves, batch, level.cell_order)
+        if found is not None or len(batch) < size:
+            return found, f"all {total:,} objects probed"
+    return None, f"the first {len(probed):,} of {total:,} objects probed (the probe limit); {note}"
+
+
+class _ListingFailed(Exception):
+    """A LIST of the template walk failed (a backend that cannot list, or an error)."""
+
+
+async def _walked_template(
+    backend, leaves: LeafCache, level: Level, probed: set[str]
+) -> tuple[Template | None, int]:
+    """The template among the level's objects that exist, found by walking the digit
+    tree in domain order, and how many existing objects were probed."""
+    grouping = 1 if level.artifact == "overview" else level.manifest.path_grouping
+    walk = existing_objects(backend, level.root, level.shard_ranks, level.node_order, grouping)
+    batch: list[str] = []
+    size, seen = TEMPLATE_BATCH, 0
+    async with aclosing(walk):
+        while True:
+            try:
+                rank, names = await anext(walk)
+            except StopAsyncIteration:
+                break
+            except Exception as err:
+                detail = (str(err).splitlines() or [type(err).__name__])[0]
+                raise _ListingFailed(detail) from err
+            index = int(np.searchsorted(level.shard_ranks, np.uint64(rank)))
+            for window in level.windows or (None,):
+                path = level.leaf_path(index, window)
+                if path.rsplit("/", 1)[-1] in names and path not in probed:
+                    batch.append(path)
+            if len(batch) >= size:
+                seen += len(batch)
+                found = await _first_template(backend, leaves, batch, level.cell_order)
+                if found is not None:
+                    return found, seen
+                batch, size = [], min(2 * size, TEMPLATE_MAX_BATCH)
+    seen += len(batch)
+    return await _first_template(backend, leaves, batch, level.cell_order), seen
 
 
 def warn_dangling(leaf: Leaf, group: str) -> None:
@@ -279,19 +424,17 @@ async def verify_all(backend, leaves: LeafCache, level: Level) -> None:
 async def _window_labels(backend, level: Level, envelope: dict | None, walked) -> list[str]:
     manifest = level.manifest
     labels = explicit_labels(manifest)
+    why = "neither the manifest nor the root coverage names its windows"
     if labels is None and envelope is not None:
-        labels = labels_between(schedule(manifest), envelope.get("time_range"))
+        try:
+            labels = labels_between(schedule(manifest), envelope.get("time_range"),
+                                    _join(level.root, COVERAGE_NAME))
+        except UnusableCoverage as err:
+            why = f"its root coverage's windows are unusable ({err})"
     if labels is None:
         if walked is None:
-            _warn(
-                f"product {level.product!r}: neither the manifest nor the root coverage names "
-                "its windows; discovering them with the digit-tree walk"
-            )
-            walked = await _walk(
-                backend, level.root, manifest,
-                f"product {level.product!r}: neither the manifest nor the root coverage "
-                "names its windows",
-            )
+            _warn(f"product {level.product!r}: {why}; discovering them with the digit-tree walk")
+            walked = await _walk(backend, level.root, manifest, f"product {level.product!r}: {why}")
         labels = sorted({label for found in walked.values() for label in found if label})
     return labels
 
@@ -369,18 +512,26 @@ def restrict(level: Level, aoi: Cells | None) -> None:
 
 
 async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
-    """Read the level's schema from its first stamped object; ``False`` if it has none."""
-    found = await find_template(backend, leaves, level.leaf_pairs(), level.cell_order)
+    """Read the level's schema from its first stamped object; ``False`` if it has none
+    (an overview level), :class:`NoCoverageError` saying what was searched (the source)."""
+    found, searched = await find_template(backend, leaves, level)
     if found is None:
         if level.artifact != "source":
             return False
         raise NoCoverageError(
             f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
-            f"the {level.n_shards} {level.coverage_source}-listed shards, so it has no schema"
+            f"the {level.n_shards:,} {level.coverage_source}-listed shards ({searched}), so "
+            "it has no schema"
         )
     leaf, level.group_attrs, level.arrays = found
-    level.template, level.template_run = leaf.path, leaf.run
-    level.template_prefix = leaf.data_prefix
+    clash = sorted(set(level.arrays) & set(WINDOW_COORDINATES)) if level.windows else []
+    if clash:
+        raise HiveFormatError(
+            f"{leaf.data_prefix}/{level.cell_order}: array {clash[0]!r} clashes with the "
+            "window coordinate of the same name"
+        )
+    level.template, level.template_run, level.template_data = leaf.path, leaf.run, (
+        leaf.data_prefix or "")
     if level.artifact != "source":
         attrs = leaf.attrs or {}
         level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in PROVENANCE if k in attrs}}

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
-from ..errors import UnsupportedSpec
+from ..errors import MalformedMetadataError, UnsupportedSpec
 from .ids import MAX_ORDER
-from .paths import is_product_name
+from .jsonio import is_int, load_json
+from .paths import is_product_name, short, validate_window
 
 SPEC_V1 = "morton-hive/1"
 SPEC_V2 = "morton-hive/2"
 SUPPORTED_SPECS = (SPEC_V1, SPEC_V2)
 MANIFEST_NAME = "morton_hive.json"
-
 
 
 @dataclass(frozen=True)
@@ -25,6 +23,7 @@ class Manifest:
     path_grouping: int
     dataset: dict | None
     raw: dict
+    where: str = MANIFEST_NAME
 
     @property
     def depth(self) -> int:
@@ -37,7 +36,7 @@ class Manifest:
 
     def summary(self) -> dict:
         """The manifest summary moczarr publishes as ``attrs["morton_hive"]``."""
-        return {k: self.raw[k] for k in ("spec", "cell_order", "shard_order", "dataset")}
+        return {k: self.raw.get(k) for k in ("spec", "cell_order", "shard_order", "dataset")}
 
     def bare_product_name(self) -> str:
         """A bare store's product name, as ``moczarr.open_store`` derives it."""
@@ -45,43 +44,70 @@ class Manifest:
         return name if is_product_name(name) else "product"
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def parse_manifest(payload: bytes, where: str) -> Manifest:
-    """Parse manifest bytes; any defect raises ``ValueError`` naming ``where``."""
-    try:
-        raw = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{where}: manifest is not valid JSON ({err})") from None
+    """Parse manifest bytes; any defect raises :class:`MalformedMetadataError` naming
+    ``where`` and the field (:class:`UnsupportedSpec` for a later ``morton-hive/N``)."""
+    raw = load_json(payload, where)
     if not isinstance(raw, dict):
-        raise ValueError(f"{where}: manifest is not a JSON object")
+        raise MalformedMetadataError(f"{where}: manifest is not a JSON object")
     spec = raw.get("spec")
     if spec not in SUPPORTED_SPECS:
         if isinstance(spec, str) and spec.startswith("morton-hive/"):
             raise UnsupportedSpec(f"{where}: spec {spec!r} is not supported {SUPPORTED_SPECS}")
-        raise ValueError(f"{where}: manifest spec {spec!r} is not a morton-hive spec")
+        raise MalformedMetadataError(
+            f"{where}: manifest spec {short(spec)} is not a morton-hive spec"
+        )
     cell, shard = raw.get("cell_order"), raw.get("shard_order")
-    if not (_is_int(cell) and _is_int(shard) and 0 <= shard <= cell <= MAX_ORDER):
-        raise ValueError(
-            f"{where}: cell_order {cell!r} / shard_order {shard!r} must be ints with "
-            f"0 <= shard_order <= cell_order <= {MAX_ORDER}"
+    if not (is_int(cell) and is_int(shard) and 0 <= shard <= cell <= MAX_ORDER):
+        raise MalformedMetadataError(
+            f"{where}: cell_order {short(cell)} / shard_order {short(shard)} must be ints "
+            f"with 0 <= shard_order <= cell_order <= {MAX_ORDER}"
         )
     grouping = raw.get("path_grouping", 1)
-    if not _is_int(grouping) or grouping < 1:
-        raise ValueError(f"{where}: path_grouping {grouping!r} must be an int >= 1")
+    if not is_int(grouping) or grouping < 1:
+        raise MalformedMetadataError(
+            f"{where}: path_grouping {short(grouping)} must be an int >= 1"
+        )
     temporal = raw.get("temporal")
-    if spec == SPEC_V2 and not (isinstance(temporal, dict) and temporal.get("schedule")):
-        raise ValueError(f"{where}: a {SPEC_V2} manifest needs a temporal schedule")
-    if spec == SPEC_V1 and temporal is not None:
-        raise ValueError(f"{where}: a {SPEC_V1} manifest must not carry 'temporal'")
+    if spec == SPEC_V2:
+        _check_temporal(temporal, where)
+    elif temporal is not None:
+        raise MalformedMetadataError(f"{where}: a {SPEC_V1} manifest must not carry 'temporal'")
     dataset = raw.get("dataset")
-    return Manifest(
-        spec=spec,
-        cell_order=cell,
-        shard_order=shard,
-        path_grouping=grouping,
-        dataset=dataset if isinstance(dataset, dict) else None,
-        raw=raw,
-    )
+    if dataset is not None and not isinstance(dataset, dict):
+        raise MalformedMetadataError(
+            f"{where}: field 'dataset' is not a JSON object ({type(dataset).__name__})"
+        )
+    return Manifest(spec, cell, shard, grouping, dataset, raw, where)
+
+
+def _check_temporal(temporal: object, where: str) -> None:
+    """A ``morton-hive/2`` temporal block: a schedule name, and, where an ``explicit``
+    schedule lists its windows, window objects with distinct valid labels."""
+    if not (isinstance(temporal, dict) and temporal.get("schedule")):
+        raise MalformedMetadataError(f"{where}: a {SPEC_V2} manifest needs a temporal schedule")
+    if not isinstance(temporal["schedule"], str):
+        raise MalformedMetadataError(
+            f"{where}: field 'temporal.schedule' {short(temporal['schedule'])} is not a string"
+        )
+    windows = temporal.get("windows")
+    if temporal["schedule"] != "explicit" or windows is None:
+        return
+    if not isinstance(windows, list):
+        raise MalformedMetadataError(
+            f"{where}: field 'temporal.windows' {short(windows)} is not a list"
+        )
+    seen: set[str] = set()
+    for i, entry in enumerate(windows):
+        field = f"temporal.windows[{i}]"
+        if not isinstance(entry, dict):
+            raise MalformedMetadataError(f"{where}: field {field!r} is not a JSON object")
+        label = validate_window(entry.get("label"), f"{where}: field {field}.label")
+        if label in seen:
+            raise MalformedMetadataError(f"{where}: field {field}.label {label!r} repeats")
+        seen.add(label)
+        for key in ("start", "end"):
+            if not isinstance(entry.get(key, ""), str):
+                raise MalformedMetadataError(
+                    f"{where}: field {field}.{key} {short(entry[key])} is not a string"
+                )

@@ -7,7 +7,9 @@ path, so no key built by the store can leave the hive root.
 from __future__ import annotations
 
 import re
+from typing import cast
 
+from ..errors import HiveFormatError, MalformedMetadataError
 from .ids import DECIMAL_RE
 
 PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}\Z")
@@ -15,6 +17,7 @@ BASE_RE = re.compile(r"^-?[1-6]\Z")
 WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}\Z")
 CURRENT_RE = re.compile(r"^run-[0-9A-Za-z._-]{1,200}\Z")
 RESERVED_PRODUCTS = frozenset({"multiscales", "icechunk"})
+NODE_NAME_MAX_BYTES = 255
 
 
 def is_product_name(name: str) -> bool:
@@ -26,17 +29,71 @@ def is_product_name(name: str) -> bool:
     )
 
 
-def validate_window(label: str) -> str:
+def validate_window(label: object, where: str | None = None) -> str:
+    """A window label; ``where`` names the hive object it came from (else it is the
+    caller's argument, and a plain ``ValueError``)."""
     if not isinstance(label, str) or not WINDOW_RE.match(label) or label == "all":
-        raise ValueError(f"window label {label!r} is not a valid window label")
+        message = f"window label {short(label)} is not a valid window label"
+        if where is None:
+            raise ValueError(message)
+        raise MalformedMetadataError(f"{where}: {message}")
     return label
 
 
 def validate_current(current: object, leaf: str) -> str:
     """A versioned leaf's ``current`` pointer, checked to stay inside the leaf."""
     if not isinstance(current, str) or not CURRENT_RE.match(current) or ".." in current:
-        raise ValueError(f"leaf {leaf}: commit stamp 'current' pointer {current!r} is malformed")
+        raise MalformedMetadataError(
+            f"leaf {leaf}: commit stamp 'current' pointer {short(current)} is malformed"
+        )
     return current
+
+
+def node_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a zarr v3 node name this store can present (``None``: it is)."""
+    if not isinstance(name, str):
+        return "not a string"
+    if not name:
+        return "empty"
+    if "/" in name:
+        return "contains '/'"
+    if name in (".", ".."):
+        return "a dot segment"
+    if name.startswith("__"):
+        return "starts with '__', reserved by zarr"
+    if not name.isprintable():
+        return "not printable"
+    if len(name.encode("utf-8")) > NODE_NAME_MAX_BYTES:
+        return f"longer than {NODE_NAME_MAX_BYTES} bytes"
+    return None
+
+
+def requestable(name: object) -> bool:
+    """Whether ``{group}/{name}/zarr.json`` is a key below the group (even if ``name``
+    is not a valid node name): no separator, no dot segment, no NUL, a sane length."""
+    return (
+        isinstance(name, str)
+        and node_name_problem(name) in (None, "starts with '__', reserved by zarr",
+                                        "not printable")
+        and "\x00" not in name
+    )
+
+
+def validate_node_name(name: object, where: str) -> str:
+    """An array name from the hive (content hashes, a listing) before it becomes a path:
+    a zarr v3 node name, else :class:`HiveFormatError` naming ``where`` and the name."""
+    problem = node_name_problem(name)
+    if problem is not None:
+        raise HiveFormatError(
+            f"{where}: array name {short(name)} is not a valid zarr node name ({problem})"
+        )
+    return cast(str, name)
+
+
+def short(value: object, limit: int = 80) -> str:
+    """A hive-supplied value for a message: its repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def group_digits(tail: str, path_grouping: int) -> list[str]:

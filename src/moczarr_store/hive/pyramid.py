@@ -18,8 +18,10 @@ import warnings
 import numpy as np
 
 from .aoi import Cells
+from .jsonio import is_int
 from .leaves import LeafCache
 from .level import HiveWarning, Level, fill_schema, restrict, verify_all
+from .paths import short
 from .windows import schedule
 
 PYRAMID_V1 = "zagg-pyramid/1"
@@ -32,31 +34,49 @@ def _omit(where: str, reason: str) -> None:
 
 
 def declared_levels(source: Level) -> tuple[list[tuple[int, int, str]], bool]:
-    """``[(node order, cell order, artifact)]`` finest first, and the all_time flag."""
+    """``[(node order, cell order, artifact)]`` finest first, and the all_time flag.
+
+    A malformed declaration omits what it declares, with a warning naming it.
+    """
     block = source.manifest.raw.get("pyramid")
+    where = f"product {source.product!r} pyramid"
     if not isinstance(block, dict):
+        if block is not None:
+            _omit(where, f"the manifest's 'pyramid' {short(block)} is not a JSON object")
         return [], False
-    overview = block.get("overview") if isinstance(block.get("overview"), dict) else {}
-    all_time = bool(overview.get("all_time"))
-    s, c, where = source.node_order, source.cell_order, f"product {source.product!r} pyramid"
+    overview = block.get("overview")
+    if not isinstance(overview, dict):
+        if overview is not None:
+            _omit(where, f"'overview' {short(overview)} is not a JSON object")
+        overview = {}
+    all_time = overview.get("all_time", False)
+    if not isinstance(all_time, bool):
+        _omit(f"{where} all-time folds", f"'all_time' {short(all_time)} is not a boolean")
+        all_time = False
+    s, c = source.node_order, source.cell_order
     spec = block.get("spec")
     if spec == PYRAMID_V2 and isinstance(block.get("overviews"), list):
         found = []
         for entry in block["overviews"]:
             node, cells = (entry.get("node"), entry.get("cells")) if isinstance(entry, dict) else (
                 None, None)
-            if not (isinstance(node, int) and 0 <= node <= s and isinstance(cells, list)):
-                _omit(where, f"ladder entry {entry!r} is malformed")
+            if not (is_int(node) and 0 <= node <= s and isinstance(cells, list)):
+                _omit(where, f"ladder entry {short(entry)} is malformed")
                 return [], False
             artifact = "column" if node == s else "overview"
-            found += [(node, r, artifact) for r in cells if isinstance(r, int) and node < r < c]
+            for r in cells:
+                if is_int(r) and node < r < c:
+                    found.append((node, r, artifact))
+                else:
+                    _omit(f"{where} ladder entry node {node}",
+                          f"cells {short(r)} is not an order between {node} and {c}")
     elif overview.get("orders"):
         if spec != PYRAMID_V1:
-            _omit(where, f"spec {spec!r} is not {PYRAMID_V1!r} or {PYRAMID_V2!r}")
+            _omit(where, f"spec {short(spec)} is not {PYRAMID_V1!r} or {PYRAMID_V2!r}")
             return [], False
         orders = overview["orders"]
-        if not all(isinstance(k, int) and 0 <= k < s for k in orders):
-            _omit(where, f"orders {orders} are not ancestor orders of shard order {s}")
+        if not (isinstance(orders, list) and all(is_int(k) and 0 <= k < s for k in orders)):
+            _omit(where, f"orders {short(orders)} are not ancestor orders of shard order {s}")
             return [], False
         found = [(k, c - (s - k), "overview") for k in set(orders)]
     else:
@@ -72,8 +92,10 @@ def _admissible(level: Level) -> bool:
         _omit(level.path, f"object {level.template} carries no role {role!r} / {block_name}")
         return False
     stored = block.get("cell_order")
-    if level.artifact == "overview" and stored is not None and stored != level.cell_order:
-        _omit(level.path, f"object {level.template} stores cells at order {stored}")
+    if level.artifact == "overview" and stored is not None and (
+        not is_int(stored) or stored != level.cell_order
+    ):
+        _omit(level.path, f"object {level.template} stores cells at order {short(stored)}")
         return False
     return True
 

@@ -6,7 +6,9 @@ import asyncio
 import warnings
 from dataclasses import dataclass
 
+from ..errors import HiveFormatError
 from .aoi import Cells
+from .jsonio import read_document
 from .leaves import LeafCache
 from .level import HiveWarning, Level, Product, open_source
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
@@ -46,32 +48,35 @@ async def settle(backend, leaves: LeafCache, product: Product, level: Level, ver
 
 async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], dict[str, str]]:
     """``(bare, [(name, root, manifest)], skipped)`` for the hive root."""
-    payload = await backend.get(MANIFEST_NAME)
+    payload = await read_document(backend, MANIFEST_NAME)
     if payload is not None:
-        manifest = parse_manifest(bytes(payload), MANIFEST_NAME)
+        manifest = parse_manifest(payload, MANIFEST_NAME)
         return True, [(manifest.bare_product_name(), "", manifest)], {}
     try:
         dirs, _ = await backend.list_dir("")
     except Exception as err:
-        raise ValueError(
+        raise HiveFormatError(
             f"{backend}: no {MANIFEST_NAME} at the root, and the root cannot be listed to "
             f"find products ({err})"
         ) from err
     names = sorted(d for d in dirs if is_product_name(d))
-    payloads = await asyncio.gather(*(backend.get(f"{n}/{MANIFEST_NAME}") for n in names))
+    payloads = await asyncio.gather(*(read_document(backend, f"{n}/{MANIFEST_NAME}")
+                                      for n in names))
     found, skipped = [], {}
     for name, data in zip(names, payloads, strict=True):
         if data is None:
             continue  # a directory that is not a product
         try:
-            found.append((name, name, parse_manifest(bytes(data), f"{name}/{MANIFEST_NAME}")))
+            found.append((name, name, parse_manifest(data, f"{name}/{MANIFEST_NAME}")))
         except UnsupportedSpec as err:
             skipped[name] = str(err)
             warnings.warn(f"product {name!r} skipped: {err}", HiveWarning, stacklevel=2)
     if not found and not skipped:
         if any(BASE_RE.match(d) for d in dirs):
-            raise ValueError(f"{backend}: a digit tree without {MANIFEST_NAME}: not a hive root")
-        raise ValueError(f"{backend}: no {MANIFEST_NAME} and no products: not a morton-hive")
+            raise HiveFormatError(
+                f"{backend}: a digit tree without {MANIFEST_NAME}: not a hive root"
+            )
+        raise HiveFormatError(f"{backend}: no {MANIFEST_NAME} and no products: not a morton-hive")
     return False, found, skipped
 
 

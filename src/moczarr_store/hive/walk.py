@@ -1,12 +1,18 @@
-"""The discovery walk: list the digit tree level by level to find leaves.
+"""Walks of the digit tree: one LIST per directory, never a request per absent node.
 
-Used only when a product has no usable root ``coverage.moc`` (or a windowed one whose
-window labels nothing else names); it costs one LIST per digit node.
+``walk_leaves`` lists the whole tree level by level to find the leaves, when a product
+has no usable root ``coverage.moc`` (or a windowed one whose window labels nothing else
+names). ``existing_objects`` lists, lazily and in domain order, only the directories
+that hold listed nodes: the template search uses it to skip shards that do not exist.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+
+import numpy as np
 
 from .ids import decimal_order, decimal_to_rank
 from .paths import BASE_RE, split_leaf_name
@@ -43,3 +49,76 @@ async def walk_leaves(
                     next_level.append(child)
         level = next_level
     return found
+
+
+@dataclass(frozen=True)
+class _Node:
+    path: str  # the node's directory, hive-relative
+    decimal: str  # "" for the product root
+    rank: int
+    order: int
+
+
+def _holds(ranks: np.ndarray, node: _Node, node_order: int) -> bool:
+    """Whether some rank in ``ranks`` (ascending, at ``node_order``) lies below ``node``."""
+    shift = 2 * (node_order - node.order)
+    first = np.searchsorted(ranks, np.uint64(node.rank << shift))
+    return bool(first < ranks.size and int(ranks[first]) < (node.rank + 1) << shift)
+
+
+def _children(parent: _Node, dirs: list[str], node_order: int, grouping: int) -> list[_Node]:
+    """The digit directories below ``parent`` on the way to ``node_order`` nodes."""
+    out = []
+    for name in dirs:
+        if not parent.decimal:
+            ok = bool(BASE_RE.match(name))
+        else:
+            want = min(grouping, node_order - parent.order)  # groups, remainder last
+            ok = len(name) == want and set(name) <= set("1234")
+        if ok:
+            decimal = parent.decimal + name
+            path = f"{parent.path}/{name}" if parent.path else name
+            out.append(_Node(path, decimal, decimal_to_rank(decimal), decimal_order(decimal)))
+    return sorted(out, key=lambda node: node.rank)
+
+
+async def existing_objects(
+    backend, root: str, ranks: np.ndarray, node_order: int, path_grouping: int,
+    lookahead: int = 8,
+) -> AsyncGenerator[tuple[int, set[str]], None]:
+    """``(rank, names of the *.zarr objects in its directory)`` for every node of
+    ``ranks`` (ascending, at ``node_order``) whose directory exists, in rank order.
+
+    Lazy and depth first: a directory is listed only when it exists (a parent listed
+    it) and holds some node of ``ranks``, so a consumer that stops early pays one LIST
+    per directory on the way to what it took (plus up to ``lookahead`` siblings listed
+    ahead, concurrently), never a request per absent node.
+    """
+
+    async def visit(node: _Node) -> AsyncGenerator[tuple[int, set[str]], None]:
+        dirs, _ = await listings.pop(node.path)
+        if node.order == node_order:
+            names = {d for d in dirs if d.endswith(".zarr")}
+            if names:
+                yield node.rank, names
+            return
+        kids = [k for k in _children(node, dirs, node_order, path_grouping)
+                if _holds(ranks, k, node_order)]
+        for i, kid in enumerate(kids):
+            for ahead in kids[i : i + lookahead]:
+                if ahead.path not in listings:
+                    listings[ahead.path] = asyncio.ensure_future(backend.list_dir(ahead.path))
+            async for found in visit(kid):
+                yield found
+
+    start = _Node(root, "", 0, -1)
+    listings: dict[str, asyncio.Future] = {root: asyncio.ensure_future(backend.list_dir(root))}
+    try:
+        async for found in visit(start):
+            yield found
+    finally:  # stopped early: drop the listings made ahead
+        for pending in listings.values():
+            if pending.done() and not pending.cancelled():
+                pending.exception()  # retrieved, so asyncio does not log it
+            else:
+                pending.cancel()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from ..errors import UnusableCoverage
 from .manifest import Manifest
-from .paths import validate_window
+from .paths import short, validate_window
 
 _FORMATS = {"yearly": "%Y", "monthly": "%Y%m", "daily": "%Y%m%d"}
+MAX_WINDOWS = 100_000
+"""A ``time_range`` spanning more calendar windows is unusable (the walk names them)."""
 
 
 def schedule(manifest: Manifest) -> str | None:
@@ -18,16 +21,25 @@ def schedule(manifest: Manifest) -> str | None:
     return None if value == "none" else value
 
 
+def explicit_windows(manifest: Manifest) -> list[dict] | None:
+    """The window objects an ``explicit`` schedule lists (checked by ``parse_manifest``)."""
+    windows = manifest.raw["temporal"].get("windows")
+    return windows if schedule(manifest) == "explicit" and isinstance(windows, list) else None
+
+
 def explicit_labels(manifest: Manifest) -> list[str] | None:
     """Labels an ``explicit`` schedule declares, in chronological order."""
-    windows = manifest.raw["temporal"].get("windows")
-    if schedule(manifest) != "explicit" or not isinstance(windows, list):
+    windows = explicit_windows(manifest)
+    if windows is None:
         return None
     entries = sorted(windows, key=lambda w: (str(w.get("start")), str(w.get("label"))))
-    return [validate_window(w.get("label")) for w in entries]
+    return [validate_window(w.get("label"), manifest.where) for w in entries]
 
 
-def _parse(instant: str) -> datetime:
+def _parse(instant: object) -> datetime:
+    """An ISO instant (UTC when it names no offset); ``ValueError`` if it is not one."""
+    if not isinstance(instant, str):
+        raise ValueError(f"{short(instant)} is not an ISO date string")
     moment = datetime.fromisoformat(instant.replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
@@ -47,18 +59,34 @@ def _floor(moment: datetime, kind: str) -> datetime:
     return moment.replace(month=1) if kind == "yearly" else moment
 
 
-def labels_between(kind: str, time_range: list) -> list[str] | None:
-    """Calendar labels from ``time_range[0]`` through ``time_range[1]`` (UTC)."""
-    if kind not in _FORMATS or not (isinstance(time_range, list) and len(time_range) == 2):
+def labels_between(kind: str | None, time_range: object, where: str) -> list[str] | None:
+    """Calendar labels from ``time_range[0]`` through ``time_range[1]`` (UTC); ``None``
+    when the schedule is not a calendar or there is no ``time_range``.
+
+    A malformed ``time_range`` (not two ISO strings, out of the calendar's years, or
+    spanning more than :data:`MAX_WINDOWS` windows) raises :class:`UnusableCoverage`
+    naming ``where``.
+    """
+    if kind not in _FORMATS or time_range is None:
         return None
+    if not (isinstance(time_range, list) and len(time_range) == 2):
+        raise UnusableCoverage(f"{where}: time_range {short(time_range)} is not [first, last]")
     try:
         moment, last = _floor(_parse(time_range[0]), kind), _parse(time_range[1])
-    except (TypeError, ValueError):
-        return None
-    labels = []
-    while moment <= last and len(labels) < 100_000:
+    except (ValueError, OverflowError) as err:
+        raise UnusableCoverage(f"{where}: time_range {short(time_range)}: {err}") from None
+    labels: list[str] = []
+    while moment <= last:
+        if len(labels) == MAX_WINDOWS:
+            raise UnusableCoverage(
+                f"{where}: time_range {short(time_range)} spans more than {MAX_WINDOWS:,} "
+                f"{kind} windows"
+            )
         labels.append(moment.strftime(_FORMATS[kind]))
-        moment = _advance(moment, kind)
+        try:
+            moment = _advance(moment, kind)
+        except (ValueError, OverflowError):  # past year 9999: no later window exists
+            break
     return labels
 
 
@@ -66,17 +94,17 @@ def bounds(manifest: Manifest, label: str) -> tuple[datetime, datetime] | None:
     """The ``[start, end)`` instants of a window, where the manifest defines them."""
     kind = schedule(manifest)
     if kind == "explicit":
-        for entry in manifest.raw["temporal"].get("windows") or []:
+        for entry in explicit_windows(manifest) or []:
             if entry.get("label") == label:
                 try:
                     return _parse(entry["start"]), _parse(entry["end"])
-                except (KeyError, TypeError, ValueError):
+                except (KeyError, ValueError, OverflowError):
                     return None
         return None
     if kind not in _FORMATS:
         return None
     try:
         start = datetime.strptime(label, _FORMATS[kind]).replace(tzinfo=UTC)
-    except ValueError:
+        return start, _advance(start, kind)
+    except (ValueError, OverflowError):  # not a calendar label, or the window ends past 9999
         return None
-    return start, _advance(start, kind)

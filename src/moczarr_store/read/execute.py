@@ -12,15 +12,15 @@ writes of it.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
 from ..backend import BytesLike, slice_bytes
 from ..chunks import check_chunk, index_entries, index_range, inner_span, reframe, shard_entries
-from ..errors import ChunkReadError, MalformedMetadataError, TruncatedChunkError
+from ..errors import ChunkReadError, TruncatedChunkError
+from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
 from ..transcode import encoding, transcode
-from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray
+from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray, check_leaf_meta
 from .plan import (
     Absent,
     Document,
@@ -101,15 +101,10 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
     """``_SAME``, the leaf array's metadata when its encoding differs, or ``None``."""
 
     async def load() -> Any:
-        payload = await session.backend.get(plan.meta)
+        payload = await read_document(session.backend, plan.meta)
         if payload is None:
             return None
-        try:
-            meta = json.loads(bytes(payload))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-            raise MalformedMetadataError(f"{plan.meta} is not valid JSON ({err})") from None
-        if not isinstance(meta, dict):
-            raise MalformedMetadataError(f"{plan.meta} is not a JSON object")
+        meta = check_leaf_meta(load_json(payload, plan.meta), plan.meta)
         return _SAME if encoding(meta) == encoding(array.source_meta) else meta
 
     if not plan.immutable:
@@ -147,8 +142,8 @@ async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray
 def remember_template(session: HiveSession, level: Level) -> None:
     """The template object's array metadata was read at open: a chunk of it needs no
     second read of it (immutable versions only)."""
-    prefix = level.template_prefix
-    if prefix is None or prefix == level.template:
+    prefix = level.template_data
+    if not prefix or prefix == level.template:
         return
     for name in level.arrays:  # the template's own metadata is the declared source
         session.leaf_metas.put(f"{prefix}/{level.cell_order}/{name}/zarr.json", _SAME)

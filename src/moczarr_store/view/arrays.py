@@ -5,17 +5,111 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
+from zarr.codecs import ShardingCodec
+from zarr.core.codec_pipeline import codecs_from_list
+from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from ..errors import LeafSchemaError
+from ..errors import LeafSchemaError, MalformedMetadataError
+from ..hive.jsonio import is_int
 from ..hive.level import Level
+from ..hive.paths import short
 
 FABRICATED_ROWS = 65_536
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
 _VLEN_UTF8 = {"name": "vlen-utf8", "configuration": {}}
 _DEFAULT_KEYS = {"name": "default", "configuration": {"separator": "/"}}
 
+
+def check_leaf_meta(meta: object, where: str) -> dict:
+    """A leaf array's ``zarr.json``, checked before this module reads it: the fields read
+    here have the JSON types they are read as, then zarr parses the whole document.
+    A defect is a :class:`MalformedMetadataError` naming ``where`` and the field.
+    Cost: ~0.5 ms (zarr's parse)."""
+    if not isinstance(meta, dict):
+        raise MalformedMetadataError(f"{where}: not a JSON object")
+    shape: Any = meta.get("shape")
+    _expect(where, "shape", shape, "a list of ints >= 0",
+            isinstance(shape, list) and all(is_int(n) and n >= 0 for n in shape))
+    rank = len(shape)
+    grid: Any = meta.get("chunk_grid")
+    _expect(where, "chunk_grid", grid, "an object", isinstance(grid, dict))
+    _expect(where, "chunk_grid.name", grid.get("name"), "a string",
+            isinstance(grid.get("name"), str))
+    _check_conf(where, "chunk_grid", grid)
+    _check_chunk_shape(where, "chunk_grid.configuration.chunk_shape",
+                       (grid.get("configuration") or {}).get("chunk_shape"), rank)
+    _check_codecs(where, "codecs", meta.get("codecs"), rank)
+    keys: Any = meta.get("chunk_key_encoding", {"name": "default"})
+    _expect(where, "chunk_key_encoding", keys, "an object with a string name",
+            isinstance(keys, dict) and isinstance(keys.get("name"), str))
+    _check_conf(where, "chunk_key_encoding", keys)
+    separator = (keys.get("configuration") or {}).get("separator", "/")
+    _expect(where, "chunk_key_encoding.configuration.separator", separator, "a string",
+            isinstance(separator, str))
+    names: Any = meta.get("dimension_names")
+    _expect(where, "dimension_names", names, f"null or a list of {rank} strings or nulls",
+            names is None or (isinstance(names, list) and len(names) == rank
+                              and all(n is None or isinstance(n, str) for n in names)))
+    attrs = meta.get("attributes", {})
+    _expect(where, "attributes", attrs, "an object", isinstance(attrs, dict))
+    try:
+        _check_pipelines(ArrayV3Metadata.from_dict(dict(meta)).codecs)
+    except Exception as err:  # zarr's own checks: data_type, fill_value, codec configuration
+        raise MalformedMetadataError(
+            f"{where}: not valid zarr v3 array metadata ({type(err).__name__}: {err})"
+        ) from None
+    return meta
+
+
+def _check_pipelines(codecs) -> None:
+    """zarr checks a sharding codec's inner and index chains only when it decodes: check
+    them now (each needs exactly one array-to-bytes codec)."""
+    for codec in codecs:
+        if isinstance(codec, ShardingCodec):
+            for chain in (codec.codecs, codec.index_codecs):
+                codecs_from_list(chain)
+                _check_pipelines(chain)
+
+
+def _expect(where: str, field: str, value: object, want: str, ok: bool) -> None:
+    if not ok:
+        raise MalformedMetadataError(f"{where}: field {field!r} {short(value)} is not {want}")
+
+
+def _check_conf(where: str, field: str, named: dict) -> None:
+    conf = named.get("configuration")
+    _expect(where, f"{field}.configuration", conf, "an object",
+            conf is None or isinstance(conf, dict))
+
+
+def _check_chunk_shape(where: str, field: str, chunks: object, rank: int) -> None:
+    _expect(where, field, chunks, f"a list of {rank} ints >= 1",
+            isinstance(chunks, list) and len(chunks) == rank
+            and all(is_int(n) and n >= 1 for n in chunks))
+
+
+def _check_codecs(where: str, field: str, codecs: Any, rank: int) -> None:
+    """A codec chain: objects with a string name; a sharding codec's configuration too."""
+    _expect(where, field, codecs, "a list", isinstance(codecs, list))
+    for i, codec in enumerate(codecs):
+        here = f"{field}[{i}]"
+        _expect(where, here, codec, "an object with a string name",
+                isinstance(codec, dict) and isinstance(codec.get("name"), str))
+        _check_conf(where, here, codec)
+        if codec["name"] != "sharding_indexed":
+            continue
+        conf = codec.get("configuration") or {}
+        _check_chunk_shape(where, f"{here}.configuration.chunk_shape", conf.get("chunk_shape"),
+                           rank)
+        _check_codecs(where, f"{here}.configuration.codecs", conf.get("codecs", []), rank)
+        _check_codecs(where, f"{here}.configuration.index_codecs", conf.get("index_codecs", []),
+                      1)
+        location = conf.get("index_location", "end")
+        _expect(where, f"{here}.configuration.index_location", location, "'start' or 'end'",
+                location in ("start", "end"))
 
 
 @dataclass(frozen=True)
@@ -139,7 +233,8 @@ class FieldArray:
     ) -> None:
         self.level, self.name = level, name
         self.path = f"{level.path}/{name}"
-        where = f"{level.template}/{level.cell_order}/{name}"
+        where = f"{level.template_data or level.template}/{level.cell_order}/{name}"
+        check_leaf_meta(leaf_meta, f"{where}/zarr.json")
         shape = list(leaf_meta.get("shape") or [])
         grid = leaf_meta.get("chunk_grid", {})
         if grid.get("name") != "regular" or not shape:

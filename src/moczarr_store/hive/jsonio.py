@@ -1,0 +1,109 @@
+"""The one reader of the hive's JSON documents: bounded, strict, and naming the object.
+
+Every metadata document of a hive (manifest, root MOC, leaf stamps, group and array
+``zarr.json``) is hostile input. :func:`load_json` refuses, with an error naming the
+object, what ``json.loads`` would accept or choke on in surprising ways: bytes that
+are not UTF-8, ``NaN``/``Infinity`` (and numbers that overflow to them), nesting too
+deep to re-serialize, integers past Python's digit limit, and documents larger than a
+cap. :func:`read_document` fetches at most the cap (plus one byte) in one request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TypeGuard
+
+from zarr.abc.store import RangeByteRequest
+
+from ..errors import HiveFormatError, MalformedMetadataError
+
+DEFAULT_MAX_JSON_BYTES = 16 << 20
+"""Largest metadata document read (manifest, stamp, ``zarr.json``): 16 MiB."""
+MAX_DEPTH = 64
+"""Deepest nesting accepted: documents pass into the view's ``zarr.json`` documents,
+which are re-serialized under zarr's own call stack."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"the non-standard constant {name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} overflows a double")
+    return value
+
+
+def load_json(
+    payload: bytes | bytearray | memoryview,
+    where: str,
+    max_bytes: int = DEFAULT_MAX_JSON_BYTES,
+    *,
+    max_depth: int | None = MAX_DEPTH,
+    error: type[HiveFormatError] = MalformedMetadataError,
+) -> Any:
+    """The JSON value of ``payload``, or ``error`` naming ``where`` and why not.
+
+    Cost: the payload is decoded once; with ``max_depth`` one more pass over the
+    containers of the result (skip it for documents whose containers are all checked
+    by their parser, such as the root MOC's ranges).
+    """
+    if len(payload) > max_bytes:
+        raise error(f"{where}: the document is larger than the {max_bytes:,}-byte limit")
+    try:
+        text = str(payload, "utf-8")  # decoded from the buffer itself: no copy of the bytes
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except UnicodeDecodeError as err:
+        raise error(f"{where}: not UTF-8 ({err})") from None
+    except RecursionError:
+        raise error(f"{where}: JSON nested too deeply to parse") from None
+    except ValueError as err:  # JSONDecodeError, the int digit limit, NaN/Infinity
+        raise error(f"{where}: not valid JSON ({err})") from None
+    if max_depth is not None and _depth_exceeds(value, max_depth):
+        raise error(f"{where}: JSON nested deeper than {max_depth} levels")
+    return value
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether containers nest deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+async def read_document(backend, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES):
+    """The bytes of object ``key`` (``None``: absent), at most ``max_bytes + 1`` of them:
+    one ranged GET, so a huge object is never downloaded whole."""
+    return await backend.get(key, RangeByteRequest(0, max_bytes + 1))
+
+
+def load_object(payload, where: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> dict:
+    """A document that must be a JSON object."""
+    value = load_json(payload, where, max_bytes)
+    if not isinstance(value, dict):
+        raise MalformedMetadataError(f"{where}: not a JSON object ({type(value).__name__})")
+    return value
+
+
+def object_field(doc: dict, key: str, where: str) -> dict:
+    """``doc[key]`` when it is a JSON object; ``{}`` when absent or null."""
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MalformedMetadataError(
+            f"{where}: field {key!r} is not a JSON object ({type(value).__name__})"
+        )
+    return value
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """A JSON integer (``7.0`` and ``true`` are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
