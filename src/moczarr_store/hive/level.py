@@ -3,9 +3,10 @@
 Opening a product's source level costs a constant number of requests: the manifest, the root
 ``coverage.moc``, the stamp of the first stamped leaf, its cell-order group's ``zarr.json``
 and one ``zarr.json`` per array (named by the stamp's content hashes, else by one listing of
-the group). Other leaves are not touched unless every stamp
-must be known: ``verify="open"`` (moczarr's exact debris semantics), or a view scoped
-to one window of a windowed product (whose rows are the shards stamped in it).
+the group), then a bounded sample of the writer runs (``runs.py``: at most 7 more stamps,
+and one ``zarr.json`` per array of each further run seen). Other leaves are not touched
+unless every stamp must be known: ``verify="open"`` (moczarr's exact debris semantics), or a
+view scoped to one window of a windowed product (whose rows are the shards stamped in it).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import json
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -26,6 +27,7 @@ from .ids import rank_to_decimal
 from .leaves import Leaf, LeafCache
 from .manifest import Manifest
 from .paths import leaf_path, node_path
+from .runs import RunEncoding, learn_runs
 from .walk import walk_leaves
 from .windows import bounds, explicit_labels, labels_between, schedule
 
@@ -62,6 +64,7 @@ class Level:
     template: str = ""
     template_run: str = ""
     template_prefix: str | None = None  # where the template object's arrays live
+    encodings: list[RunEncoding] = field(default_factory=list)  # the template's, then runs'
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -325,7 +328,7 @@ async def open_source(
     )
     if windowed and scoped is None:
         level.windows = tuple(await _window_labels(backend, level, envelope, walked))
-    await fill_schema(backend, leaves, level)
+    await fill_schema(backend, leaves, level, aoi)
     restrict(level, aoi)
     if verify == "open" or scoped is not None:
         await verify_all(backend, leaves, level)
@@ -363,14 +366,27 @@ def restrict(level: Level, aoi: Cells | None) -> None:
     """Keep the nodes whose subtrees overlap the AOI (after the schema was found)."""
     if aoi is None:
         return
-    level.shard_ranks = level.shard_ranks[overlaps(level.shard_ranks, level.node_order, aoi)]
+    level.shard_ranks = in_view(level, aoi).shard_ranks
     if not level.n_shards:
         _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
 
 
-async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
-    """Read the level's schema from its first stamped object; ``False`` if it has none."""
-    found = await find_template(backend, leaves, level.leaf_pairs(), level.cell_order)
+def in_view(level: Level, aoi: Cells | None) -> Level:
+    """The level as the AOI will cut it (a copy; ``level`` itself when there is no AOI)."""
+    if aoi is None:
+        return level
+    return replace(level, shard_ranks=level.shard_ranks[overlaps(level.shard_ranks,
+                                                                 level.node_order, aoi)])
+
+
+async def fill_schema(backend, leaves: LeafCache, level: Level, aoi: Cells | None = None) -> bool:
+    """Read the level's schema from the first stamped object in the view (the AOI's nodes;
+    the whole domain when none of them is stamped, as moczarr's empty result does) and
+    learn the writer runs' encodings (``runs.py``); ``False`` if it has no stamped object."""
+    view = in_view(level, aoi)
+    found = await find_template(backend, leaves, view.leaf_pairs(), level.cell_order)
+    if found is None and view is not level:
+        found = await find_template(backend, leaves, level.leaf_pairs(), level.cell_order)
     if found is None:
         if level.artifact != "source":
             return False
@@ -381,6 +397,7 @@ async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
     leaf, level.group_attrs, level.arrays = found
     level.template, level.template_run = leaf.path, leaf.run
     level.template_prefix = leaf.data_prefix
+    level.encodings = await learn_runs(backend, leaves, view, leaf, level.arrays)
     if level.artifact != "source":
         attrs = leaf.attrs or {}
         level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
