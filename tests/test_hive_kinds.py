@@ -110,17 +110,27 @@ def test_mixed_writer_versions_are_re_encoded():
     _assert_same(moczarr.open_hive(str(root)), xr.open_zarr(store, group="atl06/o7"))
 
 
+def _recast(array, dtype: str) -> None:
+    """Rewrite a single-chunk ``[bytes]`` leaf array in place under another data type."""
+    meta = json.loads((array / "zarr.json").read_text())
+    values = np.frombuffer((array / "c/0").read_bytes(), dtype=np.dtype(meta["data_type"]))
+    (array / "c/0").write_bytes(values.astype(np.dtype(dtype).newbyteorder("<")).tobytes())
+    (array / "zarr.json").write_text(json.dumps({**meta, "data_type": dtype}))
+
+
+def test_a_template_leaf_narrower_than_the_other_runs_is_cast_up(hive_copy):
+    root = hive_copy("mixed")
+    _recast(root / "4/4/4/1/1/1/444111.zarr/7/count", "int32")  # the template leaf
+    ds = xr.open_zarr(MocHiveStore(root), group="atl06/o7")
+    assert ds["count"].dtype == np.int64
+    _assert_same(moczarr.open_hive(str(root)), ds)
+
+
 def test_an_unsafe_cast_is_refused_naming_the_leaf(hive_copy):
     root = hive_copy("mixed")
-    # make the template leaf's count int32: the int64 leaves then cannot be cast safely
-    array = root / "4/4/4/1/1/1/444111.zarr/7/count"
-    meta = json.loads((array / "zarr.json").read_text())
-    values = np.frombuffer((array / "c/0").read_bytes(), dtype="<i8")
-    (array / "c/0").write_bytes(values.astype("<i4").tobytes())
-    (array / "zarr.json").write_text(json.dumps({**meta, "data_type": "int32"}))
-    ds = xr.open_zarr(MocHiveStore(root), group="atl06/o7")
-    assert ds["count"].dtype == np.int32
-    with pytest.raises(EncodingError, match=r"(444113|-411331)\.zarr/7/count: stored as int64"):
+    ds = xr.open_zarr(MocHiveStore(root), group="atl06/o7")  # declared: count int64
+    _recast(root / "-4/1/1/3/3/1/-411331.zarr/7/count", "uint64")  # rewritten in place
+    with pytest.raises(EncodingError, match=r"-411331\.zarr/7/count: stored as uint64"):
         ds["count"].values  # noqa: B018
 
 

@@ -49,10 +49,13 @@ def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
     many, store = _open_requests(root)
     product = sync(store.hive()).products[0].levels[0]
     assert product.n_shards == 10_000
-    assert many == few
-    # manifest + coverage + one stamp + group zarr.json + one per array; the stamp's
-    # content hashes name the arrays, so the group is not listed
-    assert few == 4 + len(product.arrays)
+    n = len(product.arrays)
+    # manifest + coverage + one stamp + group zarr.json + one per array (the stamp's content
+    # hashes name the arrays, so the group is not listed), then the writer-run sample: the
+    # 3 other stamps of the 4 leaves, and the arrays of 444112's second run (run 2)
+    assert few == 4 + n + 3 + n
+    # 10,000 shards: the sample is 7 more stamps (all absent), never more
+    assert many == 4 + n + 7
     assert store.request_stats.counts["list"] == 0
 
 
@@ -64,15 +67,30 @@ def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
     stamp.write_text(json.dumps(doc))
     total, store = _open_requests(root)
     level = sync(store.hive()).products[0].levels[0]
-    assert total == 5 + len(level.arrays)
+    assert total == 5 + len(level.arrays) + 3 + len(level.arrays)  # as above, plus the listing
     assert store.request_stats.counts["list"] == 1
     expected = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group="atl06/o7")
     xr.testing.assert_identical(xr.open_zarr(store, group="atl06/o7").load(), expected.load())
 
 
+def _writer_runs(level) -> tuple[int, int]:
+    """``(objects, writer runs)`` of a level of at most 8 objects, read from the fixture on
+    disk: a versioned object's run is its ``current`` run id, an unversioned one its own."""
+    objects = [path for _, path in level.leaf_pairs()]
+    assert len(objects) <= 8  # every object is in the open's writer-run sample
+    runs = set()
+    for path in objects:
+        stamp = json.loads((FIXTURES / "pyramid2" / path / "zarr.json").read_text())
+        current = stamp["attributes"]["morton_hive_commit"].get("current")
+        runs.add(current.rsplit("-", 1)[0] if current else path)
+    return len(objects), len(runs)
+
+
 def _schema_requests(level) -> int:
-    """One stamp, the group's zarr.json and one zarr.json per array (not the coordinates)."""
-    return 2 + len(level.arrays)
+    """One stamp, the group's zarr.json and one zarr.json per array (not the coordinates),
+    then every other object's stamp and one zarr.json per array of each further run."""
+    objects, runs = _writer_runs(level)
+    return 2 + len(level.arrays) + (objects - 1) + (runs - 1) * len(level.arrays)
 
 
 def test_overview_levels_are_read_only_when_a_path_needs_them():

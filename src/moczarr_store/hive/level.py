@@ -4,10 +4,11 @@ Opening a product's source level costs a constant number of requests: the manife
 ``coverage.moc``, the stamp of the first stamped leaf, its cell-order group's ``zarr.json``
 and one ``zarr.json`` per array (named by the stamp's content hashes, else by one listing of
 the group). If the first listed leaves are not stamped, the template search stays
-bounded (``find_template``): no request per absent shard. Other leaves are not touched
-unless every stamp
-must be known: ``verify="open"`` (moczarr's exact debris semantics), or a view scoped
-to one window of a windowed product (whose rows are the shards stamped in it).
+bounded (``find_template``): no request per absent shard. Then a bounded sample of the writer
+runs (``runs.py``: at most 7 more stamps, and one ``zarr.json`` per array of each further run
+seen). Other leaves are not touched unless every stamp must be known: ``verify="open"``
+(moczarr's exact debris semantics), or a view scoped to one window of a windowed product
+(whose rows are the shards stamped in it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import warnings
 from collections.abc import Iterator
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -43,6 +44,7 @@ from .paths import (
     short,
     validate_node_name,
 )
+from .runs import RunEncoding, learn_runs
 from .walk import existing_objects, walk_leaves
 from .windows import bounds, explicit_labels, labels_between, schedule
 
@@ -80,6 +82,7 @@ class Level:
     template: str = ""
     template_run: str = ""
     template_data: str = ""  # where the template's arrays live (its data prefix)
+    encodings: list[RunEncoding] = field(default_factory=list)  # the template's, then runs'
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -468,7 +471,7 @@ async def open_source(
     )
     if windowed and scoped is None:
         level.windows = tuple(await _window_labels(backend, level, envelope, walked))
-    await fill_schema(backend, leaves, level)
+    await fill_schema(backend, leaves, level, aoi)
     restrict(level, aoi)
     if verify == "open" or scoped is not None:
         await verify_all(backend, leaves, level)
@@ -506,15 +509,27 @@ def restrict(level: Level, aoi: Cells | None) -> None:
     """Keep the nodes whose subtrees overlap the AOI (after the schema was found)."""
     if aoi is None:
         return
-    level.shard_ranks = level.shard_ranks[overlaps(level.shard_ranks, level.node_order, aoi)]
+    level.shard_ranks = in_view(level, aoi).shard_ranks
     if not level.n_shards:
         _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
 
 
-async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
-    """Read the level's schema from its first stamped object; ``False`` if it has none
-    (an overview level), :class:`NoCoverageError` saying what was searched (the source)."""
-    found, searched = await find_template(backend, leaves, level)
+def in_view(level: Level, aoi: Cells | None) -> Level:
+    """The level as the AOI will cut it (a copy; ``level`` itself when there is no AOI)."""
+    if aoi is None:
+        return level
+    return replace(level, shard_ranks=level.shard_ranks[overlaps(level.shard_ranks,
+                                                                 level.node_order, aoi)])
+
+
+async def fill_schema(backend, leaves: LeafCache, level: Level, aoi: Cells | None = None) -> bool:
+    """Read the level's schema from the first stamped object in the view (the AOI's nodes;
+    the whole domain when none of them is stamped, as moczarr's empty result does) and
+    learn the writer runs' encodings (``runs.py``); ``False`` if it has no stamped object."""
+    view = in_view(level, aoi)
+    found, searched = await find_template(backend, leaves, view)
+    if found is None and view is not level:
+        found, searched = await find_template(backend, leaves, level)
     if found is None:
         if level.artifact != "source":
             return False
@@ -532,6 +547,7 @@ async def fill_schema(backend, leaves: LeafCache, level: Level) -> bool:
         )
     level.template, level.template_run, level.template_data = leaf.path, leaf.run, (
         leaf.data_prefix or "")
+    level.encodings = await learn_runs(backend, leaves, view, leaf, level.arrays)
     if level.artifact != "source":
         attrs = leaf.attrs or {}
         level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in PROVENANCE if k in attrs}}

@@ -14,6 +14,7 @@ reads nothing; a level's schema is read when it is first needed (``resolve_level
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,7 @@ def declare_pyramid(source: Level, moc_ranks: np.ndarray | None) -> list[Level]:
                   "unsettled")
             continue
         ranks = np.unique(moc_ranks >> np.uint64(2 * (source.node_order - node_order)))
-        variants = [{"windows": source.windows, "window": source.window}]
+        variants: list[dict[str, Any]] = [{"windows": source.windows, "window": source.window}]
         if artifact == "overview" and windowed and all_time and source.window is None:
             variants.append({"fold": True})
         levels += [
@@ -132,7 +133,7 @@ async def resolve_level(
     backend, leaves: LeafCache, level: Level, verify: str, aoi: Cells | None = None
 ) -> bool:
     """Read a declared level's schema from its first stamped object; ``False``: omitted."""
-    if not await fill_schema(backend, leaves, level):
+    if not await fill_schema(backend, leaves, level, aoi):
         _omit(level.path, f"declared, but no stamped {level.artifact} object exists")
         return False
     if not _admissible(level):

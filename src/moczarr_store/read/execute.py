@@ -140,13 +140,18 @@ async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray
 
 
 def remember_template(session: HiveSession, level: Level) -> None:
-    """The template object's array metadata was read at open: a chunk of it needs no
-    second read of it (immutable versions only)."""
-    prefix = level.template_data
-    if not prefix or prefix == level.template:
-        return
-    for name in level.arrays:  # the template's own metadata is the declared source
-        session.leaf_metas.put(f"{prefix}/{level.cell_order}/{name}/zarr.json", _SAME)
+    """The array metadata read at open (the template's and each sampled writer run's): a
+    chunk of those objects needs no second read of it (immutable versions only). Each is
+    compared with the declared encoding, which the template's need not be."""
+    for run in level.encodings:
+        if not run.immutable:
+            continue
+        for name, meta in run.arrays.items():
+            array = session.view.arrays.get(f"{level.path}/{name}")
+            if isinstance(array, FieldArray):
+                same = encoding(meta) == encoding(array.source_meta)
+                key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
+                session.leaf_metas.put(key, _SAME if same else meta)
 
 
 async def _read(session: HiveSession, key: str, byte_range=None) -> Bytes | None:

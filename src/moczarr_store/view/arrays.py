@@ -16,6 +16,7 @@ from ..errors import LeafSchemaError, MalformedMetadataError
 from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
+from ..hive.runs import RunEncoding
 
 FABRICATED_ROWS = 65_536
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -194,6 +195,45 @@ def _fill(value: object, dtype: np.dtype) -> object:
     return value
 
 
+def _numeric(data_type: object) -> np.dtype | None:
+    """A bool, integer or float data type; ``None`` for any other (or a malformed one)."""
+    try:
+        dtype = np.dtype(data_type) if isinstance(data_type, str) else None
+    except TypeError:
+        return None
+    return dtype if dtype is not None and dtype.kind in "biuf" else None
+
+
+def _fill_json(value: object, source: np.dtype, target: np.dtype) -> object:
+    """A zarr v3 fill value of ``source`` as the same value of ``target`` (safe casts only)."""
+    cast = np.asarray(_fill(value, source), dtype=source).astype(target, casting="safe")[()]
+    if target.kind == "f":
+        if np.isnan(cast):
+            return "NaN"
+        return ("Infinity" if cast > 0 else "-Infinity") if np.isinf(cast) else float(cast)
+    return bool(cast) if target.kind == "b" else int(cast)
+
+
+def declared_meta(name: str, template: dict, runs: list[RunEncoding]) -> dict:
+    """The leaf metadata field ``name`` is declared with: the template's, with the numpy
+    promotion of every learned writer run's data type (what moczarr's concatenation of
+    the leaves reports) and the template's fill value in that type. Promotion is made
+    among bool, integer and float types only; any other data type stays the template's
+    (a leaf that differs is then refused when read)."""
+    source = _numeric(template.get("data_type"))
+    if source is None:
+        return template
+    found = (_numeric(run.arrays[name].get("data_type")) for run in runs if name in run.arrays)
+    promoted = np.result_type(source, *(d for d in found if d is not None))
+    if promoted == source:
+        return template
+    try:
+        fill = _fill_json(template.get("fill_value"), source, promoted)
+    except (TypeError, ValueError, OverflowError):
+        return template  # no fill value to carry over: the template's type stands
+    return {**template, "data_type": promoted.name, "fill_value": fill}
+
+
 def _leaf_chunk_key(encoding: dict, coords: tuple[int, ...]) -> str:
     name = encoding.get("name", "default")
     sep = (encoding.get("configuration") or {}).get("separator")
@@ -235,6 +275,7 @@ class FieldArray:
         self.path = f"{level.path}/{name}"
         where = f"{level.template_data or level.template}/{level.cell_order}/{name}"
         check_leaf_meta(leaf_meta, f"{where}/zarr.json")
+        leaf_meta = self.source = declared_meta(name, leaf_meta, level.encodings)
         shape = list(leaf_meta.get("shape") or [])
         grid = leaf_meta.get("chunk_grid", {})
         if grid.get("name") != "regular" or not shape:
@@ -316,9 +357,10 @@ class FieldArray:
 
     @property
     def source_meta(self) -> dict:
-        """The leaf array metadata the view is derived from: a leaf encoded exactly so is
-        passed through; any other is re-encoded."""
-        return self.level.arrays[self.name]
+        """The leaf array metadata the view is derived from (the template's, with the data
+        type every learned writer run promotes to): a leaf encoded exactly so is passed
+        through; any other is re-encoded."""
+        return self.source
 
     @property
     def windowed_view(self) -> bool:
