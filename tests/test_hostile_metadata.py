@@ -42,6 +42,7 @@ from moczarr_store.hive import coverage, level, windows
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 from moczarr_store.hive.jsonio import MAX_DEPTH, load_json
 from moczarr_store.hive.paths import validate_node_name
+from moczarr_store.hive.runs import RUN_PROBES
 
 GROUP = "atl06/o7"
 LEAF = "4/4/4/1/1/1/444111.zarr"  # the first listed (template) leaf of bare_versioned
@@ -753,8 +754,11 @@ def test_the_template_is_found_by_listing_not_by_probing_every_shard(tmp_path):
     counts = store.request_stats.counts
     # one LIST per directory on the way to the leaf: the root, its base cell, 9 digits
     assert counts["list"] == 11
-    # manifest + MOC, 9 probed stamps, then the leaf's stamp, group and arrays
-    assert store.request_stats.total == 2 + 9 + 11 + 2 + len(level_.arrays)
+    # manifest + MOC, 9 probed stamps, then the leaf's stamp, group and arrays, and the
+    # writer-run sample's stamps: RUN_PROBES picks spread over the domain, of which the first
+    # (probed) and the last (the template) are known already
+    sample = RUN_PROBES - 2
+    assert store.request_stats.total == 2 + 9 + 11 + 2 + len(level_.arrays) + sample
     leaf_count = zarr.open_array(root / _data(root, rel) / "11/count", mode="r")[:]
     np.testing.assert_array_equal(ds["count"][-16:].values, leaf_count)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backend import BytesLike, slice_bytes
 from ..chunks import check_chunk, index_entries, index_range, inner_span, reframe, shard_entries
-from ..errors import ChunkReadError, TruncatedChunkError
+from ..errors import ChunkReadError, MalformedMetadataError, TruncatedChunkError
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
 from ..transcode import encoding, transcode
@@ -148,9 +148,13 @@ def remember_template(session: HiveSession, level: Level) -> None:
             continue
         for name, meta in run.arrays.items():
             array = session.view.arrays.get(f"{level.path}/{name}")
+            key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
+            try:  # a malformed one is left for its chunk reads to refuse
+                meta = check_leaf_meta(meta, key)
+            except MalformedMetadataError:
+                continue
             if isinstance(array, FieldArray):
                 same = encoding(meta) == encoding(array.source_meta)
-                key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
                 session.leaf_metas.put(key, _SAME if same else meta)
 
 
