@@ -27,7 +27,7 @@ from .chunks import (
     inner_span,
     reframe,
 )
-from .errors import ChunkReadError
+from .errors import ChunkReadError, OutsideRootError
 from .hive.aoi import aoi_members, parse_aoi
 from .hive.leaves import LeafCache
 from .hive.level import HiveWarning, warn_dangling
@@ -71,6 +71,9 @@ class MocHiveStore(Store):
     read_only
         zarr's access-mode flag. The store never writes either way; it defaults to
         ``False`` only so that ``zarr.open_group(store)`` (mode ``"a"``) opens it.
+    follow_links
+        Local hives: read through links whose target lies outside the hive root (by
+        default such an object is refused with ``OutsideRootError``).
     **storage_options
         Passed to obstore (``region``, ``endpoint``, ``skip_signature``,
         ``client_options``, ``retry_config``, ...).
@@ -91,6 +94,7 @@ class MocHiveStore(Store):
         chunking: str = "leaf",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
+        follow_links: bool = False,
         **storage_options: Any,
     ) -> None:
         super().__init__(read_only=read_only)
@@ -99,7 +103,7 @@ class MocHiveStore(Store):
         if chunking not in CHUNKINGS:
             raise ValueError(f"chunking={chunking!r}: expected one of {CHUNKINGS}")
         self.chunking = chunking
-        self.backend = Backend(source, storage_options, max_concurrency)
+        self.backend = Backend(source, storage_options, max_concurrency, follow_links)
         self.verify = verify
         self.window = window
         self.aoi = None if aoi is None else aoi_members(aoi)
@@ -148,6 +152,7 @@ class MocHiveStore(Store):
             chunking=state["chunking"],
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
+            follow_links=backend.follow_links,
             **backend.options,
         )
 
@@ -247,9 +252,11 @@ class MocHiveStore(Store):
             await self._warn_if_dangling(leaf, array)
         return data
 
-    async def _read(self, key: str, byte_range=None):
+    async def _read(self, key: str, byte_range=None, sized: bool = False):
         try:
-            return await self.backend.get(key, byte_range)
+            return await (self.backend.get_sized if sized else self.backend.get)(key, byte_range)
+        except OutsideRootError:
+            raise
         except Exception as err:
             raise ChunkReadError(f"reading {key} from {self.backend}: {err}") from err
 
