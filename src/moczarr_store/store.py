@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import warnings
 from collections.abc import AsyncIterator, Iterable
@@ -22,10 +23,10 @@ from .cache import AsyncCache
 from .chunks import (
     TruncatedChunkError,
     check_chunk,
-    index_entries,
-    index_range,
     inner_span,
+    load_index,
     reframe,
+    shard_passthrough,
 )
 from .errors import ChunkReadError, OutsideRootError
 from .hive.aoi import aoi_members, parse_aoi
@@ -239,9 +240,9 @@ class MocHiveStore(Store):
             return None if chunk is None else slice_bytes(chunk, byte_range)
         key = f"{leaf.data_prefix}/{located.key}"
         if array.mode == "shard":
-            data = await self._read(key, byte_range)
-            if data is not None:
-                check_chunk(data, array.check, byte_range, key)
+            read = functools.partial(self._read, sized=True)
+            data = await shard_passthrough(read, self._shared.indexes, key, array.check,
+                                           byte_range)
         elif array.mode == "leaf":
             data = await self._read(key)
             data = None if data is None else reframe(data, array.check, key)
@@ -263,11 +264,8 @@ class MocHiveStore(Store):
     async def _inner_chunk(self, key: str, array: FieldArray, part: int, byte_range):
         """One inner chunk of a shard object, as a ranged read located by its index."""
 
-        async def load_index():
-            index = await self._read(key, index_range(array.check))
-            return None if index is None else index_entries(index, array.check, key)
-
-        entries = await self._shared.indexes.get(key, load_index)
+        read = functools.partial(self._read, sized=True)
+        entries = await self._shared.indexes.get(key, lambda: load_index(read, key, array.check))
         span = None if entries is None else inner_span(entries, part)
         if span is None:
             return None
