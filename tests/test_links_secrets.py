@@ -29,6 +29,7 @@ from servers import CLIENT, RETRY, Fault, LoopbackServer, StaticFiles, s3_option
 from zarr.core.sync import sync
 
 from moczarr_store import HiveReadError, HiveWarning, MocHiveStore, OutsideRootError
+from moczarr_store import backend as backend_module
 from moczarr_store.backend import Backend, redact, scrub
 from moczarr_store.cli import escape, main
 
@@ -71,8 +72,11 @@ def _refused(err: pytest.ExceptionInfo, rel: str, outside) -> None:
     assert str(outside) not in message  # the hive-relative path only
 
 
+@pytest.mark.parametrize("page_cache", [True, False])
 def test_a_chunk_linked_out_of_the_root_is_refused_unless_links_are_followed(
-        hive_copy, tmp_path, reference):
+        hive_copy, tmp_path, reference, monkeypatch, page_cache):
+    if not page_cache:  # every read waits on a worker thread
+        monkeypatch.setattr(backend_module, "_NOWAIT", None)
     root = hive_copy("bare_versioned")
     key = _chunk(root)
     outside = _outside(tmp_path, root, key)

@@ -165,6 +165,7 @@ def slice_bytes(data: bytes, byte_range) -> bytes | memoryview:
 
 def _unusual(byte_range: ByteRequest) -> bool:
     """Bounds an object store cannot take as they are: negative, or beyond 2**62."""
+    values: tuple[int, ...]
     if isinstance(byte_range, RangeByteRequest):
         values = (byte_range.start, byte_range.end)
     else:
@@ -218,7 +219,7 @@ def _read(path: str, option: RangeOption, wait: bool = True,
         while done < len(buffer):
             try:
                 got = os.preadv(fd, [memoryview(buffer)[done:]], start + done,
-                                0 if wait else _NOWAIT)
+                                0 if wait else _NOWAIT or 0)
             except OSError as err:
                 if wait or err.errno not in _NO_NOWAIT:
                     raise
@@ -299,21 +300,22 @@ class LocalReader:
                                    "(refused; pass follow_links=True to read through links)")
         return real
 
-    def _read_now(self, path: str, full: str, option: RangeOption):
-        """``(full path, bytes and size or None)``: the read from the page cache, with a
-        final link resolved and checked."""
+    def _open_read(self, path: str, full: str, option: RangeOption, wait: bool):
+        """``(path read, (bytes, size) or None)``: :func:`_read` with a final link resolved
+        and checked (``O_NOFOLLOW`` refuses to open one)."""
         try:
-            return full, _read(full, option, False, self._flags)
+            return full, _read(full, option, wait, self._flags)
         except OSError as err:
             if err.errno != errno.ELOOP or self.follow_links:
                 raise
-        full = self._through_link(path, full)  # the object is a link: where does it go?
-        return full, _read(full, option, False)
+        full = self._through_link(path, full)
+        return full, _read(full, option, wait)
 
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
-        full, got = self._read_now(path, self._where(path), option)
+        full, got = self._open_read(path, self._where(path), option, False)  # page-cached
         if got is None:  # not all in the page cache: wait for the disk on a thread
-            got = await asyncio.get_running_loop().run_in_executor(None, _read, full, option)
+            loop = asyncio.get_running_loop()
+            _, got = await loop.run_in_executor(None, self._open_read, path, full, option, True)
         return got
 
     async def head(self, path: str) -> int:
@@ -393,8 +395,8 @@ class ObstoreReader:
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
         """GET and read the body: the body is part of the request (the caller holds the
         concurrency cap across both)."""
-        options = {} if option is None else {"options": {"range": option}}
-        result = await obstore.get_async(self.store, path, **options)
+        options: Any = None if option is None else {"range": option}
+        result = await obstore.get_async(self.store, path, options=options)
         try:
             return await result.bytes_async(), result.meta["size"]
         except _MISSING:
@@ -448,7 +450,7 @@ class Backend:
         else:
             raise TypeError(f"expected a URL, a path or an obstore store, got {type(source)!r}")
         local = self.url is not None and self.url.startswith("file://") and not self.options
-        self._local_root = self.url[len("file://") :] if local else None
+        self._local_root = self.url[len("file://") :] if local and self.url else None
         self._reader: LocalReader | ObstoreReader = (
             LocalReader(self._local_root, self.follow_links) if self._local_root is not None
             else ObstoreReader(self.url, self.options, self._instance)
@@ -500,8 +502,10 @@ class Backend:
     def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
         """An error of this package for a failed request: the reader's own errors as they
         are, anything else as an :class:`ObjectReadError` naming the object, redacted."""
-        if isinstance(err, (MocHiveError, ValueError)):
+        if isinstance(err, MocHiveError):
             return err
+        if type(err) is ValueError:  # a path that is not below the root
+            return ValueError(scrub(str(err), self._reader.options))
         detail = scrub(_first_paragraph(err), self._reader.options)
         return ObjectReadError(f"{what} {path} from {self}: {detail}")
 

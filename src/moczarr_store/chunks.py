@@ -32,9 +32,15 @@ def _bad(key: str, what: str) -> TruncatedChunkError:
     return TruncatedChunkError(f"{key}: {what}: the object is truncated or corrupt")
 
 
+def _rows(index, check: ChunkCheck) -> np.ndarray:
+    """A shard index's ``(offset, nbytes)`` rows (a view of its bytes)."""
+    body = memoryview(index)[: 16 * (check.shard_chunks or 0)]
+    return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
+
+
 def _parse_index(index: memoryview, check: ChunkCheck, key: str) -> np.ndarray:
     """The index's ``(offset, nbytes)`` rows, its crc32c checked."""
-    body = index[: 16 * check.shard_chunks]
+    body = index[: 16 * (check.shard_chunks or 0)]
     if check.index_crc:
         stored = int.from_bytes(index[-4:], "little")
         if google_crc32c.value(bytes(body)) != stored:
@@ -42,7 +48,7 @@ def _parse_index(index: memoryview, check: ChunkCheck, key: str) -> np.ndarray:
                 f"{key}: the shard index does not check (crc32c mismatch): the object is "
                 "truncated or corrupt"
             )
-    return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
+    return _rows(body, check)
 
 
 def _payload(check: ChunkCheck, size: int | None) -> tuple[int, int]:
@@ -140,15 +146,14 @@ def shard_entries(data, check: ChunkCheck, key: str) -> np.ndarray:
     """The ``(offset, nbytes)`` rows of a whole shard object's verified index."""
     check_chunk(data, check, None, key)
     view, need = memoryview(data), check.index_nbytes
-    index = view[len(view) - need :] if check.index_at_end else view[:need]
-    return np.frombuffer(index[: 16 * check.shard_chunks], dtype="<u8").reshape(-1, 2)
+    return _rows(view[len(view) - need :] if check.index_at_end else view[:need], check)
 
 
 def index_entries(index, check: ChunkCheck, key: str, size: int | None = None) -> np.ndarray:
     """The ``(offset, nbytes)`` rows of a shard index read on its own, verified (against
     the payload of a ``size``-byte object when the size is known)."""
     check_chunk(index, check, index_range(check), key, size)
-    return np.frombuffer(memoryview(index)[: 16 * check.shard_chunks], dtype="<u8").reshape(-1, 2)
+    return _rows(index, check)
 
 
 def index_range(check: ChunkCheck):
@@ -217,7 +222,7 @@ def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     offsets, sizes = entries[:, 0], entries[:, 1]
     if (offsets == _ABSENT).all():
         return None
-    view, step = memoryview(data), check.inner_nbytes
+    view, step = memoryview(data), check.inner_nbytes or 0
     first = int(offsets[0])
     if first != ABSENT and (sizes == step).all() and (np.diff(offsets) == step).all():
         return view[first : first + step * len(offsets)]  # written in order: already one chunk
