@@ -87,6 +87,7 @@ def redact(text: str) -> str:
 
 _SECRET_KEY_RE = re.compile(r"secret|token|password|passwd|credential|signature|sas|auth|key",
                             re.IGNORECASE)
+_PLAIN = frozenset({"true", "false", "none", "null"})  # flags, not secrets
 
 
 def _secret_values(options: Any, secret: bool = False) -> set[str]:
@@ -96,7 +97,8 @@ def _secret_values(options: Any, secret: bool = False) -> set[str]:
                              for k, v in options.items()))
     if isinstance(options, (list, tuple)):
         return set().union(*(_secret_values(v, secret) for v in options))
-    return {options} if secret and isinstance(options, str) and options else set()
+    plain = not isinstance(options, str) or len(options) < 4 or options.lower() in _PLAIN
+    return set() if not secret or plain else {options}
 
 
 def scrub(text: str, options: dict[str, Any] | None = None) -> str:
@@ -113,7 +115,7 @@ def _first_paragraph(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
-# -- byte ranges ----------------------------------------------------------------------------
+# -- requests and byte ranges ----------------------------------------------------------------
 
 
 def _limiter(cap: int) -> asyncio.Semaphore:
