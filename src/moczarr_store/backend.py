@@ -1,32 +1,121 @@
-"""Object access through obstore: one backend per hive root.
+"""Object access below one hive root: the ``Backend`` facade over two small readers.
 
-A :class:`Backend` is built from a recipe (URL or local path plus options, or an
-obstore store instance), pickles as that recipe, counts its requests, and shares
-one process-wide cap on in-flight requests with every other backend.
+- :class:`LocalReader` reads a local hive (a path or ``file://`` URL) with plain file I/O
+  and refuses objects whose real path leaves the hive root (unless links are allowed).
+- :class:`ObstoreReader` reads every other URL, or an obstore store instance, with obstore.
+- :class:`Backend` is what the package uses: it normalises byte ranges, counts requests,
+  shares one process-wide cap on in-flight requests, pickles as its recipe, and makes
+  every failure an error of this package whose message names the object and carries no
+  credentials (:func:`redact`).
+
+:class:`HiveIO` states what reading a hive needs from I/O.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import os
+import re
+import stat
 import weakref
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
-from .errors import ObjectReadError
+from .errors import HiveReadError, MocHiveError, ObjectReadError, OutsideRootError
 
-BytesLike = bytes | obstore.Bytes
+BytesLike = bytes | bytearray | memoryview | obstore.Bytes
 ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
+RangeOption = tuple[int, int] | dict[str, int] | None  # obstore's form of a byte range
 DEFAULT_MAX_CONCURRENCY = 64
+DIR_CACHE = 65_536  # real paths of local directories a reader remembers
 _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
 _limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+
+class HiveIO(Protocol):
+    """What reading a hive needs from I/O; paths are relative to the hive root."""
+
+    async def get(self, path: str, byte_range: ByteRequest | None = None) -> BytesLike | None:
+        """The object's bytes (or a zarr byte range of them); ``None`` if it is absent."""
+        ...
+
+    async def size(self, path: str) -> int | None:
+        """The object's size in bytes; ``None`` if it is absent."""
+        ...
+
+    async def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """``(child prefixes, objects)`` directly below ``prefix``, as names."""
+        ...
+
+
+# -- credentials never leave in a message -----------------------------------------------------
+
+_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]*")
+_PARAM_RE = re.compile(r"([^&;=#]*)(=?)[^&;#]*")
+
+
+def _redact_url(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    cut = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    path, question, query = tail.partition("?")
+    if question:
+        query, hash_, fragment = query.partition("#")
+        query = _PARAM_RE.sub(lambda m: m[1] + "=***" if m[2] else ("***" if m[1] else ""), query)
+        tail = f"{path}?{query}{hash_}{'***' if fragment else ''}"
+    return f"{scheme}://{authority}{tail}"
+
+
+def redact(text: str) -> str:
+    """``text`` with every URL's user-info and query values replaced by ``***``.
+
+    ``s3://key:secret@bucket/hive?X-Amz-Signature=abc`` becomes
+    ``s3://***@bucket/hive?X-Amz-Signature=***``; text outside URLs is unchanged.
+    """
+    return _URL_RE.sub(lambda m: _redact_url(m[0]), text)
+
+
+_SECRET_KEY_RE = re.compile(r"secret|token|password|passwd|credential|signature|sas|auth|key",
+                            re.IGNORECASE)
+_PLAIN = frozenset({"true", "false", "none", "null"})  # flags, not secrets
+
+
+def _secret_values(options: Any, secret: bool = False) -> set[str]:
+    """String values of storage options under a key that names a secret (at any depth)."""
+    if isinstance(options, dict):
+        return set().union(*(_secret_values(v, secret or bool(_SECRET_KEY_RE.search(str(k))))
+                             for k, v in options.items()))
+    if isinstance(options, (list, tuple)):
+        return set().union(*(_secret_values(v, secret) for v in options))
+    plain = not isinstance(options, str) or len(options) < 4 or options.lower() in _PLAIN
+    return set() if not secret or plain else {options}
+
+
+def scrub(text: str, options: dict[str, Any] | None = None) -> str:
+    """:func:`redact`, and every secret-keyed storage option value replaced by ``***``."""
+    text = redact(text)
+    for value in sorted(_secret_values(options or {}), key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
+
+
+def _first_paragraph(err: BaseException) -> str:
+    """An exception's message without obstore's multi-line ``Debug source`` dump."""
+    text = str(err).split("\n\nDebug source:", 1)[0].strip()
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+# -- requests and byte ranges ----------------------------------------------------------------
 
 
 def _limiter(cap: int) -> asyncio.Semaphore:
@@ -76,9 +165,9 @@ def slice_bytes(data: bytes, byte_range) -> bytes | memoryview:
     raise TypeError(f"Unexpected byte_range, got {byte_range}.")
 
 
-
 def _unusual(byte_range: ByteRequest) -> bool:
     """Bounds an object store cannot take as they are: negative, or beyond 2**62."""
+    values: tuple[int, ...]
     if isinstance(byte_range, RangeByteRequest):
         values = (byte_range.start, byte_range.end)
     else:
@@ -87,11 +176,18 @@ def _unusual(byte_range: ByteRequest) -> bool:
     return any(not 0 <= v < 2**62 for v in values)
 
 
-_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
-_NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
+def _range_option(byte_range: ByteRequest | None) -> RangeOption:
+    """obstore's form of a (usual, non-empty) zarr byte range."""
+    if byte_range is None:
+        return None
+    if isinstance(byte_range, RangeByteRequest):
+        return (byte_range.start, byte_range.end)
+    if isinstance(byte_range, OffsetByteRequest):
+        return {"offset": byte_range.offset}
+    return {"suffix": byte_range.suffix}
 
 
-def _span(option, size: int) -> tuple[int, int]:
+def _span(option: RangeOption, size: int) -> tuple[int, int]:
     """The ``[start, end)`` an obstore-style range option names in a ``size``-byte object."""
     if isinstance(option, tuple):
         start = min(option[0], size)
@@ -103,44 +199,247 @@ def _span(option, size: int) -> tuple[int, int]:
     return 0, size
 
 
-def _read(path: str, option, wait: bool = True) -> bytearray | None:
-    """A local object's bytes (or the part ``option`` names). ``wait=False`` returns
-    ``None`` unless the page cache holds them all, so the event loop never waits on a disk."""
+# -- local files --------------------------------------------------------------------------
+
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
+_NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _read(path: str, option: RangeOption, wait: bool = True,
+          flags: int = 0) -> tuple[bytearray, int] | None:
+    """A local object's bytes (or the part ``option`` names) and its size. ``wait=False``
+    returns ``None`` unless the page cache holds them all, so the event loop never waits on
+    a disk."""
     if not wait and _NOWAIT is None:
         return None
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | flags)
     try:
-        start, end = _span(option, os.fstat(fd).st_size)
+        size = os.fstat(fd).st_size
+        start, end = _span(option, size)
         buffer, done = bytearray(end - start), 0
         while done < len(buffer):
             try:
                 got = os.preadv(fd, [memoryview(buffer)[done:]], start + done,
-                                0 if wait else _NOWAIT)
+                                0 if wait else _NOWAIT or 0)
             except OSError as err:
                 if wait or err.errno not in _NO_NOWAIT:
                     raise
                 return None
             if got == 0:  # the file shrank under us: what is there
-                return buffer[:done]
+                return buffer[:done], size
             done += got
             if not wait and done < len(buffer):
                 return None
-        return buffer
+        return buffer, size
     finally:
         os.close(fd)
 
 
+def _check_relative(path: str) -> None:
+    if path.startswith("/") or not set(path.split("/")).isdisjoint(("", ".", "..")):
+        raise ValueError(f"{path!r} is not a path below the hive root")
+
+
+class LocalReader:
+    """A local hive read with plain file I/O: inline when the page cache holds an object
+    (``preadv`` with ``RWF_NOWAIT``, ~7 us), else on a worker thread.
+
+    Unless ``follow_links``, an object or directory whose real path leaves the root is
+    refused with :class:`OutsideRootError`: directories are resolved once (an LRU of
+    ``DIR_CACHE`` real paths, one ``lstat`` per new directory) and objects are opened with
+    ``O_NOFOLLOW``. A tree changed while it is read may be seen as resolved before.
+    """
+
+    options: dict[str, Any] = {}
+
+    def __init__(self, root: str, follow_links: bool = False) -> None:
+        self.root = root.rstrip("/") or "/"
+        self.name = "file://" + root
+        self.follow_links = follow_links
+        self._real_root = os.path.realpath(self.root)
+        self._flags = 0 if follow_links else _NOFOLLOW
+        self._real_dir = functools.lru_cache(maxsize=DIR_CACHE)(self._resolve_dir)
+        self._ready = False
+
+    def ready(self) -> None:
+        if not self._ready:
+            if not os.path.isdir(self.root):
+                raise FileNotFoundError(f"hive root {self.root} does not exist")
+            self._ready = True
+
+    def _inside(self, real: str) -> bool:
+        root = self._real_root
+        return real == root or real.startswith(root.rstrip("/") + "/")
+
+    def _resolve_dir(self, rel: str) -> str:
+        """The real path of directory ``rel`` (resolving links one component at a time)."""
+        parent, _, name = rel.rpartition("/")
+        full = f"{self._real_dir(parent) if parent else self._real_root}/{name}"
+        return os.path.realpath(full) if os.path.islink(full) else full
+
+    def _dir(self, rel: str) -> str:
+        """The file system path of directory ``rel`` ('' is the root), checked."""
+        if self.follow_links:
+            return f"{self.root}/{rel}" if rel else self.root
+        real = self._real_dir(rel) if rel else self._real_root
+        if not self._inside(real):
+            raise OutsideRootError(f"{rel}: a link leads out of the hive root (refused; "
+                                   "pass follow_links=True to read through links)")
+        return real
+
+    def _where(self, path: str) -> str:
+        """The file system path of object ``path``, its directory checked."""
+        _check_relative(path)
+        parent, _, name = path.rpartition("/")
+        return f"{self._dir(parent)}/{name}"
+
+    def _through_link(self, path: str, full: str) -> str:
+        """The real path of an object that is itself a link, if it stays inside the root."""
+        real = os.path.realpath(full)
+        if not self._inside(real):
+            raise OutsideRootError(f"{path}: the object is a link out of the hive root "
+                                   "(refused; pass follow_links=True to read through links)")
+        return real
+
+    def _open_read(self, path: str, full: str, option: RangeOption, wait: bool):
+        """``(path read, (bytes, size) or None)``: :func:`_read` with a final link resolved
+        and checked (``O_NOFOLLOW`` refuses to open one)."""
+        try:
+            return full, _read(full, option, wait, self._flags)
+        except OSError as err:
+            if err.errno != errno.ELOOP or self.follow_links:
+                raise
+        full = self._through_link(path, full)
+        return full, _read(full, option, wait)
+
+    async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
+        full, got = self._open_read(path, self._where(path), option, False)  # page-cached
+        if got is None:  # not all in the page cache: wait for the disk on a thread
+            loop = asyncio.get_running_loop()
+            _, got = await loop.run_in_executor(None, self._open_read, path, full, option, True)
+        return got
+
+    async def head(self, path: str) -> int:
+        full = self._where(path)
+        info = os.stat(full, follow_symlinks=self.follow_links)
+        if stat.S_ISLNK(info.st_mode):
+            info = os.stat(self._through_link(path, full))
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(path)
+        return info.st_size
+
+    async def list(self, prefix: str) -> tuple[list[str], list[str]]:
+        if prefix:
+            _check_relative(prefix)
+        directory = self._dir(prefix)
+        return await asyncio.get_running_loop().run_in_executor(None, _scan, directory)
+
+
+def _scan(directory: str) -> tuple[list[str], list[str]]:
+    """Sorted ``(directories, files)`` in ``directory`` (links classified by their target;
+    broken links and other kinds of entry are left out)."""
+    dirs, files = [], []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir():
+                        dirs.append(entry.name)
+                    elif entry.is_file():
+                        files.append(entry.name)
+                except OSError:
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return sorted(dirs), sorted(files)
+
+
+# -- obstore ---------------------------------------------------------------------------------
+
+
+class ObstoreReader:
+    """Any other URL (``s3://``, ``gs://``, ``http(s)://``, a ``file://`` URL with options),
+    or an obstore store instance, read with obstore."""
+
+    def __init__(self, url: str | None, options: dict[str, Any], instance: Any = None) -> None:
+        self.url, self.options, self._store = url, options, instance
+        self.name = redact(url if url is not None else repr(instance))
+
+    def ready(self) -> None:
+        """Build the store; a missing local root raises here, not as a missing object."""
+        if self._store is not None:
+            return
+        try:
+            _ = self.store
+        except FileNotFoundError:
+            raise
+        except Exception as err:
+            failure = HiveReadError(f"{self.name}: cannot open the store with these options "
+                                    f"({scrub(_first_paragraph(err), self.options)})")
+        else:
+            return
+        raise failure
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            assert self.url is not None
+            if self.url.startswith("file://"):
+                path = self.url[len("file://") :]
+                if not os.path.isdir(path):
+                    raise FileNotFoundError(f"hive root {path} does not exist")
+                self._store = obstore.store.LocalStore(path, **self.options)
+            else:
+                self._store = obstore.store.from_url(self.url, **self.options)
+        return self._store
+
+    async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
+        """GET and read the body: the body is part of the request (the caller holds the
+        concurrency cap across both)."""
+        options: Any = None if option is None else {"range": option}
+        result = await obstore.get_async(self.store, path, options=options)
+        try:
+            return await result.bytes_async(), result.meta["size"]
+        except _MISSING:
+            raise
+        except Exception as err:  # obstore's body errors do not name the object
+            failure = ObjectReadError(
+                f"reading {path} from {self.name}: the response body failed after obstore's "
+                f"retries ({scrub(_first_paragraph(err), self.options)})"
+            )
+        raise failure
+
+    async def head(self, path: str) -> int:
+        return (await obstore.head_async(self.store, path))["size"]
+
+    async def list(self, prefix: str) -> tuple[list[str], list[str]]:
+        listing = await obstore.list_with_delimiter_async(self.store, prefix or None)
+        cut = len(prefix) + 1 if prefix else 0
+        dirs = [p.rstrip("/")[cut:] for p in listing["common_prefixes"]]
+        return dirs, [meta["path"][cut:] for meta in listing["objects"]]
+
+
+# -- the facade -------------------------------------------------------------------------------
+
+
 class Backend:
-    """Reads objects below one root; every path given is relative to that root."""
+    """Reads objects below one root; every path given is relative to that root.
+
+    Implements :class:`HiveIO`. ``follow_links`` (local hives) reads through links that
+    leave the root instead of refusing them.
+    """
 
     def __init__(
         self,
         source: str | os.PathLike | Any,
         options: dict[str, Any] | None = None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        follow_links: bool = False,
     ) -> None:
         self.options = dict(options or {})
         self.max_concurrency = int(max_concurrency)
+        self.follow_links = bool(follow_links)
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if isinstance(source, (str, os.PathLike)):
@@ -152,9 +451,12 @@ class Backend:
             self.url, self._instance = None, source
         else:
             raise TypeError(f"expected a URL, a path or an obstore store, got {type(source)!r}")
-        self._store: Any = self._instance
         local = self.url is not None and self.url.startswith("file://") and not self.options
-        self._local_root = self.url[len("file://") :] if local else None
+        self._local_root = self.url[len("file://") :] if local and self.url else None
+        self._reader: LocalReader | ObstoreReader = (
+            LocalReader(self._local_root, self.follow_links) if self._local_root is not None
+            else ObstoreReader(self.url, self.options, self._instance)
+        )
         self.stats = RequestStats()
 
     def __getstate__(self) -> dict:
@@ -163,37 +465,33 @@ class Backend:
             "options": self.options,
             "instance": self._instance,
             "max_concurrency": self.max_concurrency,
+            "follow_links": self.follow_links,
         }
 
     def __setstate__(self, state: dict) -> None:
         source = state["instance"] if state["instance"] is not None else state["url"]
-        self.__init__(source, state["options"], state["max_concurrency"])
+        self.__init__(source, state["options"], state["max_concurrency"],
+                      state.get("follow_links", False))
 
     def recipe(self) -> tuple:
         """What identifies this backend: equal recipes read the same objects."""
         return (self.url, tuple(sorted((k, repr(v)) for k, v in self.options.items())),
-                self._instance, self.max_concurrency)
+                self._instance, self.max_concurrency, self.follow_links)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Backend) and self.recipe() == other.recipe()
 
     def __repr__(self) -> str:
-        return self.url or repr(self._instance)
+        return self._reader.name
 
     @property
     def store(self) -> Any:
-        if self._store is None:
-            url = self.url
-            if url.startswith("file://"):
-                path = url[len("file://") :]
-                if not os.path.isdir(path):
-                    raise FileNotFoundError(f"hive root {path} does not exist")
-                self._store = obstore.store.LocalStore(path, **self.options)
-            else:
-                self._store = obstore.store.from_url(url, **self.options)
-        return self._store
+        """The obstore store (built on first use); ``None`` for a local hive read with file
+        I/O."""
+        return self._reader.store if isinstance(self._reader, ObstoreReader) else None
 
-    async def _call(self, kind: str, coro_fn, *args, **kwargs):
+    async def _call(self, kind: str, coro_fn: Callable[..., Awaitable], *args, **kwargs):
+        """One counted request under the process-wide concurrency cap."""
         self.stats.counts[kind] += 1
         async with _limiter(self.max_concurrency):
             self.stats.in_flight += 1
@@ -203,86 +501,77 @@ class Backend:
             finally:
                 self.stats.in_flight -= 1
 
+    def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
+        """An error of this package for a failed request: the reader's own errors as they
+        are, anything else as an :class:`ObjectReadError` naming the object, redacted."""
+        if isinstance(err, MocHiveError):
+            return err
+        if type(err) is ValueError:  # a path that is not below the root
+            return ValueError(scrub(str(err), self._reader.options))
+        detail = scrub(_first_paragraph(err), self._reader.options)
+        return ObjectReadError(f"{what} {path} from {self}: {detail}")
+
     async def get(self, path: str, byte_range: ByteRequest | None = None) -> BytesLike | None:
         """The object's bytes (or the requested range), zero-copy; ``None`` if it is absent.
 
         Ranges follow zarr's slicing semantics: an end past the object clamps, and a
-        start at or past its end gives ``b""``.
+        start at or past its end gives ``b""`` (an empty range, without a request).
+        One request (a GET).
         """
+        if (isinstance(byte_range, RangeByteRequest) and not _unusual(byte_range)
+                and byte_range.end <= byte_range.start):
+            return b""
+        got = await self.get_sized(path, byte_range)
+        return None if got is None else got[0]
+
+    async def get_sized(
+        self, path: str, byte_range: ByteRequest | None = None
+    ) -> tuple[BytesLike, int] | None:
+        """Like :meth:`get`, with the whole object's size, learned from the same request
+        (an empty range costs a HEAD instead)."""
         if byte_range is not None and not isinstance(byte_range, ByteRequest):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
-        if byte_range is None:
-            option = None
-        elif _unusual(byte_range):
-            data = await self.get(path)  # negative or huge bounds: slice in memory
-            return None if data is None else slice_bytes(bytes(data), byte_range)
-        elif isinstance(byte_range, RangeByteRequest):
-            if byte_range.end <= byte_range.start:
-                return b""
-            option = (byte_range.start, byte_range.end)
-        elif isinstance(byte_range, OffsetByteRequest):
-            option = {"offset": byte_range.offset}
-        else:
-            option = {"suffix": byte_range.suffix}
-        kind = "get" if option is None else "get_range"
-        options = {} if option is None else {"options": {"range": option}}
-        _ = self.store  # a missing hive root raises here, not as a missing object
+        if byte_range is not None and _unusual(byte_range):
+            got = await self.get_sized(path)  # negative or huge bounds: slice in memory
+            return None if got is None else (slice_bytes(bytes(got[0]), byte_range), got[1])
+        if isinstance(byte_range, RangeByteRequest) and byte_range.end <= byte_range.start:
+            size = await self.size(path)
+            return None if size is None else (b"", size)
+        option = _range_option(byte_range)
+        self._reader.ready()  # a missing hive root raises here, not as a missing object
         try:
-            if self._local_root is not None:
-                return await self._call(kind, self._read_file, path, option)
-            return await self._call(kind, self._fetch, path, options)
+            kind = "get" if option is None else "get_range"
+            return await self._call(kind, self._reader.read, path, option)
         except _MISSING:
             return None
-        except Exception:
-            if option is None or isinstance(byte_range, SuffixByteRequest):
-                raise
+        except Exception as err:
+            failure = self._failure(err, path)
+        if isinstance(option, tuple) or (isinstance(option, dict) and "offset" in option):
             start = option[0] if isinstance(option, tuple) else option["offset"]
-            size = await self.size(path)
+            size = await self.size(path)  # obstore refuses a range starting past the end
             if size is None:
                 return None
             if start >= size:
-                return b""
-            raise
-
-    async def _read_file(self, path: str, option) -> bytearray:
-        """A local object read with plain file I/O: inline when the page cache holds it,
-        else on a worker thread (obstore's LocalStore costs ~0.3 ms per small GET)."""
-        if path.startswith("/") or not set(path.split("/")).isdisjoint(("", ".", "..")):
-            raise ValueError(f"{path!r} is not a path below the hive root")
-        full = os.path.join(self._local_root, path)
-        data = _read(full, option, wait=False)  # page-cached: read inline (~7 us)
-        if data is None:
-            data = await asyncio.get_running_loop().run_in_executor(None, _read, full, option)
-        return data
-
-    async def _fetch(self, path: str, options: dict) -> BytesLike:
-        """GET and read the body: both under the cap (a body still streaming is a
-        request in flight)."""
-        result = await obstore.get_async(self.store, path, **options)
-        try:
-            return await result.bytes_async()
-        except _MISSING:
-            raise
-        except Exception as err:  # obstore's body errors do not name the object
-            raise ObjectReadError(
-                f"reading {path} from {self}: the response body failed after obstore's "
-                f"retries ({err})"
-            ) from err
+                return b"", size
+        raise failure
 
     async def size(self, path: str) -> int | None:
-        """The object's size in bytes, or ``None`` when it does not exist."""
+        """The object's size in bytes, or ``None`` when it does not exist (one HEAD)."""
+        self._reader.ready()
         try:
-            return (await self._call("head", obstore.head_async, self.store, path))["size"]
+            return await self._call("head", self._reader.head, path)
         except _MISSING:
             return None
+        except Exception as err:
+            failure = self._failure(err, path, "sizing")
+        raise failure
 
     async def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        """Child prefix names and object names directly below ``prefix``."""
+        """Child prefix names and object names directly below ``prefix`` (one LIST)."""
         prefix = prefix.strip("/")
-        listing = await self._call(
-            "list", obstore.list_with_delimiter_async, self.store, prefix or None
-        )
-        cut = len(prefix) + 1 if prefix else 0
-        dirs = [p.rstrip("/")[cut:] for p in listing["common_prefixes"]]
-        objects = [meta["path"][cut:] for meta in listing["objects"]]
-        return dirs, objects
+        self._reader.ready()
+        try:
+            return await self._call("list", self._reader.list, prefix)
+        except Exception as err:
+            failure = self._failure(err, prefix or ".", "listing")
+        raise failure

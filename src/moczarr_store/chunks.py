@@ -1,6 +1,19 @@
-"""Byte-level helpers of the data path: range slicing and passthrough chunk checks."""
+"""Byte-level helpers of the data path: shard index checks, passthrough chunk checks and
+the re-framing of a shard into one chunk.
+
+A shard index entry is ``(offset, nbytes)``, two little-endian uint64 words. An entry is
+absent when both words are ``2**64 - 1``; any other entry must be a non-empty span of the
+object's payload (not of its index) that overlaps no other entry. zarr's own sharding codec
+checks none of this (an entry that wraps past ``2**64`` or points into the index is read as
+whatever bytes lie there, an empty one as the fill value), so every index this store serves
+or follows is checked first; one that fails is a :class:`TruncatedChunkError` naming the
+object. All arithmetic is on uint64 words compared before they are added: nothing wraps.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import google_crc32c
 import numpy as np
@@ -9,13 +22,25 @@ from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from .errors import TruncatedChunkError
 from .view.arrays import ChunkCheck
 
-_ABSENT = np.uint64(2**64 - 1)
+ABSENT = 2**64 - 1
+_ABSENT = np.uint64(ABSENT)
+
+ReadSized = Callable[[str, Any], Awaitable[tuple[Any, int] | None]]
 
 
+def _bad(key: str, what: str) -> TruncatedChunkError:
+    return TruncatedChunkError(f"{key}: {what}: the object is truncated or corrupt")
 
-def _check_index(index: memoryview, check: ChunkCheck, key: str, payload: int | None) -> None:
-    """Verify a shard index: its crc32c, and (given the payload size) its bounds."""
-    body = index[: 16 * check.shard_chunks]
+
+def _rows(index, check: ChunkCheck) -> np.ndarray:
+    """A shard index's ``(offset, nbytes)`` rows (a view of its bytes)."""
+    body = memoryview(index)[: 16 * (check.shard_chunks or 0)]
+    return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
+
+
+def _parse_index(index: memoryview, check: ChunkCheck, key: str) -> np.ndarray:
+    """The index's ``(offset, nbytes)`` rows, its crc32c checked."""
+    body = index[: 16 * (check.shard_chunks or 0)]
     if check.index_crc:
         stored = int.from_bytes(index[-4:], "little")
         if google_crc32c.value(bytes(body)) != stored:
@@ -23,36 +48,97 @@ def _check_index(index: memoryview, check: ChunkCheck, key: str, payload: int | 
                 f"{key}: the shard index does not check (crc32c mismatch): the object is "
                 "truncated or corrupt"
             )
-    if payload is None:
+    return _rows(body, check)
+
+
+def _payload(check: ChunkCheck, size: int | None) -> tuple[int, int]:
+    """``[start, end)`` of the bytes entries may point at in a ``size``-byte object
+    (the whole uint64 range when the size is unknown)."""
+    need = check.index_nbytes
+    if size is None:
+        return (0 if check.index_at_end else need), ABSENT
+    return (0, size - need) if check.index_at_end else (need, size)
+
+
+def verify_entries(entries: np.ndarray, check: ChunkCheck, key: str,
+                   size: int | None) -> None:
+    """Raise unless every entry is absent or a non-empty span of the payload of a
+    ``size``-byte object (``None``: unknown) that overlaps no other entry (and, for
+    uncompressed inner chunks, is exactly one inner chunk long).
+
+    Cost: O(n log n) in the number of inner chunks, no copy of the object.
+    """
+    offsets, lengths = entries[:, 0], entries[:, 1]
+    absent = (offsets == _ABSENT) & (lengths == _ABSENT)
+    half = (offsets == _ABSENT) != (lengths == _ABSENT)
+    if half.any():
+        i = int(np.flatnonzero(half)[0])
+        raise _bad(key, f"shard index entry {i} ({offsets[i]}, {lengths[i]}) is half absent")
+    present = np.flatnonzero(~absent)
+    if present.size == 0:
         return
-    entries = np.frombuffer(body, dtype="<u8").reshape(-1, 2)
-    present = entries[entries[:, 0] != _ABSENT]
-    if present.size and int((present[:, 0] + present[:, 1]).max()) > payload:
+    offsets, lengths = offsets[present], lengths[present]
+    if (lengths == 0).any():
+        i = int(present[np.flatnonzero(lengths == 0)[0]])
+        raise _bad(key, f"shard index entry {i} is empty (0 bytes at {entries[i, 0]})")
+    step = check.inner_nbytes
+    if step is not None and (lengths != np.uint64(step)).any():
+        i = int(present[np.flatnonzero(lengths != np.uint64(step))[0]])
         raise TruncatedChunkError(
-            f"{key}: the shard index points past the {payload} payload bytes of the object"
+            f"{key}: an inner chunk of {entries[i, 1]} bytes (shard index entry {i}), "
+            f"{step} expected"
         )
+    start, end = (np.uint64(v) for v in _payload(check, size))
+    if (offsets < start).any():
+        i = int(present[np.flatnonzero(offsets < start)[0]])
+        raise _bad(key, f"shard index entry {i} points into the shard index")
+    outside = (offsets > end) | (lengths > end - np.minimum(offsets, end))
+    if outside.any():
+        i = int(present[np.flatnonzero(outside)[0]])
+        what = (f"the {end} payload bytes of the object" if size is not None
+                else "the end of any object (2**64 bytes)")
+        raise TruncatedChunkError(
+            f"{key}: the shard index points past {what} (entry {i}: {entries[i, 1]} bytes at "
+            f"{entries[i, 0]})"
+        )
+    order = np.argsort(offsets, kind="stable")
+    ends = offsets[order] + lengths[order]  # no wrap: every end is at most ``end``
+    clash = np.flatnonzero(ends[:-1] > offsets[order][1:])
+    if clash.size:
+        i, j = sorted(int(present[order[k]]) for k in (clash[0], clash[0] + 1))
+        raise _bad(key, f"shard index entries {i} and {j} overlap")
 
 
-def check_chunk(data, check: ChunkCheck, byte_range, key: str) -> None:
-    """Raise :class:`TruncatedChunkError` naming ``key`` if ``data`` cannot be right."""
-    size = len(memoryview(data))
+def _is_index_range(byte_range, check: ChunkCheck) -> bool:
+    return byte_range == index_range(check)
+
+
+def check_chunk(data, check: ChunkCheck, byte_range, key: str, size: int | None = None) -> None:
+    """Raise :class:`TruncatedChunkError` naming ``key`` if ``data`` cannot be right.
+
+    ``size`` is the whole object's size when ``data`` is a range of it (a shard index
+    read on its own is then checked against the payload too).
+    """
+    size_read = len(memoryview(data))
     if check.shard_chunks:
         need = check.index_nbytes
         view = memoryview(data)
         if byte_range is None:
-            if size < need:
-                raise TruncatedChunkError(f"{key}: {size} bytes cannot hold a {need}-byte index")
-            index = view[size - need :] if check.index_at_end else view[:need]
-            _check_index(index, check, key, size - need if check.index_at_end else size)
-        elif isinstance(byte_range, SuffixByteRequest) and byte_range.suffix == need:
-            if size != need:
-                raise TruncatedChunkError(f"{key}: {size} bytes cannot hold a {need}-byte index")
-            _check_index(view, check, key, None)
+            if size_read < need:
+                raise TruncatedChunkError(
+                    f"{key}: {size_read} bytes cannot hold a {need}-byte index")
+            index = view[size_read - need :] if check.index_at_end else view[:need]
+            verify_entries(_parse_index(index, check, key), check, key, size_read)
+        elif _is_index_range(byte_range, check):
+            if size_read != need:
+                raise TruncatedChunkError(
+                    f"{key}: {size_read} bytes cannot hold a {need}-byte index")
+            verify_entries(_parse_index(view, check, key), check, key, size)
         return
-    if byte_range is None and check.nbytes is not None and size != check.nbytes:
+    if byte_range is None and check.nbytes is not None and size_read != check.nbytes:
         raise TruncatedChunkError(
             f"{key}: an uncompressed chunk of {check.nbytes} bytes was expected, the object "
-            f"has {size}"
+            f"has {size_read}"
         )
 
 
@@ -60,14 +146,14 @@ def shard_entries(data, check: ChunkCheck, key: str) -> np.ndarray:
     """The ``(offset, nbytes)`` rows of a whole shard object's verified index."""
     check_chunk(data, check, None, key)
     view, need = memoryview(data), check.index_nbytes
-    index = view[len(view) - need :] if check.index_at_end else view[:need]
-    return np.frombuffer(index[: 16 * check.shard_chunks], dtype="<u8").reshape(-1, 2)
+    return _rows(view[len(view) - need :] if check.index_at_end else view[:need], check)
 
 
-def index_entries(index, check: ChunkCheck, key: str) -> np.ndarray:
-    """The ``(offset, nbytes)`` rows of a shard index read on its own (verified)."""
-    check_chunk(index, check, SuffixByteRequest(check.index_nbytes), key)
-    return np.frombuffer(memoryview(index)[: 16 * check.shard_chunks], dtype="<u8").reshape(-1, 2)
+def index_entries(index, check: ChunkCheck, key: str, size: int | None = None) -> np.ndarray:
+    """The ``(offset, nbytes)`` rows of a shard index read on its own, verified (against
+    the payload of a ``size``-byte object when the size is known)."""
+    check_chunk(index, check, index_range(check), key, size)
+    return _rows(index, check)
 
 
 def index_range(check: ChunkCheck):
@@ -75,6 +161,55 @@ def index_range(check: ChunkCheck):
     if check.index_at_end:
         return SuffixByteRequest(check.index_nbytes)
     return RangeByteRequest(0, check.index_nbytes)
+
+
+async def load_index(read_sized: ReadSized, key: str, check: ChunkCheck) -> np.ndarray | None:
+    """A shard object's verified index entries (one ranged GET), ``None`` if it is absent."""
+    got = await read_sized(key, index_range(check))
+    return None if got is None else index_entries(got[0], check, key, got[1])
+
+
+def check_span(entries: np.ndarray | None, byte_range: RangeByteRequest, data, key: str) -> None:
+    """A ranged read of a shard object whose verified index is ``entries``: a range inside
+    the bytes its inner chunks span (one chunk, or several coalesced) must come back whole."""
+    start, end = byte_range.start, byte_range.end
+    present = None if entries is None else entries[entries[:, 0] != _ABSENT]
+    if present is None or present.size == 0 or not 0 <= start < end:
+        return
+    low, high = int(present[:, 0].min()), int((present[:, 0] + present[:, 1]).max())
+    if low <= start and end <= high and (data is None or len(memoryview(data)) != end - start):
+        got = "nothing" if data is None else f"{len(memoryview(data))} bytes"
+        raise TruncatedChunkError(
+            f"{key}: its index promised {end - start} bytes at {start}, the read gave {got}"
+        )
+
+
+async def shard_passthrough(read_sized: ReadSized, indexes, key: str, check: ChunkCheck,
+                            byte_range) -> Any:
+    """A leaf chunk object (or a range of it) passed through as it is, checked.
+
+    A whole object: its index (or its size, unsharded). A shard's index alone: against the
+    object's size (learned with it, no extra request), then remembered in ``indexes`` (an
+    ``AsyncCache``). Any other range of a shard: against that index (re-read if forgotten:
+    one more ranged GET), so zarr's sharding codec never decodes bytes a lying index points
+    at, nor a chunk cut short.
+    """
+    if check.shard_chunks and isinstance(byte_range, RangeByteRequest) and not _is_index_range(
+        byte_range, check
+    ):
+        entries = await indexes.get(key, lambda: load_index(read_sized, key, check))
+        got = await read_sized(key, byte_range)
+        data = None if got is None else got[0]
+        check_span(entries, byte_range, data, key)
+        return data
+    got = await read_sized(key, byte_range)
+    if got is None:
+        return None
+    if check.shard_chunks and _is_index_range(byte_range, check):
+        indexes.put(key, index_entries(got[0], check, key, got[1]))
+    else:
+        check_chunk(got[0], check, byte_range, key, got[1])
+    return got[0]
 
 
 def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
@@ -87,24 +222,17 @@ def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     offsets, sizes = entries[:, 0], entries[:, 1]
     if (offsets == _ABSENT).all():
         return None
-    view, step = memoryview(data), check.inner_nbytes
+    view, step = memoryview(data), check.inner_nbytes or 0
     first = int(offsets[0])
-    if (sizes == step).all() and (np.diff(offsets) == step).all() and first != int(_ABSENT):
+    if first != ABSENT and (sizes == step).all() and (np.diff(offsets) == step).all():
         return view[first : first + step * len(offsets)]  # written in order: already one chunk
-    parts = []
-    for offset, nbytes in entries.tolist():
-        if offset == int(_ABSENT):
-            parts.append(check.inner_fill)
-        elif nbytes != check.inner_nbytes:
-            raise TruncatedChunkError(
-                f"{key}: an inner chunk of {nbytes} bytes, {check.inner_nbytes} expected"
-            )
-        else:
-            parts.append(view[offset : offset + nbytes])
-    return b"".join(parts)
+    return b"".join(  # every present entry is one inner chunk long (verified)
+        check.inner_fill if offset == ABSENT else view[offset : offset + nbytes]
+        for offset, nbytes in entries.tolist()
+    )
 
 
 def inner_span(entries: np.ndarray, part: int) -> RangeByteRequest | None:
-    """The byte range of inner chunk ``part``, or ``None`` when it is absent."""
+    """The byte range of inner chunk ``part`` of a verified index, ``None`` if absent."""
     offset, nbytes = (int(v) for v in entries[part])
-    return None if offset == int(_ABSENT) else RangeByteRequest(offset, offset + nbytes)
+    return None if offset == ABSENT else RangeByteRequest(offset, offset + nbytes)

@@ -8,13 +8,24 @@ import warnings
 
 from zarr.core.sync import sync
 
+from .backend import redact
 from .options import VERIFY_MODES
 from .store import MocHiveStore
 from .view.arrays import FabricatedArray
 
 
+def escape(text: object) -> str:
+    """``text`` safe for a terminal: every control or invisible character (and ``\\``)
+    written as a Python escape (``\\x1b``, ``\\n``, ``\\u202e``), credentials redacted."""
+    return "".join(
+        ch if ch.isprintable() and ch != "\\" else ch.encode("unicode_escape").decode("ascii")
+        for ch in redact(str(text))
+    )
+
+
 def describe(store: MocHiveStore) -> list[str]:
-    """The virtual tree and the hive facts, one line per node."""
+    """The virtual tree and the hive facts, one line per node; every line escaped (names
+    come from the hive)."""
     hive = sync(store.hive())
     view = sync(store.view())
     lines = [f"hive {store.backend}  ({'bare store' if hive.bare else 'multi-product root'})"]
@@ -49,7 +60,7 @@ def describe(store: MocHiveStore) -> list[str]:
         lines.append("problems seen:")
         lines.extend(f"  {line}" for line in problems)
     lines.append(f"backend requests: {dict(store.request_stats.counts)}")
-    return lines
+    return [escape(line) for line in lines]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,17 +74,23 @@ def main(argv: list[str] | None = None) -> int:
         default="open",
         help="'open' (default) reads every stamp to report debris; 'lazy' reads one leaf",
     )
+    inspect.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="local hives: read through links that lead out of the hive root",
+    )
     args = parser.parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            lines = describe(MocHiveStore(args.source, verify=args.verify))
+            store = MocHiveStore(args.source, verify=args.verify, follow_links=args.follow_links)
+            lines = describe(store)
         except (OSError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
+            print(f"error: {escape(err)}", file=sys.stderr)
             return 1
     print("\n".join(lines))
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"warning: {escape(w.message)}", file=sys.stderr)
     return 0
 
 

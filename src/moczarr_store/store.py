@@ -62,6 +62,9 @@ class MocHiveStore(Store):
     read_only
         zarr's access-mode flag. The store never writes either way; it defaults to
         ``False`` only so that ``zarr.open_group(store)`` (mode ``"a"``) opens it.
+    follow_links
+        Local hives: read through links whose target lies outside the hive root (by
+        default such an object is refused with ``OutsideRootError``).
     **storage_options
         Passed to obstore (``region``, ``endpoint``, ``skip_signature``,
         ``client_options``, ``retry_config``, ...).
@@ -82,11 +85,12 @@ class MocHiveStore(Store):
         chunking: str = "leaf",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
+        follow_links: bool = False,
         **storage_options: Any,
     ) -> None:
         super().__init__(read_only=read_only)
         self.options = OpenOptions.make(verify, chunking, window, aoi)
-        self.backend = Backend(source, storage_options, max_concurrency)
+        self.backend = Backend(source, storage_options, max_concurrency, follow_links)
         self._source = source
         self.session = HiveSession(self.backend, self.options)
 
@@ -142,6 +146,7 @@ class MocHiveStore(Store):
             chunking=options.chunking,
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
+            follow_links=backend.follow_links,
             **backend.options,
         )
 

@@ -12,11 +12,25 @@ writes of it.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..backend import BytesLike, slice_bytes
-from ..chunks import check_chunk, index_entries, index_range, inner_span, reframe, shard_entries
-from ..errors import ChunkReadError, MalformedMetadataError, TruncatedChunkError
+from ..cache import AsyncCache
+from ..chunks import (
+    check_chunk,
+    inner_span,
+    load_index,
+    reframe,
+    shard_entries,
+    shard_passthrough,
+)
+from ..errors import (
+    ChunkReadError,
+    MalformedMetadataError,
+    OutsideRootError,
+    TruncatedChunkError,
+)
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
 from ..transcode import encoding, transcode
@@ -159,9 +173,15 @@ def remember_template(session: HiveSession, level: Level) -> None:
 
 
 async def _read(session: HiveSession, key: str, byte_range=None) -> Bytes | None:
+    got = await _read_sized(session, key, byte_range)
+    return None if got is None else got[0]
+
+
+async def _read_sized(session: HiveSession, key: str, byte_range=None):
+    """``(bytes, object size)`` or ``None``; a failure is an error naming the object."""
     try:
-        return await session.backend.get(key, byte_range)
-    except (TruncatedChunkError, ChunkReadError):
+        return await session.backend.get_sized(key, byte_range)
+    except (TruncatedChunkError, ChunkReadError, OutsideRootError):
         raise
     except Exception as err:
         raise ChunkReadError(f"reading {key} from {session.backend}: {err}") from err
@@ -171,10 +191,11 @@ async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
     """The chunk's bytes from its object, checked against what the plan expects."""
     key, check = plan.object, plan.check
     if isinstance(plan, Passthrough):
-        data = await _read(session, key, plan.byte_range)
-        if data is not None:
-            check_chunk(data, check, plan.byte_range, key)
-        return data
+        # a shard's verified index is remembered for immutable objects only: a rewritten
+        # object's ranges are checked against its index as it is now
+        indexes = session.indexes if plan.immutable else AsyncCache(1)
+        read = functools.partial(_read_sized, session)
+        return await shard_passthrough(read, indexes, key, check, plan.byte_range)
     if isinstance(plan, Reframe):
         data = await _read(session, key)
         data = None if data is None else reframe(data, check, key)
@@ -194,12 +215,8 @@ async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
         span = inner_span(shard_entries(whole, check, key), plan.part)
         data: Bytes | None = None if span is None else memoryview(whole)[span.start : span.end]
     else:
-
-        async def load_index():
-            index = await _read(session, key, index_range(check))
-            return None if index is None else index_entries(index, check, key)
-
-        entries = await session.indexes.get(key, load_index)
+        read = functools.partial(_read_sized, session)
+        entries = await session.indexes.get(key, lambda: load_index(read, key, check))
         span = None if entries is None else inner_span(entries, plan.part)
         data = None if span is None else await _read(session, key, span)
     if span is None:

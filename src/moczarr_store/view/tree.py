@@ -157,8 +157,13 @@ class View:
         return self._documents[path]
 
     def chunk(self, key: str) -> tuple[Array, tuple[int, ...]] | None:
-        """The array and chunk coordinates a chunk key names, or ``None``."""
-        head, sep, tail = key.partition("/c/")
+        """The array and chunk coordinates a chunk key names, or ``None``.
+
+        A key is ``{array path}/c/{i}/{j}...``; an array may be named ``c``, ``0`` or
+        ``zarr.json``, so the split is at the *last* ``/c/``: every earlier one leaves a
+        ``c`` component in the tail, which no coordinate tuple has (one lookup).
+        """
+        head, sep, tail = key.rpartition("/c/")
         array = self.arrays.get(head) if sep else None
         if array is None:
             return None
