@@ -8,12 +8,14 @@ cases, xarray) from a ``MocHiveStore`` over the copy, and gives each read one ve
 - ``values-equal``: moczarr's values and dtype on every row the store serves;
 - ``fill+warning``: where they differ, the fill value, and a ``HiveWarning`` naming the
   mutated object (or its leaf);
-- ``omitted+warning``: an array moczarr has is left out, with such a warning;
+- ``omitted+warning``: an array (or group) moczarr has is left out, with such a warning;
 - ``package-error``: a ``MocHiveError`` whose message names the mutated object;
 
 or a violation: ``wrong-values``, ``wrong-dtype``, ``followed-link`` (bytes served from
 beyond the hive root), ``bare-exception``, ``error-not-naming-object``, ``hang``,
-``unbounded`` (an array too large to be this hive's).
+``unbounded`` (an array too large to be this hive's), ``repeated-warning`` (one store
+giving the same ``HiveWarning`` twice), and finer kinds of wrong data: ``silent-fill``,
+``values-where-moczarr-fails``, ``missing-array``, ``missing-group``, ``extra-array``.
 
 Run ``python -m tests.hostile --report N`` (from the repository root) to generate N cases
 and print their verdict counts by mutation kind, and the violations.
@@ -28,10 +30,13 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +48,7 @@ import numpy as np
 import xarray as xr
 import zarr
 from hypothesis import strategies as st
+from zarr.core.sync import sync
 from zarr.storage import LocalStore
 
 from moczarr_store import HiveWarning, MocHiveError, MocHiveStore
@@ -54,10 +60,11 @@ KINDS = ("type-swap", "truncate-json", "truncate-chunk", "shard-index", "rename-
          "symlink", "rewrite-after-read", "drift")
 OK = ("values-equal", "fill+warning", "omitted+warning", "package-error")
 VIOLATIONS = ("wrong-values", "wrong-dtype", "silent-fill", "values-where-moczarr-fails",
-              "missing-array", "extra-array", "followed-link", "bare-exception",
-              "error-not-naming-object", "hang", "unbounded")
+              "missing-array", "missing-group", "extra-array", "followed-link", "bare-exception",
+              "error-not-naming-object", "hang", "unbounded", "repeated-warning")
 READ_TIMEOUT = 30.0  # seconds for one read before it counts as a hang
 MAX_ELEMENTS = 1 << 22  # no array of these hives comes near; larger is unbounded work
+MEMORY_LIMIT = 8 << 30  # report mode: a runaway allocation fails its case, not the machine
 SKIP_DIRS = {"icechunk", "multiscales"}
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # copies are 10x faster in RAM
 COORDS = ("morton", "cell_ids")
@@ -240,9 +247,9 @@ def _json_paths(doc: object, at: tuple = ()) -> list[tuple]:
 
 
 @st.composite
-def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
+def cases(draw) -> Case:
     """A fixture, a mutation of one of its objects, its parameters and store options."""
-    kind = draw(st.sampled_from(kinds))
+    kind = draw(st.sampled_from(KINDS))
     names = [h for h in HIVES if _targets(pristine(h), kind)]
     p = pristine(draw(st.sampled_from(names)))
     target = draw(st.sampled_from(_targets(p, kind)))
@@ -328,6 +335,7 @@ def _scope(fixture: str, rel: str) -> Applied:
 
 
 def _swapped(value: object, swap: str) -> object:
+    """``value`` with another JSON type (or a hostile value of its own)."""
     return {
         "float": float(value) if isinstance(value, int) and not isinstance(value, bool) else 0.5,
         "string": value if isinstance(value, str) else json.dumps(value),
@@ -397,7 +405,7 @@ def _shard_index(root: Path, case: Case) -> None:
         "wrap-length": (8, ABSENT - 3),
         "zero-length": (offset, 0),
         "half-absent": (ABSENT, nbytes),
-        "into-index": (payload - 8, 16),
+        "into-index": (max(0, payload - 8), 16),
     }[case.param("lie")]
     body = index.tobytes()
     data[payload : payload + 16 * n] = body
@@ -598,6 +606,9 @@ def _reference(root: Path, group: Group, window: str | None) -> Ref:
     with contextlib.suppress(Exception):  # else variable by variable, to see which fail
         ds = ds.load()
     for name in ds.data_vars:
+        if ds[name].dims != ("cells",):  # every field of these hives is 1-d
+            ref.errors[str(name)] = f"moczarr presents it along {ds[name].dims}, not cells"
+            continue
         try:
             ref.values[str(name)] = np.asarray(ds[name].values)
         except Exception as err:
@@ -813,6 +824,14 @@ def _expected_names(ctx: Context, group: Group) -> set[str]:
     return names
 
 
+def _absent(store: MocHiveStore, group: Group) -> bool:
+    """Whether the store's hierarchy leaves ``group`` out (its open may fail instead)."""
+    try:
+        return not _timed(lambda: sync(store.exists(f"{group.path}/zarr.json")))
+    except Exception:  # the hive does not open: the read's own error is the verdict
+        return False
+
+
 def _read_group(ctx: Context, store: MocHiveStore, group: Group, via: str) -> list[Read]:
     """Every array of one group read whole, judged window by window."""
     names = ctx.applied.names
@@ -825,6 +844,9 @@ def _read_group(ctx: Context, store: MocHiveStore, group: Group, via: str) -> li
         labels = ([str(w) for w in np.asarray(coords["window"][...])]
                   if group.windows and "window" in coords else [None])
     except Exception as err:  # judged
+        if _absent(store, group):
+            verdict = "omitted+warning" if ctx.warned() else "missing-group"
+            return [Read(f"{via} {group.path}", verdict, "group not presented")]
         return [Read(f"{via} {group.path}", *error_verdict(err, names))]
     reads = []
     expected = _expected_names(ctx, group)
@@ -893,12 +915,20 @@ def run_case(case: Case) -> list[Read]:
             ctx = Context(case, applied, references(root, p.groups), base, None, caught)
             if case.target.rsplit("/", 1)[-1] == "coverage.moc":
                 ctx.fallback = walk_references(root, p.groups, root / case.target)
-            return read_all(ctx, store)
-        first = read_all(Context(case, applied, base, base, None, caught), store)
-        applied.later()
-        ctx = Context(case, applied, references(root, p.groups), base, base, caught)
-        again = [Read("again " + r.key, r.verdict, r.detail) for r in read_all(ctx, store)]
-        return first + again
+            reads = read_all(ctx, store)
+        else:
+            reads = read_all(Context(case, applied, base, base, None, caught), store)
+            applied.later()
+            ctx = Context(case, applied, references(root, p.groups), base, base, caught)
+            reads += [Read("again " + r.key, r.verdict, r.detail) for r in read_all(ctx, store)]
+        return reads + _repeated_warnings(caught)
+
+
+def _repeated_warnings(caught: list) -> list[Read]:
+    """A store warns about one thing once, however many reads meet it."""
+    seen = Counter(str(w.message) for w in caught if issubclass(w.category, HiveWarning))
+    return [Read("warnings", "repeated-warning", f"{n} times: {message[:300]}")
+            for message, n in seen.items() if n > 1]
 
 
 def failures(case: Case, reads: list[Read]) -> list[str]:
@@ -986,14 +1016,25 @@ def collect(n: int) -> dict[Case, list[Read]]:
     """The explicit cases and ``n`` generated ones (derandomized), each run once."""
     from hypothesis import HealthCheck, Phase, given, settings
 
-    seen = {case: run_case(case) for case in examples()}
+    def run(case: Case) -> list[Read]:
+        try:
+            reads = run_case(case)
+        except Exception as err:  # a bug of this harness: count it, keep going
+            reads = [Read("harness", "harness-error", f"{type(err).__name__}: {err}")]
+        print(f"[{len(seen) + 1}] {case}: {len(failures(case, reads))} bad reads",
+              file=sys.stderr, flush=True)
+        return reads
+
+    seen: dict[Case, list[Read]] = {}
+    for case in examples():
+        seen[case] = run(case)
 
     @settings(max_examples=n, derandomize=True, database=None, deadline=None,
               phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(cases())
     def generate(case: Case) -> None:
         if case not in seen:
-            seen[case] = run_case(case)
+            seen[case] = run(case)
 
     generate()
     return seen
@@ -1002,6 +1043,8 @@ def collect(n: int) -> dict[Case, list[Read]]:
 def table(seen: dict[Case, list[Read]]) -> str:
     """Verdict counts by mutation kind (reads), with the number of distinct cases."""
     columns = [*OK, *VIOLATIONS]
+    if any(r.verdict == "harness-error" for reads in seen.values() for r in reads):
+        columns.append("harness-error")
     head = ["kind", "cases", "red cases", *columns]
     rows = [head]
     for kind in [*KINDS, "total"]:
@@ -1025,6 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="generated cases to run (beside the explicit ones)")
     parser.add_argument("--violations", action="store_true", help="list every violation")
     args = parser.parse_args(argv)
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))  # MemoryError, not OOM
     seen = collect(args.report)
     print(table(seen))
     if args.violations:
