@@ -4,8 +4,9 @@ dtype), or the fill value with a ``HiveWarning``, or a ``MocHiveError`` naming t
 The mutations (``hostile.py``) are drawn by hypothesis: JSON type swaps, truncated
 documents and chunks, shard indexes that lie, renamed arrays, links out of the hive root,
 unversioned leaves rewritten after a first read, and metadata drift between the leaves of
-one writer run. The explicit examples run every kind every time; ``python -m tests.hostile
---report N`` prints the verdicts of N generated cases by kind.
+one writer run. The explicit examples run every kind every time. Hypothesis reports the
+first failing example; ``python -m tests.hostile --report 0 --violations`` lists every bad
+read of all of them, and ``--report N`` adds N generated cases to the table of verdicts.
 """
 
 from __future__ import annotations
