@@ -939,7 +939,9 @@ def failures(case: Case, reads: list[Read]) -> list[str]:
 
 
 def _pick(fixture: str, kind: str, *needles: str) -> str:
-    return next(t for t in _targets(pristine(fixture), kind) if all(n in t for n in needles))
+    """The first target holding every needle and ending with the last."""
+    return next(t for t in _targets(pristine(fixture), kind)
+                if all(n in t for n in needles) and t.endswith(needles[-1]))
 
 
 def _case(fixture: str, kind: str, needles: tuple[str, ...], chunking: str = "leaf",
