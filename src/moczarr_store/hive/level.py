@@ -281,16 +281,38 @@ async def _first_template(
             warn_dangling(leaf, group)
             continue
         attrs = object_field(group_meta, "attributes", f"{group}/zarr.json")
-        names = await _array_names(backend, leaf, group)
-        names = await _valid_names(backend, [n for n in names if n not in COORDINATE_NAMES],
-                                   group)
-        metas = await asyncio.gather(
-            *(_read_json(backend, f"{group}/{n}/zarr.json") for n in names)
-        )
-        arrays = {n: m for n, m in zip(names, metas, strict=True)
-                  if m is not None and m.get("node_type") == "array"}
-        return leaf, attrs, arrays
+        arrays = await _group_arrays(backend, group, await _array_names(backend, leaf, group))
+        if any(meta is None for meta in arrays.values()) and _hashed_names(
+            leaf.stamp, group.rsplit("/", 1)[-1]
+        )[0] is not None:
+            arrays = await _relist(backend, leaf, group, arrays)
+        return leaf, attrs, {n: m for n, m in arrays.items() if m is not None}
     return None
+
+
+async def _group_arrays(backend, group: str, names: list[str]) -> dict[str, dict | None]:
+    """The array metadata of ``names`` in ``group`` (``None``: no array by that name)."""
+    names = await _valid_names(backend, [n for n in names if n not in COORDINATE_NAMES], group)
+    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in names))
+    return {n: m if m is not None and m.get("node_type") == "array" else None
+            for n, m in zip(names, metas, strict=True)}
+
+
+async def _relist(backend, leaf: Leaf, group: str, hashed: dict[str, dict | None]):
+    """The stamp's content hashes name arrays the group does not hold (renamed or removed
+    after the stamp): the listing names them instead, where the backend lists. Cost: one
+    LIST, and one GET per array not read yet."""
+    missing = sorted(n for n, m in hashed.items() if m is None)
+    try:
+        dirs, _ = await backend.list_dir(group)
+    except Exception:  # plain HTTP: the hashed arrays that exist are all that can be named
+        _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
+              f"that {group} does not hold, and it cannot be listed; they are not presented")
+        return hashed
+    _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
+          f"that {group} does not hold; its listing names the arrays instead")
+    found = {n: m for n, m in hashed.items() if m is not None}
+    return {**found, **await _group_arrays(backend, group, [d for d in dirs if d not in found])}
 
 
 async def find_template(

@@ -59,6 +59,8 @@ def node_name_problem(name: object) -> str | None:
         return "contains '/'"
     if name in (".", ".."):
         return "a dot segment"
+    if name == "zarr.json":
+        return "the name of its group's metadata document: its keys would be ambiguous"
     if name.startswith("__"):
         return "starts with '__', reserved by zarr"
     if not name.isprintable():
