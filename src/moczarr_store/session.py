@@ -72,11 +72,17 @@ class HiveSession:
         hive, view = self.hive, self.view
         wanted = [] if path is None else hive.pending_for(path)
         if wanted:
-            await asyncio.gather(*(self._settle(product, level) for product, level in wanted))
-            for product, level in wanted:
+            outcomes = await asyncio.gather(
+                *(self._settle(product, level) for product, level in wanted),
+                return_exceptions=True,
+            )
+            for product, level in wanted:  # the levels read are kept even if another failed
                 if level in product.levels and not view.has_node(level.path):
                     view.add_level(product, level)
                     remember_template(self, level)
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
         return view
 
     async def _settle(self, product: Product, level: Level) -> None:

@@ -42,8 +42,15 @@ class Hive:
 
 async def settle(backend, leaves: LeafCache, product: Product, level: Level, verify: str,
                  aoi: Cells | None = None) -> None:
-    """Read one pending level's schema and keep or omit it."""
-    product.settle(level, await resolve_level(backend, leaves, level, verify, aoi))
+    """Read one pending level's schema and keep or omit it. Overview levels are regenerable
+    caches: metadata that cannot be read as a level omits that level (with a warning), and
+    the source level and the other overviews stand."""
+    try:
+        kept = await resolve_level(backend, leaves, level, verify, aoi)
+    except HiveFormatError as err:
+        warnings.warn(f"{level.path}: {err}; omitted", HiveWarning, stacklevel=2)
+        kept = False
+    product.settle(level, kept)
 
 
 async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], dict[str, str]]:
