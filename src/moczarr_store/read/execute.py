@@ -143,6 +143,15 @@ async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray
         session.problems.note(array.level.path, "no-group", plan.leaf)
 
 
+async def leaf_array_meta(session: HiveSession, plan: LeafRead) -> dict | None:
+    """The leaf array's own metadata, as the executor establishes it (``None``: the leaf
+    version has no such array). Cost: none when known (immutable versions), else one GET."""
+    array = session.view.arrays[plan.array]
+    assert isinstance(array, FieldArray)
+    meta = await _leaf_meta(session, plan, array)
+    return array.source_meta if meta == _SAME else meta
+
+
 def remember_template(session: HiveSession, level: Level) -> None:
     """The template object's array metadata was read at open: a chunk of it needs no
     second read of it (immutable versions only)."""
