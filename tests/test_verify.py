@@ -20,8 +20,9 @@ from moczarr.stats import combined_hash, hash_arrays
 
 from moczarr_store import MocHiveStore
 from moczarr_store.cli import main
-from moczarr_store.verify import VerifyReport, printable, verify_hive
+from moczarr_store.verify import VerifyReport, as_leaf_dtype, printable, verify_hive
 
+pytest_plugins = ["servers"]
 FIXTURE_NAMES = [p.name for p in fixture_roots()]
 NO_INDEX = 2**64 - 1
 
@@ -379,3 +380,50 @@ def test_session_is_accepted(tmp_path):
     store = MocHiveStore(shutil.copytree(FIXTURES / "ragged", tmp_path / "r"))
     report = asyncio.run(verify_hive(store.session, jobs=1))
     assert report.ok and report.clean == 2
+
+
+@pytest.mark.parametrize("name", ["sharded", "pyramid1", "ragged"])
+def test_verifies_over_plain_http(http_server, name):
+    """Plain HTTP cannot list: the stamps' own records name the arrays to check."""
+    from servers import http_options
+
+    store = MocHiveStore(f"{http_server.url}/{name}", **http_options())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = asyncio.run(verify_hive(store))
+    assert report.ok and report.objects == report.clean == len(stamped_objects(FIXTURES / name))
+    assert store.request_stats.counts["get"] > 0
+
+
+def test_flat_record_shape_is_read(hive_copy):
+    """A flat ``{array: hash, "combined": hash}`` record verifies like the nested one; one
+    holding only ``combined`` records no array, so it is unverifiable."""
+    root = hive_copy("legacy")
+    flat, bare = "444111", "-411331"
+    rel_flat = next(r for r in stamped_objects(root) if r.endswith(f"/{flat}.zarr"))
+    rel_bare = next(r for r in stamped_objects(root) if r.endswith(f"/{bare}.zarr"))
+
+    def flatten(stamp):
+        content = stamp["content_hashes"]
+        stamp["content_hashes"] = {**content["arrays"], "combined": content["combined"]}
+
+    edit_stamp(root, rel_flat, flatten)
+    edit_stamp(root, rel_bare, lambda s: s.update(content_hashes={"combined": "0" * 64}))
+    report = run(root)
+    assert report.ok and report.clean == len(stamped_objects(root)) - 1
+    assert [v.object for v in report.unverifiable] == [rel_bare]
+
+
+def test_values_are_cast_back_exactly():
+    """The virtual dtype may be a promotion of the leaf's: values go back to the leaf's
+    dtype bit for bit, and a value that cannot is an error, never rounded into a match."""
+    wide = np.array([1, -2, 2**31 - 1], dtype="int64")
+    assert as_leaf_dtype(wide, np.dtype("int32"), "x").tobytes() == np.array(
+        [1, -2, 2**31 - 1], dtype="<i4"
+    ).tobytes()
+    halves = np.array([0.5, np.nan], dtype="float64")
+    assert as_leaf_dtype(halves, np.dtype("float32"), "x").dtype == np.float32
+    with pytest.raises(ValueError, match="not all representable"):
+        as_leaf_dtype(np.array([0.1]), np.dtype("float32"), "x")
+    with pytest.raises(ValueError, match="not all representable"):
+        as_leaf_dtype(np.array([2**40]), np.dtype("int32"), "x")

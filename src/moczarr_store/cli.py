@@ -104,7 +104,7 @@ def run_verify(args: argparse.Namespace) -> int:
     """``moczarr-store verify``: the report on stdout, warnings on stderr."""
     bar = None
     if sys.stderr.isatty() and not args.json:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped]
 
         bar = tqdm(unit="obj", file=sys.stderr, leave=False)
     with warnings.catch_warnings(record=True) as caught:

@@ -21,6 +21,7 @@ in flight, each holding its arrays' decoded values once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import json
@@ -40,8 +41,8 @@ from .errors import MalformedMetadataError
 from .hive.leaves import Leaf, parse_leaf
 from .hive.level import COORDINATE_NAMES, Level
 from .options import OptionError
-from .read.execute import execute, leaf_array_meta
-from .read.plan import Fabricate, LeafRead, plan_chunk
+from .read.execute import Bytes, execute, leaf_array_meta
+from .read.plan import Absent, Fabricate, InnerRange, Passthrough, Reframe, plan_chunk
 from .view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
@@ -212,13 +213,21 @@ def digest(values: np.ndarray) -> tuple[str, int]:
             n += VLEN_PREFIX + len(payload)
         return h.hexdigest(), n
     values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
-    h.update(values)
+    h.update(values.data)
     return h.hexdigest(), values.nbytes
 
 
 def native_dtype(meta: dict) -> np.dtype:
     """The numpy dtype of a zarr v3 array's ``data_type`` (``object`` for variable length)."""
-    return get_data_type_from_json(meta["data_type"], zarr_format=3).to_native_dtype()
+    data_type = meta["data_type"]
+    if isinstance(data_type, str):
+        return _named_dtype(data_type)
+    return get_data_type_from_json(data_type, zarr_format=3).to_native_dtype()
+
+
+@functools.lru_cache(maxsize=256)
+def _named_dtype(data_type: str) -> np.dtype:
+    return get_data_type_from_json(data_type, zarr_format=3).to_native_dtype()
 
 
 def as_leaf_dtype(values: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
@@ -252,11 +261,15 @@ class _Decoder:
             endian = (codecs[0].get("configuration") or {}).get("endian", "little")
             self.plain = self.dtype.newbyteorder("<" if endian == "little" else ">")
 
-    async def __call__(self, data: Any) -> np.ndarray:
+    def plain_chunk(self, data: Bytes | None) -> np.ndarray:
+        """A plain chunk's values (``None``: the fill value)."""
+        if data is None:
+            return np.full(self.shape, self.meta.fill_value, dtype=self.dtype)
+        return np.frombuffer(data, dtype=self.plain).reshape(self.shape)
+
+    async def __call__(self, data: Bytes | None) -> np.ndarray:
         if self.plain is not None:
-            if data is None:
-                return np.full(self.shape, self.meta.fill_value, dtype=self.dtype)
-            return np.frombuffer(data, dtype=self.plain).reshape(self.shape)
+            return self.plain_chunk(data)
         chunks = {}
         if data is not None:
             chunks[self.key] = default_buffer_prototype().buffer.from_bytes(bytes(data))
@@ -276,17 +289,30 @@ def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[i
     return itertools.product(*ranges)
 
 
+def _leaf_read(
+    array: FieldArray, coords: tuple[int, ...], leaf: Leaf
+) -> Passthrough | Reframe | InnerRange:
+    plan = plan_chunk(array, coords, leaf)
+    if isinstance(plan, Absent):  # a stamped leaf always has a data prefix
+        raise RuntimeError(f"{leaf.path}: {plan.reason}")
+    return plan
+
+
 async def _field_values(
     session: HiveSession, array: FieldArray, decode: _Decoder, leaf: Leaf, index: int,
     window: int,
 ) -> tuple[np.ndarray, dict | None]:
     """The leaf array's values as the store serves them, and the leaf array's metadata."""
-    plans = [plan_chunk(array, coords, leaf) for coords in _node_chunks(array, index, window)]
-    datas = await asyncio.gather(*(execute(session, plan) for plan in plans))
-    first = plans[0]
-    assert isinstance(first, LeafRead)
-    meta = await leaf_array_meta(session, first)
-    chunks = await asyncio.gather(*(decode(d) for d in datas))
+    plans = [_leaf_read(array, coords, leaf) for coords in _node_chunks(array, index, window)]
+    if len(plans) == 1:
+        datas = [await execute(session, plans[0])]
+    else:
+        datas = await asyncio.gather(*(execute(session, plan) for plan in plans))
+    meta = await leaf_array_meta(session, plans[0])
+    if decode.plain is not None:
+        chunks = [decode.plain_chunk(d) for d in datas]
+    else:
+        chunks = await asyncio.gather(*(decode(d) for d in datas))
     shape = tuple(array.source_meta["shape"])
     if len(chunks) == 1 and chunks[0].shape[array.windowed :] == shape:
         return chunks[0].reshape(shape), meta
@@ -306,6 +332,8 @@ async def _coordinate_values(
     cells = level.cells_per_shard
     start = index * cells
     data = await execute(session, Fabricate(array.path, (start // array.rows,)))
+    if data is None:
+        raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
     offset = start % array.rows
     return np.frombuffer(data, dtype="<u8")[offset : offset + cells]
 
@@ -371,7 +399,8 @@ class _LevelJob:
     ) -> ObjectVerdict | Leaf:
         """The verdict on one object, or its (unstamped) leaf."""
         level = self.level
-        leaf = parse_leaf(path, await session.backend.get(f"{path}/zarr.json"))
+        payload = await session.backend.get(f"{path}/zarr.json")
+        leaf = parse_leaf(path, None if payload is None else bytes(payload))
         if leaf.state != "stamped":
             return leaf
         recorded, combined = recorded_hashes(leaf.stamp)
@@ -379,37 +408,37 @@ class _LevelJob:
             return ObjectVerdict(level.path, path, "unverifiable")
         verdict = ObjectVerdict(level.path, path, "clean")
         verdict.unserved = [k for k in sorted(recorded) if self.unserved(k, path)]
-        names = [n for n in (*self.fields, *self.coordinates) if self.served(n, path)]
+        names = [
+            n for n in (*self.fields, *self.coordinates)
+            if self.served(n, path) and (n in self.fields or self.prefix + n in recorded)
+        ]
         results = await asyncio.gather(
-            *(self._check(session, leaf, index, window, n, recorded) for n in names)
+            *(self._hash(session, leaf, index, window, n, recorded) for n in names)
         )
-        for result in results:
+        for key, result in results:
             if isinstance(result, ArrayProblem):
                 verdict.problems.append(result)
             elif result is not None:
+                computed, nbytes = result
                 verdict.checked += 1
-                verdict.nbytes += result
-        if combined is not None:
-            if not all(isinstance(h, str) for h in recorded.values()):
-                verdict.problems.append(ArrayProblem("combined", "combined", "malformed record"))
-            elif combined_hash(recorded) != combined:
-                verdict.problems.append(ArrayProblem(
-                    "combined", "combined",
-                    "the recorded combined hash disagrees with the recorded per-array hashes",
-                    recorded=str(combined), computed=combined_hash(recorded)))
+                verdict.nbytes += nbytes
+                if computed != recorded[key]:
+                    verdict.problems.append(self._mismatch(key, recorded[key], computed))
+        verdict.problems.extend(_combined_problems(recorded, combined))
         if verdict.problems:
+            verdict.problems.sort(key=lambda p: p.array)
             errors = all(p.kind == "error" for p in verdict.problems)
             verdict.status = "error" if errors else "mismatch"
         return verdict
 
-    async def _check(
+    async def _hash(
         self, session: HiveSession, leaf: Leaf, index: int, window: int, name: str,
         recorded: dict[str, Any],
-    ) -> ArrayProblem | int | None:
-        """Bytes hashed for one array that matches its record, its problem, or ``None``
-        (neither recorded nor held by the object)."""
+    ) -> tuple[str, tuple[str, int] | ArrayProblem | None]:
+        """One array's :func:`digest` over its values as served, at the leaf's own dtype
+        (hashed on the loop: handing it to a thread costs more than it saves); its problem;
+        or ``None`` (neither recorded nor held by the object)."""
         key = self.prefix + name
-        expected = recorded.get(key)
         try:
             if name in self.fields:
                 array = self.fields[name]
@@ -423,26 +452,39 @@ class _LevelJob:
                 meta = await _read_json(session, f"{leaf.data_prefix}/{key}/zarr.json")
             if meta is None:
                 if key not in recorded:
-                    return None
-                return ArrayProblem(key, "missing", "recorded, but the object holds no such array",
-                                    recorded=str(expected))
+                    return key, None
+                detail = "recorded, but the object holds no such array"
+                return key, ArrayProblem(key, "missing", detail, recorded=str(recorded[key]))
             if key not in recorded:
-                return ArrayProblem(key, "unrecorded", "the object holds it; its record does not")
-            values = as_leaf_dtype(values, native_dtype(meta), f"{leaf.path}/{key}")
-            computed, nbytes = await asyncio.to_thread(digest, values)
+                detail = "the object holds it; its record does not"
+                return key, ArrayProblem(key, "unrecorded", detail)
+            return key, digest(as_leaf_dtype(values, native_dtype(meta), f"{leaf.path}/{key}"))
         except Exception as err:  # reported against this array, never raised
-            return ArrayProblem(key, "error", f"{type(err).__name__}: {err}")
-        if computed != expected:
-            detail = "sha256 of the values served differs"
-            if name in self.coordinates:
-                detail = (
-                    f"sha256 of the store's {name} (computed from the object's place in the "
-                    "tree) differs: the object is misplaced, or its writer stored fill for "
-                    "cells it did not write"
-                )
-            return ArrayProblem(key, "mismatch", detail, recorded=str(expected),
-                                computed=computed)
-        return nbytes
+            return key, ArrayProblem(key, "error", f"{type(err).__name__}: {err}")
+
+    def _mismatch(self, key: str, recorded: object, computed: str) -> ArrayProblem:
+        name = key[len(self.prefix) :]
+        detail = "sha256 of the values served differs"
+        if name in self.coordinates:
+            detail = (
+                f"sha256 of the store's {name} (computed from the object's place in the "
+                "tree) differs: the object is misplaced, or its writer stored fill for "
+                "cells it did not write"
+            )
+        return ArrayProblem(key, "mismatch", detail, recorded=str(recorded), computed=computed)
+
+
+def _combined_problems(recorded: dict[str, Any], combined: object) -> list[ArrayProblem]:
+    """The record's own consistency: its combined hash over its per-array hashes."""
+    if combined is None:
+        return []
+    if not all(isinstance(h, str) for h in recorded.values()):
+        return [ArrayProblem("combined", "combined", "the record holds a non-string hash")]
+    expected = combined_hash(recorded)
+    if expected == combined:
+        return []
+    detail = "the recorded combined hash disagrees with the recorded per-array hashes"
+    return [ArrayProblem("combined", "combined", detail, str(combined), expected)]
 
 
 def _siblings(levels: list[Level], level: Level) -> set[int]:
@@ -479,7 +521,12 @@ async def verify_hive(
     object's decoded arrays each). Objects whose stamp records no hashes are
     ``unverifiable`` (not a failure); unstamped objects (debris) are skipped and counted.
     """
-    session = getattr(store_or_session, "session", store_or_session)
+    from .store import MocHiveStore
+
+    session = (
+        store_or_session.session if isinstance(store_or_session, MocHiveStore)
+        else store_or_session
+    )
     start = time.perf_counter()
     await session.ensure_levels("")
     report = VerifyReport(str(session.backend))
@@ -502,9 +549,8 @@ async def verify_hive(
                 problem = ArrayProblem("zarr.json", "error", f"{type(err).__name__}: {err}")
                 result = ObjectVerdict(job.level.path, path, "error", problems=[problem])
             if isinstance(result, Leaf):
-                if result.state == "debris" or not (
-                    job.level.windows or job.level.window or job.level.fold
-                ):
+                by_design = result.state == "absent" and (job.level.windows or job.level.window)
+                if not by_design:  # a (shard, window) pair may have no leaf
                     report.skip(result.path)
             else:
                 report.add(result)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..backend import slice_bytes
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 Bytes = bytes | bytearray | memoryview
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
+_DECLARED: weakref.WeakKeyDictionary[FieldArray, tuple] = weakref.WeakKeyDictionary()
 
 
 async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
@@ -108,11 +110,19 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
             raise MalformedMetadataError(f"{plan.meta} is not valid JSON ({err})") from None
         if not isinstance(meta, dict):
             raise MalformedMetadataError(f"{plan.meta} is not a JSON object")
-        return _SAME if encoding(meta) == encoding(array.source_meta) else meta
+        return _SAME if encoding(meta) == _declared(array) else meta
 
     if not plan.immutable:
         return await load()
     return await session.leaf_metas.get(plan.meta, load)
+
+
+def _declared(array: FieldArray) -> tuple:
+    """The encoding the view declares for ``array``, computed once per array."""
+    found = _DECLARED.get(array)
+    if found is None:
+        found = _DECLARED[array] = encoding(array.source_meta)
+    return found
 
 
 async def _no_array(session: HiveSession, plan: LeafRead, array: FieldArray, data: Any) -> None:
