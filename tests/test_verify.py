@@ -8,6 +8,7 @@ reading the object directly) compared with the object's commit stamp.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import shutil
 import warnings
@@ -427,3 +428,16 @@ def test_values_are_cast_back_exactly():
         as_leaf_dtype(np.array([0.1]), np.dtype("float32"), "x")
     with pytest.raises(ValueError, match="not all representable"):
         as_leaf_dtype(np.array([2**40]), np.dtype("int32"), "x")
+
+
+def test_progress_bar_on_a_terminal(monkeypatch, capsys):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr("sys.stderr", err)
+    code = main(["verify", str(FIXTURES / "pyramid1")])
+    assert code == 0
+    assert "/7 " in err.getvalue() and "obj/s" in err.getvalue()  # 7 objects to verify
+    assert "7 stamped objects" in capsys.readouterr().out

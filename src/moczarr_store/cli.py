@@ -7,6 +7,7 @@ import json
 import sys
 import warnings
 
+from tqdm import tqdm  # type: ignore[import-untyped]
 from zarr.core.sync import sync
 
 from .options import VERIFY_MODES
@@ -103,9 +104,7 @@ no content hashes are reported as "unverifiable": that alone is not a failure.
 def run_verify(args: argparse.Namespace) -> int:
     """``moczarr-store verify``: the report on stdout, warnings on stderr."""
     bar = None
-    if sys.stderr.isatty() and not args.json:
-        from tqdm import tqdm  # type: ignore[import-untyped]
-
+    if sys.stderr.isatty():  # a bar on a terminal only; --json output stays on stdout
         bar = tqdm(unit="obj", file=sys.stderr, leave=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
