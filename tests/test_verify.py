@@ -21,7 +21,13 @@ from moczarr.stats import combined_hash, hash_arrays
 
 from moczarr_store import MocHiveStore
 from moczarr_store.cli import main
-from moczarr_store.verify import VerifyReport, as_leaf_dtype, printable, verify_hive
+from moczarr_store.verify import (
+    VerifyReport,
+    as_leaf_dtype,
+    printable,
+    public_source,
+    verify_hive,
+)
 
 pytest_plugins = ["servers"]
 FIXTURE_NAMES = [p.name for p in fixture_roots()]
@@ -441,3 +447,9 @@ def test_progress_bar_on_a_terminal(monkeypatch, capsys):
     assert code == 0
     assert "/7 " in err.getvalue() and "obj/s" in err.getvalue()  # 7 objects to verify
     assert "7 stamped objects" in capsys.readouterr().out
+
+
+def test_report_source_carries_no_credentials():
+    assert public_source("s3://AKIA:secret@bucket/hive?X-Amz-Signature=abc#f") == "s3://bucket/hive"
+    assert public_source("https://u:p@example.org:8443/h?sig=1") == "https://example.org:8443/h"
+    assert public_source("file:///data/hive") == "file:///data/hive"

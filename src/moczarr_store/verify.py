@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 from zarr.core.array import AsyncArray
@@ -529,7 +530,7 @@ async def verify_hive(
     )
     start = time.perf_counter()
     await session.ensure_levels("")
-    report = VerifyReport(str(session.backend))
+    report = VerifyReport(public_source(str(session.backend)))
     work: list[_LevelJob] = []
     for product in session.hive.products:
         for level in product.levels:
@@ -564,6 +565,14 @@ async def verify_hive(
 
 
 # -- text --------------------------------------------------------------------------------
+
+
+def public_source(url: str) -> str:
+    """``url`` without user-info, query or fragment (where credentials and signatures live)."""
+    parts = urlsplit(url)
+    if not parts.scheme:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def printable(text: object) -> str:
