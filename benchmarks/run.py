@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import datetime
 import gc
+import hashlib
 import math
 import os
 import platform
@@ -38,7 +39,8 @@ from moczarr_store.backend import Backend
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner")
 MEASURES = (
-    "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale", "dask"
+    "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale", "dask",
+    "verify",
 )
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -381,6 +383,39 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
         sums("dask.distributed 2 processes", 1)
 
 
+# -- 9. verify -------------------------------------------------------------------------
+
+
+def measure_verify(hive: Path) -> None:
+    """``verify_hive`` (every stamped object's content hashes recomputed through the store)
+    against ``hashlib.sha256`` alone over as many bytes in as many calls (one per array)."""
+    from moczarr_store.verify import verify_hive
+
+    def run_verify():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return asyncio.run(verify_hive(MocHiveStore(hive)))
+
+    seconds, report = best(run_verify)
+    if not report.ok:
+        raise SystemExit(f"verify: {hive} does not verify: {report.failures[:3]}")
+    size = report.nbytes // max(1, report.arrays)
+    payload = np.random.default_rng(0).bytes(size)
+
+    def sha256_alone():
+        for _ in range(report.arrays):
+            hashlib.sha256(payload).hexdigest()
+
+    anchor, _ = best(sha256_alone)
+    mb = report.nbytes / 1e6
+    row(
+        f"verify: {report.objects:,} objects, {report.arrays:,} arrays, {mb:.1f} MB decoded",
+        f"{mb / seconds:.1f} MB/s ({seconds:.2f} s)",
+        f"hashlib.sha256 alone {mb / anchor:.1f} MB/s",
+        f"{anchor / seconds:.2f}x sha256 alone",
+    )
+
+
 DEFAULT = "leaf"
 
 
@@ -424,6 +459,7 @@ def run(
         "latency": lambda: measure_latency(hive, group, field),
         "scale": lambda: [measure_scale(path, label) for label, path in scales.items()],
         "dask": lambda: measure_dask(hive, plain, group, field, cells),
+        "verify": lambda: measure_verify(hive),
     }
     took = {}
     for name in (m for m in MEASURES if m in only):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..backend import BytesLike, slice_bytes
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 Bytes = BytesLike | bytearray | memoryview
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
+_DECLARED: weakref.WeakKeyDictionary[FieldArray, tuple] = weakref.WeakKeyDictionary()
 
 
 async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
@@ -119,11 +121,19 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
         if payload is None:
             return None
         meta = check_leaf_meta(load_json(payload, plan.meta), plan.meta)
-        return _SAME if encoding(meta) == encoding(array.source_meta) else meta
+        return _SAME if encoding(meta) == _declared(array) else meta
 
     if not plan.immutable:
         return await load()
     return await session.leaf_metas.get(plan.meta, load)
+
+
+def _declared(array: FieldArray) -> tuple:
+    """The encoding the view declares for ``array``, computed once per array."""
+    found = _DECLARED.get(array)
+    if found is None:
+        found = _DECLARED[array] = encoding(array.source_meta)
+    return found
 
 
 async def _no_array(session: HiveSession, plan: LeafRead, array: FieldArray, data: Any) -> None:
@@ -153,6 +163,15 @@ async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray
         session.problems.note(array.level.path, "no-group", plan.leaf)
 
 
+async def leaf_array_meta(session: HiveSession, plan: LeafRead) -> dict | None:
+    """The leaf array's own metadata, as the executor establishes it (``None``: the leaf
+    version has no such array). Cost: none when known (immutable versions), else one GET."""
+    array = session.view.arrays[plan.array]
+    assert isinstance(array, FieldArray)
+    meta = await _leaf_meta(session, plan, array)
+    return array.source_meta if meta == _SAME else meta
+
+
 def remember_template(session: HiveSession, level: Level) -> None:
     """The array metadata read at open (the template's and each sampled writer run's): a
     chunk of those objects needs no second read of it (immutable versions only). Each is
@@ -168,7 +187,7 @@ def remember_template(session: HiveSession, level: Level) -> None:
             except MalformedMetadataError:
                 continue
             if isinstance(array, FieldArray):
-                same = encoding(meta) == encoding(array.source_meta)
+                same = encoding(meta) == _declared(array)
                 session.leaf_metas.put(key, _SAME if same else meta)
 
 

@@ -1,0 +1,622 @@
+"""Verify a hive against its commit stamps' content hashes, through the store's read path.
+
+zagg records, in every commit stamp, one sha256 per array of the object
+(``morton_hive_commit.content_hashes = {"arrays": {"7/count": hex, ...}, "combined": hex}``):
+over the array's decoded values in C order, little-endian, at the leaf's own dtype
+(unwritten chunks count as fill), variable-length cells as ``u64le(len) || payload``;
+``combined`` is the sha256 of the sorted hex digests joined by newlines.
+
+:func:`verify_hive` recomputes those hashes from what the store *serves*: every chunk of a
+field comes from the read plan and its executor (``plan_chunk`` + ``execute``, the path
+``MocHiveStore.get`` takes), decoded under the virtual array's metadata and cast back to the
+leaf array's own dtype (the virtual dtype may be a promoted one); ``morton`` and
+``cell_ids`` are the store's fabricated coordinates. A stamp without a record is
+*unverifiable*, not tampered.
+
+Cost: per object, one GET of its stamp, one per chunk of each served array, plus one per
+leaf array's ``zarr.json`` where the session does not know it yet. Memory: ``jobs`` objects
+in flight, each holding its arrays' decoded values once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+from zarr.core.array import AsyncArray
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.dtype import get_data_type_from_json
+from zarr.core.metadata.v3 import ArrayV3Metadata
+from zarr.storage import MemoryStore, StorePath
+
+from .errors import MalformedMetadataError
+from .hive.leaves import Leaf, parse_leaf
+from .hive.level import COORDINATE_NAMES, Level
+from .options import OptionError
+from .read.execute import Bytes, execute, leaf_array_meta
+from .read.plan import Absent, Fabricate, InnerRange, Passthrough, Reframe, plan_chunk
+from .view.arrays import FabricatedArray, FieldArray
+
+if TYPE_CHECKING:
+    from .session import HiveSession
+    from .store import MocHiveStore
+
+JOBS = 32  # objects verified concurrently
+MAX_NAMES = 10_000  # names kept per informational list (counts are always exact)
+VLEN_PREFIX = 8  # bytes of the little-endian length before each variable-length cell
+Status = Literal["clean", "mismatch", "error", "unverifiable"]
+
+
+class Progress(Protocol):
+    """What :func:`verify_hive` reports progress to (a ``tqdm`` bar fits)."""
+
+    def reset(self, total: int | None = None) -> None: ...
+
+    def update(self, n: int = 1) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ArrayProblem:
+    """One array of an object that does not verify.
+
+    ``kind``: ``mismatch`` (the values served hash differently), ``missing`` (recorded,
+    but the object holds no such array), ``unrecorded`` (the object holds an array its
+    record omits), ``combined`` (the record's combined hash disagrees with its own
+    per-array hashes), ``error`` (the store could not read it).
+    """
+
+    array: str
+    kind: str
+    detail: str
+    recorded: str | None = None
+    computed: str | None = None
+
+
+@dataclass
+class ObjectVerdict:
+    """The verdict on one stamped object as one level serves it."""
+
+    level: str
+    object: str
+    status: Status
+    checked: int = 0  # arrays compared with the record
+    problems: list[ArrayProblem] = field(default_factory=list)
+    unserved: list[str] = field(default_factory=list)  # recorded, not served: not checked
+    nbytes: int = 0  # decoded bytes hashed
+
+
+@dataclass
+class VerifyReport:
+    """Every verdict that is not ``clean``, and counts of the rest."""
+
+    source: str
+    objects: int = 0
+    clean: int = 0
+    failures: list[ObjectVerdict] = field(default_factory=list)  # mismatch and error
+    unverifiable: list[ObjectVerdict] = field(default_factory=list)
+    n_unverifiable: int = 0
+    not_stamped: list[str] = field(default_factory=list)  # debris / absent, skipped
+    n_not_stamped: int = 0
+    unserved: list[ObjectVerdict] = field(default_factory=list)  # clean, with arrays unserved
+    arrays: int = 0
+    nbytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """No array mismatched and every object could be read (unverifiable is fine)."""
+        return not self.failures
+
+    def add(self, verdict: ObjectVerdict) -> None:
+        self.objects += 1
+        self.arrays += verdict.checked
+        self.nbytes += verdict.nbytes
+        if verdict.status in ("mismatch", "error"):
+            self.failures.append(verdict)
+            return
+        if verdict.status == "unverifiable":
+            self.n_unverifiable += 1
+            if len(self.unverifiable) < MAX_NAMES:
+                self.unverifiable.append(verdict)
+            return
+        self.clean += 1
+        if verdict.unserved and len(self.unserved) < MAX_NAMES:
+            self.unserved.append(verdict)
+
+    def skip(self, path: str) -> None:
+        self.n_not_stamped += 1
+        if len(self.not_stamped) < MAX_NAMES:
+            self.not_stamped.append(path)
+
+    def to_json(self) -> dict:
+        """A JSON-ready summary (every failure in full)."""
+
+        def verdict(v: ObjectVerdict) -> dict:
+            return {
+                "level": v.level,
+                "object": v.object,
+                "status": v.status,
+                "arrays_checked": v.checked,
+                "problems": [p.__dict__ for p in v.problems],
+                "unserved": v.unserved,
+            }
+
+        return {
+            "source": self.source,
+            "ok": self.ok,
+            "objects": self.objects,
+            "clean": self.clean,
+            "mismatch": sum(v.status == "mismatch" for v in self.failures),
+            "error": sum(v.status == "error" for v in self.failures),
+            "unverifiable": self.n_unverifiable,
+            "not_stamped": self.n_not_stamped,
+            "arrays_checked": self.arrays,
+            "bytes_hashed": self.nbytes,
+            "seconds": round(self.seconds, 3),
+            "failures": [verdict(v) for v in self.failures],
+            "unverifiable_objects": [verdict(v) for v in self.unverifiable],
+            "not_stamped_objects": self.not_stamped,
+            "unserved": [verdict(v) for v in self.unserved],
+        }
+
+
+# -- the recipe ---------------------------------------------------------------------------
+
+
+def recorded_hashes(stamp: dict) -> tuple[dict[str, Any] | None, Any]:
+    """``(per-array, combined)`` of a stamp's ``content_hashes`` (nested
+    ``{"arrays": ..., "combined": ...}`` or flat); ``(None, None)`` when nothing is recorded."""
+    content = stamp.get("content_hashes")
+    if not isinstance(content, dict) or not content:
+        return None, None
+    if isinstance(content.get("arrays"), dict):
+        return (dict(content["arrays"]) or None), content.get("combined")
+    flat = dict(content)
+    combined = flat.pop("combined", None)
+    return (flat or None), combined
+
+
+def combined_hash(hashes: dict[str, str]) -> str:
+    """sha256 of the sorted per-array hex digests joined by newlines (names excluded)."""
+    return hashlib.sha256("\n".join(sorted(hashes.values())).encode()).hexdigest()
+
+
+def _cell_bytes(cell: object) -> bytes:
+    if cell is None:
+        return b""
+    if isinstance(cell, bytes | bytearray | memoryview):
+        return bytes(cell)
+    if isinstance(cell, str):
+        return cell.encode()
+    if isinstance(cell, np.ndarray):
+        return np.ascontiguousarray(cell, dtype=cell.dtype.newbyteorder("<")).tobytes()
+    raise TypeError(f"a variable-length cell of type {type(cell).__name__} has no byte recipe")
+
+
+def digest(values: np.ndarray) -> tuple[str, int]:
+    """The hex sha256 of ``values`` by the recipe, and the number of bytes hashed."""
+    h = hashlib.sha256()
+    if values.dtype.kind == "O":
+        n = 0
+        for cell in values.ravel(order="C"):
+            payload = _cell_bytes(cell)
+            h.update(len(payload).to_bytes(VLEN_PREFIX, "little"))
+            h.update(payload)
+            n += VLEN_PREFIX + len(payload)
+        return h.hexdigest(), n
+    values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
+    h.update(values.data)
+    return h.hexdigest(), values.nbytes
+
+
+def native_dtype(meta: dict) -> np.dtype:
+    """The numpy dtype of a zarr v3 array's ``data_type`` (``object`` for variable length)."""
+    data_type = meta["data_type"]
+    if isinstance(data_type, str):
+        return _named_dtype(data_type)
+    return get_data_type_from_json(data_type, zarr_format=3).to_native_dtype()
+
+
+@functools.lru_cache(maxsize=256)
+def _named_dtype(data_type: str) -> np.dtype:
+    return get_data_type_from_json(data_type, zarr_format=3).to_native_dtype()
+
+
+def as_leaf_dtype(values: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    """``values`` (served at the virtual dtype) at the leaf's own ``dtype``; a value that
+    does not survive the round trip bit for bit is an error, never silently rounded."""
+    if values.dtype == dtype or values.dtype.kind == "O" or dtype.kind == "O":
+        return values
+    back = values.astype(dtype)
+    if back.astype(values.dtype).tobytes() != values.tobytes():
+        raise ValueError(f"{what}: the values served are not all representable as {dtype}")
+    return back
+
+
+# -- reading one object's arrays through the read path --------------------------------------
+
+
+class _Decoder:
+    """Decodes one virtual chunk's bytes under the virtual array's metadata: plain
+    ``bytes``-coded chunks with numpy, anything else with zarr's codec pipeline."""
+
+    def __init__(self, array: FieldArray) -> None:
+        meta = array.meta
+        self.shape = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
+        doc = {**meta, "shape": list(self.shape), "attributes": {}}
+        self.meta = ArrayV3Metadata.from_dict(doc)
+        self.dtype = self.meta.dtype.to_native_dtype()
+        self.key = "c/" + "/".join("0" for _ in self.shape)
+        codecs = meta.get("codecs") or []
+        self.plain: np.dtype | None = None
+        if len(codecs) == 1 and codecs[0].get("name") == "bytes" and self.dtype.kind in "biufc":
+            endian = (codecs[0].get("configuration") or {}).get("endian", "little")
+            self.plain = self.dtype.newbyteorder("<" if endian == "little" else ">")
+
+    def plain_chunk(self, data: Bytes | None) -> np.ndarray:
+        """A plain chunk's values (``None``: the fill value)."""
+        if data is None:
+            return np.full(self.shape, self.meta.fill_value, dtype=self.dtype)
+        return np.frombuffer(data, dtype=self.plain).reshape(self.shape)
+
+    async def __call__(self, data: Bytes | None) -> np.ndarray:
+        if self.plain is not None:
+            return self.plain_chunk(data)
+        chunks = {}
+        if data is not None:
+            chunks[self.key] = default_buffer_prototype().buffer.from_bytes(bytes(data))
+        array = AsyncArray(metadata=self.meta, store_path=StorePath(MemoryStore(chunks)))
+        return np.asarray(await array.getitem(tuple(slice(None) for _ in self.shape)))
+
+
+def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[int, ...]]:
+    """The virtual chunk coordinates holding node ``index`` (in window position ``window``);
+    every chunk for an array with no cells axis (served from the template object)."""
+    ranges = [range(n) for n in array.grid]
+    if array.windowed:
+        ranges[0] = range(window, window + 1)
+    if array.axis is not None:
+        per = array.chunks_per_leaf
+        ranges[array.windowed + array.axis] = range(index * per, (index + 1) * per)
+    return itertools.product(*ranges)
+
+
+def _leaf_read(
+    array: FieldArray, coords: tuple[int, ...], leaf: Leaf
+) -> Passthrough | Reframe | InnerRange:
+    plan = plan_chunk(array, coords, leaf)
+    if isinstance(plan, Absent):  # a stamped leaf always has a data prefix
+        raise RuntimeError(f"{leaf.path}: {plan.reason}")
+    return plan
+
+
+async def _field_values(
+    session: HiveSession, array: FieldArray, decode: _Decoder, leaf: Leaf, index: int,
+    window: int,
+) -> tuple[np.ndarray, dict | None]:
+    """The leaf array's values as the store serves them, and the leaf array's metadata."""
+    plans = [_leaf_read(array, coords, leaf) for coords in _node_chunks(array, index, window)]
+    if len(plans) == 1:
+        datas = [await execute(session, plans[0])]
+    else:
+        datas = await asyncio.gather(*(execute(session, plan) for plan in plans))
+    meta = await leaf_array_meta(session, plans[0])
+    if decode.plain is not None:
+        chunks = [decode.plain_chunk(d) for d in datas]
+    else:
+        chunks = await asyncio.gather(*(decode(d) for d in datas))
+    shape = tuple(array.source_meta["shape"])
+    if len(chunks) == 1 and chunks[0].shape[array.windowed :] == shape:
+        return chunks[0].reshape(shape), meta
+    out = np.empty(shape, dtype=decode.dtype)
+    for plan, chunk in zip(plans, chunks, strict=True):
+        region = array.leaf_region(plan.coords)
+        clipped = tuple(slice(r.start, min(r.stop, n)) for r, n in zip(region, shape, strict=True))
+        part = chunk.reshape(chunk.shape[array.windowed :])
+        out[clipped] = part[tuple(slice(0, s.stop - s.start) for s in clipped)]
+    return out, meta
+
+
+async def _coordinate_values(
+    session: HiveSession, array: FabricatedArray, level: Level, index: int
+) -> np.ndarray:
+    """The fabricated ``morton`` / ``cell_ids`` rows of node ``index``."""
+    cells = level.cells_per_shard
+    start = index * cells
+    data = await execute(session, Fabricate(array.path, (start // array.rows,)))
+    if data is None:
+        raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
+    offset = start % array.rows
+    return np.frombuffer(data, dtype="<u8")[offset : offset + cells]
+
+
+async def _read_json(session: HiveSession, key: str) -> dict | None:
+    """A metadata document (``None``: no such object)."""
+    payload = await session.backend.get(key)
+    if payload is None:
+        return None
+    try:
+        doc = json.loads(bytes(payload))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise MalformedMetadataError(f"{key} is not valid JSON ({err})") from None
+    if not isinstance(doc, dict):
+        raise MalformedMetadataError(f"{key} is not a JSON object")
+    return doc
+
+
+# -- one level ---------------------------------------------------------------------------
+
+
+class _LevelJob:
+    """What verifying a level's objects needs, computed once per level."""
+
+    def __init__(self, session: HiveSession, level: Level, siblings: set[int]) -> None:
+        view = session.view
+        self.level = level
+        self.prefix = f"{level.cell_order}/"
+        self.groups = siblings  # cell orders that levels listing the same objects serve
+        self.fields: dict[str, FieldArray] = {}
+        self.coordinates: dict[str, FabricatedArray] = {}
+        for name in view.children(level.path) or []:
+            array = view.arrays.get(f"{level.path}/{name}")
+            if isinstance(array, FieldArray):
+                self.fields[name] = array
+            elif isinstance(array, FabricatedArray) and name in COORDINATE_NAMES:
+                self.coordinates[name] = array
+        self.decoders = {name: _Decoder(a) for name, a in self.fields.items()}
+
+    def objects(self) -> Iterator[tuple[int, int, str]]:
+        """``(node index, window position, object path)`` of every object, in order."""
+        level = self.level
+        for index in range(level.n_shards):
+            for position, window in enumerate(level.windows or (None,)):
+                yield index, position, level.leaf_path(index, window)
+
+    def served(self, name: str, path: str) -> bool:
+        array = self.fields.get(name)
+        if array is not None:
+            return array.axis is not None or path == self.level.template
+        return name in self.coordinates
+
+    def unserved(self, key: str, path: str) -> bool:
+        """Whether recorded array ``key`` of object ``path`` is served by no level (one in
+        another group of the object may be served by a sibling level)."""
+        group, _, name = key.partition("/")
+        if group == str(self.level.cell_order):
+            return not self.served(name, path)
+        return not group.isdigit() or int(group) not in self.groups
+
+    async def verify(
+        self, session: HiveSession, index: int, window: int, path: str
+    ) -> ObjectVerdict | Leaf:
+        """The verdict on one object, or its (unstamped) leaf."""
+        level = self.level
+        payload = await session.backend.get(f"{path}/zarr.json")
+        leaf = parse_leaf(path, None if payload is None else bytes(payload))
+        if leaf.state != "stamped":
+            return leaf
+        recorded, combined = recorded_hashes(leaf.stamp)
+        if recorded is None:
+            return ObjectVerdict(level.path, path, "unverifiable")
+        verdict = ObjectVerdict(level.path, path, "clean")
+        verdict.unserved = [k for k in sorted(recorded) if self.unserved(k, path)]
+        names = [
+            n for n in (*self.fields, *self.coordinates)
+            if self.served(n, path) and (n in self.fields or self.prefix + n in recorded)
+        ]
+        results = await asyncio.gather(
+            *(self._hash(session, leaf, index, window, n, recorded) for n in names)
+        )
+        for key, result in results:
+            if isinstance(result, ArrayProblem):
+                verdict.problems.append(result)
+            elif result is not None:
+                computed, nbytes = result
+                verdict.checked += 1
+                verdict.nbytes += nbytes
+                if computed != recorded[key]:
+                    verdict.problems.append(self._mismatch(key, recorded[key], computed))
+        verdict.problems.extend(_combined_problems(recorded, combined))
+        if verdict.problems:
+            verdict.problems.sort(key=lambda p: p.array)
+            errors = all(p.kind == "error" for p in verdict.problems)
+            verdict.status = "error" if errors else "mismatch"
+        return verdict
+
+    async def _hash(
+        self, session: HiveSession, leaf: Leaf, index: int, window: int, name: str,
+        recorded: dict[str, Any],
+    ) -> tuple[str, tuple[str, int] | ArrayProblem | None]:
+        """One array's :func:`digest` over its values as served, at the leaf's own dtype
+        (hashed on the loop: handing it to a thread costs more than it saves); its problem;
+        or ``None`` (neither recorded nor held by the object)."""
+        key = self.prefix + name
+        try:
+            if name in self.fields:
+                array = self.fields[name]
+                values, meta = await _field_values(
+                    session, array, self.decoders[name], leaf, index, window
+                )
+            else:
+                values = await _coordinate_values(
+                    session, self.coordinates[name], self.level, index
+                )
+                meta = await _read_json(session, f"{leaf.data_prefix}/{key}/zarr.json")
+            if meta is None:
+                if key not in recorded:
+                    return key, None
+                detail = "recorded, but the object holds no such array"
+                return key, ArrayProblem(key, "missing", detail, recorded=str(recorded[key]))
+            if key not in recorded:
+                detail = "the object holds it; its record does not"
+                return key, ArrayProblem(key, "unrecorded", detail)
+            return key, digest(as_leaf_dtype(values, native_dtype(meta), f"{leaf.path}/{key}"))
+        except Exception as err:  # reported against this array, never raised
+            return key, ArrayProblem(key, "error", f"{type(err).__name__}: {err}")
+
+    def _mismatch(self, key: str, recorded: object, computed: str) -> ArrayProblem:
+        name = key[len(self.prefix) :]
+        detail = "sha256 of the values served differs"
+        if name in self.coordinates:
+            detail = (
+                f"sha256 of the store's {name} (computed from the object's place in the "
+                "tree) differs: the object is misplaced, or its writer stored fill for "
+                "cells it did not write"
+            )
+        return ArrayProblem(key, "mismatch", detail, recorded=str(recorded), computed=computed)
+
+
+def _combined_problems(recorded: dict[str, Any], combined: object) -> list[ArrayProblem]:
+    """The record's own consistency: its combined hash over its per-array hashes."""
+    if combined is None:
+        return []
+    if not all(isinstance(h, str) for h in recorded.values()):
+        return [ArrayProblem("combined", "combined", "the record holds a non-string hash")]
+    expected = combined_hash(recorded)
+    if expected == combined:
+        return []
+    detail = "the recorded combined hash disagrees with the recorded per-array hashes"
+    return [ArrayProblem("combined", "combined", detail, str(combined), expected)]
+
+
+def _siblings(levels: list[Level], level: Level) -> set[int]:
+    """Cell orders served by the levels whose objects are this level's objects."""
+    same = (level.artifact, level.node_order, level.fold, level.window, level.root)
+    return {
+        lv.cell_order for lv in levels
+        if (lv.artifact, lv.node_order, lv.fold, lv.window, lv.root) == same
+    }
+
+
+# -- the hive ---------------------------------------------------------------------------
+
+
+def _in_group(path: str, group: str | None) -> bool:
+    if not group:
+        return True
+    group = group.strip("/")
+    return path == group or path.startswith(group + "/") or group.startswith(path + "/")
+
+
+async def verify_hive(
+    store_or_session: MocHiveStore | HiveSession,
+    group: str | None = None,
+    progress: Progress | None = None,
+    jobs: int = JOBS,
+) -> VerifyReport:
+    """Recompute every stamped object's content hashes through the store's read path and
+    compare them, array by array, with its commit stamp.
+
+    ``group`` restricts the run to the levels under (or above) that virtual path
+    (``"atl06"``, ``"atl06/o7"``). ``progress`` is reset to the number of objects, then
+    updated once per object. ``jobs`` objects are verified concurrently (memory: one
+    object's decoded arrays each). Objects whose stamp records no hashes are
+    ``unverifiable`` (not a failure); unstamped objects (debris) are skipped and counted.
+    """
+    from .store import MocHiveStore
+
+    session = (
+        store_or_session.session if isinstance(store_or_session, MocHiveStore)
+        else store_or_session
+    )
+    start = time.perf_counter()
+    await session.ensure_levels("")
+    report = VerifyReport(public_source(str(session.backend)))
+    work: list[_LevelJob] = []
+    for product in session.hive.products:
+        for level in product.levels:
+            if _in_group(level.path, group):
+                work.append(_LevelJob(session, level, _siblings(product.levels, level)))
+    if not work:
+        raise OptionError(f"group={group!r} names no level of the hive")
+    if progress is not None:
+        progress.reset(total=sum(j.level.n_shards * max(1, len(j.level.windows)) for j in work))
+    queue = ((job, *obj) for job in work for obj in job.objects())
+
+    async def worker() -> None:
+        for job, index, window, path in queue:
+            try:
+                result = await job.verify(session, index, window, path)
+            except Exception as err:  # the stamp could not be read or parsed
+                problem = ArrayProblem("zarr.json", "error", f"{type(err).__name__}: {err}")
+                result = ObjectVerdict(job.level.path, path, "error", problems=[problem])
+            if isinstance(result, Leaf):
+                by_design = result.state == "absent" and (job.level.windows or job.level.window)
+                if not by_design:  # a (shard, window) pair may have no leaf
+                    report.skip(result.path)
+            else:
+                report.add(result)
+            if progress is not None:
+                progress.update(1)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    report.failures.sort(key=lambda v: (v.level, v.object))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+# -- text --------------------------------------------------------------------------------
+
+
+def public_source(url: str) -> str:
+    """``url`` without user-info, query or fragment (where credentials and signatures live)."""
+    parts = urlsplit(url)
+    if not parts.scheme:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
+def printable(text: object) -> str:
+    """``text`` safe for a terminal: control and other non-printable characters (and the
+    backslash) escaped as ``repr`` escapes them."""
+    return "".join(
+        c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in str(text)
+    )
+
+
+def _problem_line(p: ArrayProblem) -> str:
+    line = f"  {p.array}: {p.kind}: {p.detail}"
+    if p.recorded is not None or p.computed is not None:
+        line += f" (recorded {p.recorded}, computed {p.computed})"
+    return printable(line)
+
+
+def report_lines(report: VerifyReport) -> list[str]:
+    """The report for a terminal: a summary, every failure with each array named, then the
+    unverifiable, unstamped and partly served objects (hive names escaped)."""
+    mismatches = sum(v.status == "mismatch" for v in report.failures)
+    lines = [printable(
+        f"verify {report.source}: {report.objects} stamped objects, {report.arrays} arrays, "
+        f"{report.nbytes / 1e6:.1f} MB hashed in {report.seconds:.2f} s: {report.clean} clean, "
+        f"{mismatches} mismatch, {len(report.failures) - mismatches} error, "
+        f"{report.n_unverifiable} unverifiable, {report.n_not_stamped} not stamped"
+    )]
+    for v in report.failures:
+        lines.append(printable(f"{v.status.upper()} {v.level} {v.object}"))
+        lines.extend(_problem_line(p) for p in v.problems)
+        if v.unserved:
+            lines.append(printable(f"  not served, not checked: {', '.join(v.unserved)}"))
+    more = report.n_unverifiable - len(report.unverifiable)
+    for v in report.unverifiable:
+        lines.append(printable(
+            f"UNVERIFIABLE {v.level} {v.object}: its commit stamp records no content hashes"
+        ))
+    if more:
+        lines.append(f"UNVERIFIABLE ... and {more} more")
+    for path in report.not_stamped:
+        lines.append(printable(f"NOT STAMPED {path}: no commit stamp, skipped (read as fill)"))
+    for v in report.unserved:
+        lines.append(printable(
+            f"NOT SERVED {v.level} {v.object}: {', '.join(v.unserved)} (recorded, but not "
+            "served by the store, so not checked)"
+        ))
+    return lines
