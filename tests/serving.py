@@ -6,6 +6,7 @@ PYTEST_DONT_REWRITE
 
 from __future__ import annotations
 
+import http.client
 import socket
 import threading
 import time
@@ -18,6 +19,7 @@ import zarr
 from moczarr_store import MocHiveStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CHUNK = "atl06/o7/h_mean/c/0"  # a leaf chunk of every bare fixture
 
 
 class Served:
@@ -61,6 +63,17 @@ class Served:
         self.server.should_exit = True
         self.thread.join(20)
         self.sock.close()
+
+
+def fetch(server: Served, path: str, method: str = "GET", **headers: str):
+    """``(status, headers with lower-case names, body)`` of one request."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request(method, path, headers={k.replace("_", "-"): v for k, v in headers.items()})
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
 
 
 def obstore_client(url: str):

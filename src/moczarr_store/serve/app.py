@@ -36,7 +36,7 @@ from ..errors import MocHiveError
 from ..read.execute import execute
 from ..read.plan import Absent, plan_key
 from .generations import DEFAULT_STAMP_TTL, Generation, Generations, store_factory
-from .protocol import UNSATISFIABLE, Span, byte_range, names_tag, none_match, range_applies
+from .protocol import Span, Unsatisfiable, byte_range, names_tag, none_match, range_applies
 from .resource import Found, find, leaf_tag, read_span, whole
 
 logger = logging.getLogger("moczarr_store.serve")
@@ -139,7 +139,7 @@ class KeyServer:
         if span is not None and not range_applies(headers.get("if-range"), found.etag):
             span = None
         common = {"ETag": found.etag, "Accept-Ranges": "bytes", **cache}
-        if span is UNSATISFIABLE:
+        if isinstance(span, Unsatisfiable):
             return Response(
                 None, 416, headers={**common, "Content-Range": f"bytes */{found.size}"}
             )

@@ -75,6 +75,10 @@ class Generations:
             self.count += 1
         return self._current
 
+    def expire(self) -> None:
+        """End the current generation: the next request starts a new one."""
+        self._current.expires = self._clock()
+
     def now(self) -> float:
         return self._clock()
 

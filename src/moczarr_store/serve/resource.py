@@ -91,13 +91,13 @@ async def read_span(generation: Generation, found: Found, span: Span) -> memoryv
     object (``None`` if the object is gone since its size was read)."""
     if found.data is not None:
         return found.data[span.start : span.end]
+    assert isinstance(found.plan, LeafRead)  # only a leaf object's size is read alone
     plan = replace(found.plan, byte_range=RangeByteRequest(span.start, span.end))
     data = await execute(generation.store.session, plan)
     if data is None:
         return None
     view = _bytes(data)
     if len(view) != span.end - span.start:
-        assert isinstance(plan, LeafRead)
         raise TruncatedChunkError(
             f"{plan.object}: {len(view)} bytes at {span.start} where its size "
             f"({found.size}) promised {span.end - span.start}"

@@ -35,9 +35,11 @@ def serve(
     """Serve ``source`` until interrupted. One worker runs the app in this process; more
     start ``workers`` processes, each building its own app from the environment."""
     logging.captureWarnings(True)  # HiveWarnings (damage read as missing) go to the log
-    common = {"host": host, "port": port, "log_config": LOG_CONFIG, "access_log": False}
+    common: dict[str, Any] = {
+        "host": host, "port": port, "log_config": LOG_CONFIG, "access_log": False
+    }
     if workers <= 1:
-        ttl = {} if stamp_ttl is None else {"stamp_ttl": stamp_ttl}
+        ttl: dict[str, Any] = {} if stamp_ttl is None else {"stamp_ttl": stamp_ttl}
         app = create_app(source, cors=cors, **ttl, **store_options)
         uvicorn.run(app, **common)
         return
