@@ -38,7 +38,8 @@ from moczarr_store.backend import Backend
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner")
 MEASURES = (
-    "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale", "dask"
+    "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale", "dask",
+    "serve",
 )
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -381,6 +382,30 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
         sums("dask.distributed 2 processes", 1)
 
 
+# -- 9. serve ---------------------------------------------------------------------------
+
+
+def measure_serve(hive: Path, group: str, field: str) -> None:
+    """A full read of one field through ``moczarr-store serve`` (a subprocess on loopback)
+    by zarr-python over obstore's HTTPStore, against the same read in process (zarr
+    directly, no dask, default settings; best of 3, so both read warm stamps)."""
+    from benchmarks.serve_load import http_store, served
+
+    local = zarr.open_group(MocHiveStore(hive, chunking=DEFAULT), mode="r")[f"{group}/{field}"]
+    t_local, want = best(lambda: local[:])
+    with served(hive, "--chunking", DEFAULT, "--stamp-ttl", "3600") as (url, _pid):
+        remote = zarr.open_array(http_store(url), path=f"{group}/{field}", mode="r")
+        t_remote, got = best(lambda: remote[:])
+    np.testing.assert_array_equal(got, want)
+    size = want.nbytes / 1e6
+    row(
+        f"serve: full read, one field ({field}), zarr over obstore HTTPStore",
+        f"{size / t_remote:.3g} MB/s ({remote.nchunks} chunks)",
+        f"in-process {size / t_local:.3g} MB/s",
+        f"{t_local / t_remote:.2f}x in-process",
+    )
+
+
 DEFAULT = "leaf"
 
 
@@ -424,6 +449,7 @@ def run(
         "latency": lambda: measure_latency(hive, group, field),
         "scale": lambda: [measure_scale(path, label) for label, path in scales.items()],
         "dask": lambda: measure_dask(hive, plain, group, field, cells),
+        "serve": lambda: measure_serve(hive, group, field),
     }
     took = {}
     for name in (m for m in MEASURES if m in only):

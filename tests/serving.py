@@ -17,6 +17,7 @@ import numpy as np
 import zarr
 
 from moczarr_store import MocHiveStore
+from moczarr_store.serve.run import HTTP
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CHUNK = "atl06/o7/h_mean/c/0"  # a leaf chunk of every bare fixture
@@ -35,7 +36,8 @@ class Served:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        options = {"log_config": None, "access_log": False, "lifespan": "off", **config}
+        options = {"log_config": None, "access_log": False, "lifespan": "off", "http": HTTP,
+                   **config}
         self.server = uvicorn.Server(uvicorn.Config(app, **options))
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
