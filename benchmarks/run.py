@@ -385,24 +385,34 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
 # -- 9. serve ---------------------------------------------------------------------------
 
 
-def measure_serve(hive: Path, group: str, field: str) -> None:
+def measure_serve(hive: Path, group: str, field: str, repeat: int = 5) -> None:
     """A full read of one field through ``moczarr-store serve`` (a subprocess on loopback)
     by zarr-python over obstore's HTTPStore, against the same read in process (zarr
-    directly, no dask, default settings; best of 3, so both read warm stamps)."""
+    directly, no dask, default settings). Both warm (stamps read), timed alternately
+    ``repeat`` times, best of each; the server's CPU time per request is reported too."""
+    import psutil
+
     from benchmarks.serve_load import http_store, served
 
     local = zarr.open_group(MocHiveStore(hive, chunking=DEFAULT), mode="r")[f"{group}/{field}"]
-    t_local, want = best(lambda: local[:])
-    with served(hive, "--chunking", DEFAULT, "--stamp-ttl", "3600") as (url, _pid):
+    want = local[:]
+    with served(hive, "--chunking", DEFAULT, "--stamp-ttl", "3600") as (url, pid):
+        server = psutil.Process(pid)
         remote = zarr.open_array(http_store(url), path=f"{group}/{field}", mode="r")
-        t_remote, got = best(lambda: remote[:])
-    np.testing.assert_array_equal(got, want)
-    size = want.nbytes / 1e6
+        np.testing.assert_array_equal(remote[:], want)
+        t_local, t_remote, cpu = [], [], []
+        for _ in range(repeat):
+            t_local.append(best(lambda: local[:], 1)[0])
+            before = sum(server.cpu_times()[:2])
+            t_remote.append(best(lambda: remote[:], 1)[0])
+            cpu.append(sum(server.cpu_times()[:2]) - before)
+    size, n = want.nbytes / 1e6, remote.nchunks
     row(
         f"serve: full read, one field ({field}), zarr over obstore HTTPStore",
-        f"{size / t_remote:.3g} MB/s ({remote.nchunks} chunks)",
-        f"in-process {size / t_local:.3g} MB/s",
-        f"{t_local / t_remote:.2f}x in-process",
+        f"{size / min(t_remote):.3g} MB/s ({n} chunks; server CPU "
+        f"{min(cpu) / n * 1e3:.2f} ms/request)",
+        f"in-process {size / min(t_local):.3g} MB/s",
+        f"{min(t_local) / min(t_remote):.2f}x in-process",
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import zarr
 
 from moczarr_store import MocHiveStore
-from moczarr_store.serve.run import HTTP
+from moczarr_store.serve.protocols import http_protocol
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CHUNK = "atl06/o7/h_mean/c/0"  # a leaf chunk of every bare fixture
@@ -36,7 +36,8 @@ class Served:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        options = {"log_config": None, "access_log": False, "lifespan": "off", "http": HTTP,
+        options = {"log_config": None, "access_log": False, "lifespan": "off",
+                   "http": http_protocol(),
                    **config}
         self.server = uvicorn.Server(uvicorn.Config(app, **options))
         self.thread = threading.Thread(

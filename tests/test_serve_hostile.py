@@ -17,13 +17,18 @@ import pytest
 from serving import CHUNK, FIXTURES, Served, fetch
 
 from moczarr_store.serve import create_app
+from moczarr_store.serve.protocols import HTTPTOOLS, http_protocol
+
+PROTOCOLS = {"h11": "h11", "httptools": http_protocol()} if HTTPTOOLS else {"h11": "h11"}
 
 
-@pytest.fixture(scope="module")
-def server():
+@pytest.fixture(scope="module", params=sorted(PROTOCOLS))
+def server(request):
+    """The server with each HTTP protocol it may run (bounded httptools, else h11)."""
+    app = create_app(FIXTURES / "sharded", chunking="shard", stamp_ttl=600)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with Served(create_app(FIXTURES / "sharded", chunking="shard", stamp_ttl=600)) as s:
+        with Served(app, http=PROTOCOLS[request.param]) as s:
             yield s
 
 

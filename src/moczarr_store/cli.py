@@ -89,7 +89,8 @@ def add_serve_parser(sub) -> None:
     serve.add_argument("--verify", choices=VERIFY_MODES, default="lazy")
     serve.add_argument("--window", help="scope windowed products to this window")
     serve.add_argument(
-        "--cors", nargs="+", default=[], metavar="ORIGIN", help="origins allowed to read ('*': any)"
+        "--cors", action="append", default=[], metavar="ORIGIN",
+        help="an origin allowed to read ('*': any); repeat for several",
     )
     serve.add_argument(
         "--stamp-ttl",

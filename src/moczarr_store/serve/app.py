@@ -130,7 +130,7 @@ class KeyServer:
             return Response(None, 304, headers={"ETag": tag, **cache})
         ranged = headers.get("range")
         body = request.method == "GET" and ranged is None
-        found = await find(generation, plan, body=body)
+        found = await find(generation, plan, tag, body=body)
         if found is None:
             return self._not_found(generation, now)
         if none_match(if_none_match, found.etag):

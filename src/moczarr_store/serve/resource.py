@@ -59,8 +59,8 @@ def leaf_tag(generation: Generation, plan: Plan) -> str | None:
         declared = json.dumps({k: meta.get(k) for k in _DECLARED}, sort_keys=True)
         generation.declared[plan.array] = declared
     part = getattr(plan, "part", None)
-    recipe = [__version__, type(plan).__name__, plan.object, plan.meta, part, declared]
-    return recipe_tag(json.dumps(recipe))
+    return recipe_tag(f"{__version__}\0{type(plan).__name__}\0{plan.object}\0{plan.meta}"
+                      f"\0{part}\0{declared}")
 
 
 def _bytes(data) -> memoryview:
@@ -68,11 +68,10 @@ def _bytes(data) -> memoryview:
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-async def find(generation: Generation, plan: Plan, *, body: bool) -> Found | None:
-    """The representation ``plan`` names, or ``None`` when it has no bytes (404). With
-    ``body=False`` the size alone is read where one HEAD gives it."""
+async def find(generation: Generation, plan: Plan, tag: str | None, *, body: bool) -> Found | None:
+    """The representation ``plan`` names (``tag``: its ``leaf_tag``), or ``None`` when it
+    has no bytes (404). With ``body=False`` the size alone is read where one HEAD gives it."""
     session = generation.store.session
-    tag = leaf_tag(generation, plan)
     if not body and tag is not None and size_known(session, plan):
         assert isinstance(plan, LeafRead)
         key = plan.object

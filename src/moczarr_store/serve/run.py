@@ -11,10 +11,8 @@ import uvicorn
 
 from .app import create_app
 from .env import to_env
+from .protocols import http_protocol
 
-# h11 (pure Python) bounds a request's head at 16 KB; httptools answers ~1.7x the requests
-# per second here but buffers a request line and headers of any length.
-HTTP = "h11"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_CONFIG: dict[str, Any] = {  # applied in every worker process
     "version": 1,
@@ -39,7 +37,8 @@ def serve(
     start ``workers`` processes, each building its own app from the environment."""
     logging.captureWarnings(True)  # HiveWarnings (damage read as missing) go to the log
     common: dict[str, Any] = {
-        "host": host, "port": port, "log_config": LOG_CONFIG, "access_log": False, "http": HTTP
+        "host": host, "port": port, "log_config": LOG_CONFIG, "access_log": False,
+        "http": http_protocol(),
     }
     if workers <= 1:
         ttl: dict[str, Any] = {} if stamp_ttl is None else {"stamp_ttl": stamp_ttl}
