@@ -342,3 +342,36 @@ def test_cors():
             server, f"/{CHUNK}", Origin="http://elsewhere.example")[1]
     with Served(create_app(FIXTURES / "sharded")) as server:  # no CORS unless asked
         assert "access-control-allow-origin" not in fetch(server, "/zarr.json", Origin=origin)[1]
+
+
+# -- deployment hooks ---------------------------------------------------------------------------
+
+
+def test_app_from_env():
+    """The factory a worker process imports builds the app the variables describe."""
+    from moczarr_store.serve import app_from_env
+    from moczarr_store.serve.env import to_env
+
+    env = to_env(str(FIXTURES / "sharded"), cors=["*"], stamp_ttl=7, chunking="inner")
+    app = app_from_env(env)
+    store = app.state.generations.current().store
+    assert (store.chunking, app.state.generations.stamp_ttl) == ("inner", 7.0)
+    with Served(app) as server:
+        assert fetch(server, "/zarr.json", Origin="http://x")[1][
+            "access-control-allow-origin"] == "*"
+    with pytest.raises(ValueError, match="MOCZARR_STORE_SOURCE"):
+        app_from_env({})
+
+
+def test_static_viewer_hook(tmp_path):
+    """A viewer page at ``/`` and its files under ``/.static/`` (no listing)."""
+    (tmp_path / "index.html").write_text("<html>viewer</html>")
+    (tmp_path / "app.js").write_text("console.log(1)")
+    with Served(create_app(FIXTURES / "sharded", static_dir=tmp_path)) as server:
+        status, headers, body = fetch(server, "/")
+        assert (status, body) == (200, b"<html>viewer</html>")
+        assert headers["content-type"].startswith("text/html")
+        assert fetch(server, "/.static/app.js")[2] == b"console.log(1)"
+        assert fetch(server, "/.static/")[0] == 404
+        assert fetch(server, "/.static/../zarr.json")[0] in (400, 404)
+        assert fetch(server, "/zarr.json")[0] == 200
