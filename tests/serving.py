@@ -30,9 +30,8 @@ class Served:
         import uvicorn
 
         self.app = app
-        # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that name it (else every
-        # response waits ~40 ms for a delayed ACK between its header and body segments)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        # bound as uvicorn binds for --workers (protocol 0: asyncio leaves TCP_NODELAY off)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]

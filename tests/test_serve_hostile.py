@@ -8,6 +8,7 @@ requests inside it read only objects of the hive's leaves.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 import threading
 import time
@@ -17,9 +18,11 @@ import pytest
 from serving import CHUNK, FIXTURES, Served, fetch
 
 from moczarr_store.serve import create_app
-from moczarr_store.serve.protocols import HTTPTOOLS, http_protocol
+from moczarr_store.serve.protocols import HTTPTOOLS, NoDelayH11Protocol, http_protocol
 
-PROTOCOLS = {"h11": "h11", "httptools": http_protocol()} if HTTPTOOLS else {"h11": "h11"}
+PROTOCOLS = {"h11": NoDelayH11Protocol, "httptools": http_protocol()} if HTTPTOOLS else {
+    "h11": NoDelayH11Protocol
+}
 
 
 @pytest.fixture(scope="module", params=sorted(PROTOCOLS))
@@ -189,3 +192,19 @@ def test_many_connections_at_once(server):
     for sock in socks:
         sock.close()
     assert fetch(server, f"/{CHUNK}")[0] == 200
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_responses_leave_at_once(protocol):
+    """On a socket bound without IPPROTO_TCP (uvicorn --workers, gunicorn) a response still
+    leaves at once: without TCP_NODELAY each waited ~40 ms for a delayed ACK."""
+    with Served(create_app(FIXTURES / "sharded"), http=PROTOCOLS[protocol]) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        times = []
+        for _ in range(21):
+            start = time.perf_counter()
+            conn.request("GET", f"/{CHUNK}")
+            assert conn.getresponse().read()
+            times.append(time.perf_counter() - start)
+        conn.close()
+    assert sorted(times)[10] < 0.02, sorted(times)
