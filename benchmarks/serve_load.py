@@ -54,9 +54,18 @@ def served(hive: Path, *args: str, log: Path | None = None) -> Iterator[tuple[st
     port = free_port()
     command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(hive),
                "--port", str(port), *args]
+    with running(command, f"http://127.0.0.1:{port}", log=log) as pid:
+        yield f"http://127.0.0.1:{port}", pid
+
+
+@contextlib.contextmanager
+def running(
+    command: list[str], url: str, env: dict | None = None, log: Path | None = None
+) -> Iterator[int]:
+    """``command`` (a server) in a subprocess, once ``url/zarr.json`` answers: its pid;
+    stopped (SIGTERM, then SIGKILL) on exit."""
     sink = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
-    process = subprocess.Popen(command, stdout=sink, stderr=sink)
-    url = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(command, stdout=sink, stderr=sink, env=env)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -68,7 +77,7 @@ def served(hive: Path, *args: str, log: Path | None = None) -> Iterator[tuple[st
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the server did not start: {command}") from None
                 time.sleep(0.1)
-        yield url, process.pid
+        yield process.pid
     finally:
         process.terminate()
         try:
@@ -159,6 +168,7 @@ class Results:
     statuses: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cpu: float = 0.0  # the server's CPU seconds (user + system) during the load
     rss: dict[str, float] = field(default_factory=dict)
 
     def quantile(self, q: float) -> float:
@@ -217,11 +227,13 @@ def run(hive: Path, clients: int = 200, requests: int = 50, seed: int = 0) -> Re
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
+        cpu = sum(server.cpu_times()[:2])
         try:
             asyncio.run(_load(url, plans, results))
         finally:
             done.set()
             sampler.join(5)
+        results.cpu = sum(server.cpu_times()[:2]) - cpu
         results.rss["peak"] = peak[0]
         results.rss["after"] = server.memory_info().rss / 2**20
     return results
@@ -232,7 +244,8 @@ def report(results: Results, clients: int, requests: int) -> list[str]:
     return [
         f"| load: {clients} clients x {requests} requests | "
         f"{total / results.seconds:.0f} requests/s, p50 {results.quantile(0.5) * 1e3:.1f} ms, "
-        f"p99 {results.quantile(0.99) * 1e3:.1f} ms, max {max(results.latencies) * 1e3:.0f} ms | "
+        f"p99 {results.quantile(0.99) * 1e3:.1f} ms, max {max(results.latencies) * 1e3:.0f} ms; "
+        f"server CPU {results.cpu / max(total, 1) * 1e3:.2f} ms/request | "
         f"{len(results.errors)} errors; statuses {dict(sorted(results.statuses.items()))} | "
         f"server RSS {results.rss['before']:.0f} MB before, {results.rss['peak']:.0f} MB peak, "
         f"{results.rss['after']:.0f} MB after |",

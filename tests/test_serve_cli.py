@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import urllib.request
@@ -66,3 +67,20 @@ def test_short_load_test():
     assert results.errors == []
     assert len(results.latencies) == 200
     assert {200, 206, 404} <= set(results.statuses)
+
+
+def test_uvicorn_factory_command():
+    """The deployment the README documents: uvicorn's own command, the app from the
+    environment, this package's protocol."""
+    import os
+
+    hive = FIXTURES / "sharded"
+    port = serve_load.free_port()
+    env = {**os.environ, "MOCZARR_STORE_SOURCE": str(hive), "MOCZARR_STORE_CHUNKING": "shard"}
+    command = [sys.executable, "-m", "uvicorn", "--factory", "moczarr_store.serve:app_from_env",
+               "--http", "moczarr_store.serve.protocols:BoundedHttpToolsProtocol",
+               "--port", str(port)]
+    url = f"http://127.0.0.1:{port}"
+    with serve_load.running(command, url, env=env):
+        root = json.loads(get(f"{url}/zarr.json"))
+        assert root["attributes"]["morton_hive_store"]["chunking"] == "shard"

@@ -80,8 +80,8 @@ def test_client_reads_what_the_store_reads(served, client):
     assert_same_values(CLIENTS[client](server.url), want)
 
 
-# zarrs-python decodes into fixed-size buffers: no variable-length (ragged digests, window
-# labels) or datetime (window bounds) arrays; in strict mode it refuses them.
+# zarrs-python decodes into fixed-size buffers: no variable-length arrays (the ragged
+# digests, the window labels) nor other kinds it lists; in strict mode it refuses them.
 ZARRS_CANNOT = frozenset("VSUMmOT")
 
 
