@@ -70,6 +70,13 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}"[:1000]
 
 
+def _locations(generation: Generation) -> list[str]:
+    """How messages may name the hive's root (its URL, its local directory)."""
+    backend = generation.store.backend
+    url = backend.url or ""
+    return [w for w in (url, url.removeprefix("file://")) if len(w) > 1]
+
+
 class KeyServer:
     """Answers requests for virtual keys from the current generation."""
 
@@ -86,8 +93,9 @@ class KeyServer:
     def _not_found(self, generation: Generation, now: float) -> Response:
         return PlainTextResponse("not found\n", 404, headers=self._cache(generation, now))
 
-    def _failed(self, status: int, key: str, err: BaseException) -> Response:
-        """A 5xx with a one-line reason, logged once per reason."""
+    def _failed(self, generation: Generation, status: int, key: str, err: Exception) -> Response:
+        """A 5xx with a one-line reason, logged once per reason. The client's copy names the
+        hive-relative object, not where the hive lives (the log has it all)."""
         reason = _one_line(err) if status == 502 else f"internal error ({type(err).__name__})"
         if reason not in self._reasons:
             if len(self._reasons) >= MAX_REASONS:
@@ -97,6 +105,8 @@ class KeyServer:
                 logger.error("%s: %s", key, reason)
             else:
                 logger.error("%s: %s", key, reason, exc_info=err)
+        for where in _locations(generation):
+            reason = reason.replace(where, "<hive>")
         return PlainTextResponse(reason + "\n", status, headers={"Cache-Control": "no-store"})
 
     # -- the endpoint ------------------------------------------------------------------
@@ -110,9 +120,9 @@ class KeyServer:
         try:
             return await self._answer(generation, now, key, request)
         except (MocHiveError, OSError, ValueError) as err:
-            return self._failed(502, key, err)
+            return self._failed(generation, 502, key, err)
         except Exception as err:
-            return self._failed(500, key, err)
+            return self._failed(generation, 500, key, err)
 
     async def _answer(
         self, generation: Generation, now: float, key: str, request: Request
