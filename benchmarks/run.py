@@ -41,6 +41,7 @@ MODES = ("shard", "leaf", "inner")
 MEASURES = (
     "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale", "dask",
     "verify",
+    "serve",
 )
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -416,6 +417,40 @@ def measure_verify(hive: Path) -> None:
     )
 
 
+# -- 10. serve --------------------------------------------------------------------------
+
+
+def measure_serve(hive: Path, group: str, field: str, repeat: int = 5) -> None:
+    """A full read of one field through ``moczarr-store serve`` (a subprocess on loopback)
+    by zarr-python over obstore's HTTPStore, against the same read in process (zarr
+    directly, no dask, default settings). Both warm (stamps read), timed alternately
+    ``repeat`` times, best of each; the server's CPU time per request is reported too."""
+    import psutil
+
+    from benchmarks.serve_load import http_store, served
+
+    local = zarr.open_group(MocHiveStore(hive, chunking=DEFAULT), mode="r")[f"{group}/{field}"]
+    want = local[:]
+    with served(hive, "--chunking", DEFAULT, "--stamp-ttl", "3600") as (url, pid):
+        server = psutil.Process(pid)
+        remote = zarr.open_array(http_store(url), path=f"{group}/{field}", mode="r")
+        np.testing.assert_array_equal(remote[:], want)
+        t_local, t_remote, cpu = [], [], []
+        for _ in range(repeat):
+            t_local.append(best(lambda: local[:], 1)[0])
+            before = sum(server.cpu_times()[:2])
+            t_remote.append(best(lambda: remote[:], 1)[0])
+            cpu.append(sum(server.cpu_times()[:2]) - before)
+    size, n = want.nbytes / 1e6, remote.nchunks
+    row(
+        f"serve: full read, one field ({field}), zarr over obstore HTTPStore",
+        f"{size / min(t_remote):.3g} MB/s ({n} chunks; server CPU "
+        f"{min(cpu) / n * 1e3:.2f} ms/request)",
+        f"in-process {size / min(t_local):.3g} MB/s",
+        f"{min(t_local) / min(t_remote):.2f}x in-process",
+    )
+
+
 DEFAULT = "leaf"
 
 
@@ -460,6 +495,7 @@ def run(
         "scale": lambda: [measure_scale(path, label) for label, path in scales.items()],
         "dask": lambda: measure_dask(hive, plain, group, field, cells),
         "verify": lambda: measure_verify(hive),
+        "serve": lambda: measure_serve(hive, group, field),
     }
     took = {}
     for name in (m for m in MEASURES if m in only):

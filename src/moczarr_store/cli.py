@@ -1,4 +1,4 @@
-"""Command line: ``moczarr-store inspect PATH_OR_URL`` and ``moczarr-store verify PATH_OR_URL``."""
+"""Command line: ``moczarr-store inspect | verify | serve PATH_OR_URL``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tqdm import tqdm  # type: ignore[import-untyped]
 from zarr.core.sync import sync
 
 from .backend import redact
-from .options import VERIFY_MODES
+from .options import CHUNKINGS, VERIFY_MODES
 from .store import MocHiveStore
 from .verify import printable, report_lines, verify_hive
 from .view.arrays import FabricatedArray
@@ -91,9 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
     check.add_argument("--group", help="only the levels under this virtual path (atl06/o7)")
     check.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_serve_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "verify":
         return run_verify(args)
+    if args.command == "serve":
+        return serve_command(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -140,6 +143,49 @@ def run_verify(args: argparse.Namespace) -> int:
     for w in caught:
         print(f"warning: {printable(w.message)}", file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def add_serve_parser(sub) -> None:
+    serve = sub.add_parser("serve", help="serve the hive as a Zarr v3 hierarchy over HTTP")
+    serve.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (8000)")
+    serve.add_argument("--chunking", choices=CHUNKINGS, default="leaf")
+    serve.add_argument("--verify", choices=VERIFY_MODES, default="lazy")
+    serve.add_argument("--window", help="scope windowed products to this window")
+    serve.add_argument(
+        "--cors", action="append", default=[], metavar="ORIGIN",
+        help="an origin allowed to read ('*': any); repeat for several",
+    )
+    serve.add_argument(
+        "--stamp-ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a leaf's stamp is trusted, and the longest max-age sent (60)",
+    )
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (1)")
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Open the hive once (so a bad source fails here, not on the first request), then
+    serve it until interrupted."""
+    try:
+        from .serve.run import serve
+    except ImportError as err:
+        print(f"error: serve needs the [serve] extra ({err}): "
+              "pip install 'moczarr-store[serve]'", file=sys.stderr)
+        return 1
+    options = {"chunking": args.chunking, "verify": args.verify, "window": args.window}
+    try:
+        store = MocHiveStore(args.source, **options)
+        sync(store.session.ensure_levels(None))
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    serve(args.source, host=args.host, port=args.port, workers=args.workers, cors=args.cors,
+          stamp_ttl=args.stamp_ttl, **options)
+    return 0
 
 
 if __name__ == "__main__":

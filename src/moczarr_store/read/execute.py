@@ -255,16 +255,23 @@ async def _transcoded(session: HiveSession, plan: Transcode) -> Bytes | None:
     return None if chunk is None else slice_bytes(chunk, plan.byte_range)
 
 
-async def object_size(session: HiveSession, plan: Plan) -> int | None:
-    """The size of the bytes ``plan`` names without reading a chunk where that is known:
-    documents, fabricated chunks, and whole passthrough objects of a leaf whose encoding is
-    already established (one HEAD); otherwise the chunk is read."""
-    if (
+def size_known(session: HiveSession, plan: Plan) -> bool:
+    """Whether one HEAD of ``plan.object`` gives the size of the bytes ``plan`` names: a
+    whole passthrough object of an immutable leaf version whose encoding is established."""
+    return (
         isinstance(plan, Passthrough)
         and plan.byte_range is None
         and plan.immutable
         and session.leaf_metas.peek(plan.meta, None) == _SAME
-    ):
+    )
+
+
+async def object_size(session: HiveSession, plan: Plan) -> int | None:
+    """The size of the bytes ``plan`` names without reading a chunk where that is known:
+    documents, fabricated chunks, and whole passthrough objects of a leaf whose encoding is
+    already established (one HEAD); otherwise the chunk is read."""
+    if size_known(session, plan):
+        assert isinstance(plan, Passthrough)
         return await session.backend.size(plan.object)
     data = await execute(session, plan)
     return None if data is None else len(memoryview(data).cast("B"))

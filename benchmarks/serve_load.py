@@ -1,0 +1,270 @@
+"""A bounded load test of ``moczarr-store serve`` on loopback.
+
+    python -m benchmarks.serve_load [--hive PATH] [--group G] [--clients 200] [--requests 50]
+
+Starts the server (``moczarr-store serve``, a subprocess, access log on) and runs
+``--clients`` concurrent clients (aiohttp, one connection each) of ``--requests``
+requests, a seeded mix: metadata documents, full chunks, byte ranges of chunks, HEADs and
+404s (unknown keys). Every answer is checked against the in-process store (status, and
+the bytes of documents, chunks and ranges), so "errors" counts wrong answers as well as
+failed requests. Reports requests/s, latency p50/p99/max and the server's RSS (before,
+peak, after); the run is bounded by its request count and a deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import zarr
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from moczarr_store import MocHiveStore
+
+REPO = Path(__file__).resolve().parents[1]
+KINDS = ("metadata", "chunk", "range", "head", "missing")
+DEADLINE = 600.0  # seconds: the whole run stops by then whatever happens
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(hive: Path, *args: str, log: Path | None = None) -> Iterator[tuple[str, int]]:
+    """``moczarr-store serve hive`` in a subprocess on a free loopback port: ``(url, pid)``,
+    stopped (SIGTERM, then SIGKILL) on exit."""
+    port = free_port()
+    command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(hive),
+               "--port", str(port), *args]
+    with running(command, f"http://127.0.0.1:{port}", log=log) as pid:
+        yield f"http://127.0.0.1:{port}", pid
+
+
+@contextlib.contextmanager
+def running(
+    command: list[str], url: str, env: dict | None = None, log: Path | None = None
+) -> Iterator[int]:
+    """``command`` (a server) in a subprocess, once ``url/zarr.json`` answers: its pid;
+    stopped (SIGTERM, then SIGKILL) on exit."""
+    sink = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    process = subprocess.Popen(command, stdout=sink, stderr=sink, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/zarr.json", timeout=5) as response:
+                    response.read()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the server did not start: {command}") from None
+                time.sleep(0.1)
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        if log:
+            sink.close()
+
+
+def http_store(url: str):
+    """zarr-python's store over obstore's HTTPStore (plain HTTP allowed: loopback)."""
+    import obstore.store
+    from zarr.storage import ObjectStore
+
+    http = obstore.store.HTTPStore.from_url(url, client_options={"allow_http": True})
+    return ObjectStore(http, read_only=True)
+
+
+@dataclass(frozen=True)
+class Request:
+    kind: str
+    method: str
+    key: str
+    headers: dict
+    status: int
+    body: bytes | None  # expected bytes (None: not checked)
+
+
+def _local(store: MocHiveStore, key: str, byte_range=None) -> bytes | None:
+    buffer = sync(store.get(key, default_buffer_prototype(), byte_range))
+    return None if buffer is None else buffer.to_bytes()
+
+
+def workload(hive: Path, n: int, seed: int = 0) -> list[Request]:
+    """``n`` requests, a seeded mix of the five kinds, with the answers the in-process store
+    gives (a chunk with nothing stored is a 404)."""
+    from zarr.abc.store import RangeByteRequest
+
+    store = MocHiveStore(hive)
+    rng = random.Random(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        root = zarr.open_group(store, mode="r")
+        nodes = [p for p, _ in root.members(max_depth=None)]
+        arrays = [p for p, a in root.members(max_depth=None) if isinstance(a, zarr.Array)]
+        documents = {k: _local(store, k) for k in
+                     ["zarr.json", *(f"{p}/zarr.json" for p in nodes)]}
+        chunk_keys: list[str] = []
+        for path in arrays:
+            grid = root[path].cdata_shape
+            chunk_keys += [f"{path}/c/" + "/".join(str(rng.randrange(g)) for g in grid)
+                           for _ in range(8)]
+        chunks = {k: _local(store, k) for k in chunk_keys}
+    out = []
+    for i in range(n):
+        kind = KINDS[i % len(KINDS)]
+        if kind == "metadata":
+            key = rng.choice(sorted(documents))
+            out.append(Request(kind, "GET", key, {}, 200, documents[key]))
+            continue
+        if kind == "missing":
+            key = rng.choice(["nope/zarr.json", f"{rng.choice(arrays)}/c/99999999",
+                              "morton_hive.json", f"x{rng.randrange(10**6)}/c/0"])
+            out.append(Request(kind, "GET", key, {}, 404, None))
+            continue
+        key = rng.choice(chunk_keys)
+        whole = chunks[key]
+        if whole is None:
+            out.append(Request(kind, "HEAD" if kind == "head" else "GET", key, {}, 404, None))
+        elif kind == "chunk":
+            out.append(Request(kind, "GET", key, {}, 200, whole))
+        elif kind == "head":
+            out.append(Request(kind, "HEAD", key, {}, 200, b""))
+        else:
+            start = rng.randrange(len(whole))
+            end = rng.randrange(start, len(whole)) + 1
+            want = _local(store, key, RangeByteRequest(start, end))
+            out.append(Request(kind, "GET", key, {"Range": f"bytes={start}-{end - 1}"}, 206, want))
+    rng.shuffle(out)
+    return out
+
+
+@dataclass
+class Results:
+    latencies: list[float] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    cpu: float = 0.0  # the server's CPU seconds (user + system) during the load
+    rss: dict[str, float] = field(default_factory=dict)
+
+    def quantile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def _client(session, url: str, plan: list[Request], results: Results, stop: float):
+    for request in plan:
+        if time.monotonic() > stop:
+            results.errors.append("deadline reached")
+            return
+        start = time.perf_counter()
+        try:
+            async with session.request(request.method, f"{url}/{request.key}",
+                                       headers=request.headers) as response:
+                body = await response.read()
+                status = response.status
+        except Exception as err:  # counted, never raised: the run goes on
+            results.errors.append(f"{request.method} {request.key}: {err!r}")
+            continue
+        results.latencies.append(time.perf_counter() - start)
+        results.statuses[status] += 1
+        if status != request.status or (request.body is not None and body != request.body):
+            results.errors.append(f"{request.method} {request.key} {request.headers}: "
+                                  f"{status}, {len(body)} bytes (want {request.status})")
+
+
+async def _load(url: str, plans: list[list[Request]], results: Results) -> None:
+    import aiohttp
+
+    stop = time.monotonic() + DEADLINE
+    connector = aiohttp.TCPConnector(limit=len(plans), force_close=False)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        start = time.perf_counter()
+        await asyncio.gather(*(_client(session, url, plan, results, stop) for plan in plans))
+        results.seconds = time.perf_counter() - start
+
+
+def run(hive: Path, clients: int = 200, requests: int = 50, seed: int = 0) -> Results:
+    """The load test: ``clients`` concurrent clients x ``requests`` requests each."""
+    work = workload(hive, clients * requests, seed)
+    plans = [work[i::clients] for i in range(clients)]
+    results = Results()
+    with served(hive, "--stamp-ttl", "600") as (url, pid):
+        server = psutil.Process(pid)
+        results.rss["before"] = server.memory_info().rss / 2**20
+        peak = [results.rss["before"]]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.05):
+                with contextlib.suppress(psutil.Error):
+                    peak[0] = max(peak[0], server.memory_info().rss / 2**20)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        cpu = sum(server.cpu_times()[:2])
+        try:
+            asyncio.run(_load(url, plans, results))
+        finally:
+            done.set()
+            sampler.join(5)
+        results.cpu = sum(server.cpu_times()[:2]) - cpu
+        results.rss["peak"] = peak[0]
+        results.rss["after"] = server.memory_info().rss / 2**20
+    return results
+
+
+def report(results: Results, clients: int, requests: int) -> list[str]:
+    total = len(results.latencies)
+    return [
+        f"| load: {clients} clients x {requests} requests | "
+        f"{total / results.seconds:.0f} requests/s, p50 {results.quantile(0.5) * 1e3:.1f} ms, "
+        f"p99 {results.quantile(0.99) * 1e3:.1f} ms, max {max(results.latencies) * 1e3:.0f} ms; "
+        f"server CPU {results.cpu / max(total, 1) * 1e3:.2f} ms/request | "
+        f"{len(results.errors)} errors; statuses {dict(sorted(results.statuses.items()))} | "
+        f"server RSS {results.rss['before']:.0f} MB before, {results.rss['peak']:.0f} MB peak, "
+        f"{results.rss['after']:.0f} MB after |",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.serve_load", description=__doc__)
+    parser.add_argument("--hive", type=Path, default=REPO / "fixtures" / "sharded")
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--requests", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    results = run(args.hive, args.clients, args.requests, args.seed)
+    print("\n".join(report(results, args.clients, args.requests)))
+    for error in results.errors[:20]:
+        print("error:", error)
+    return 1 if results.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+"""The ASGI application: the virtual hierarchy as a read-only Zarr v3 HTTP endpoint.
+
+Routes: ``GET /`` is the viewer page (``static/index.html`` beside this module when it
+exists, else one line of text), ``/.static/...`` the viewer's files (a prefix no virtual
+key can have), and every other path a virtual key. Keys answer ``GET`` and ``HEAD``
+(anything else is 405 with ``Allow``); there are no directory listings. See
+:mod:`.protocol` for ranges and conditionals, :mod:`.resource` for entity tags and
+:mod:`.generations` for how long bytes may be cached.
+
+Status codes: 200/206 with the bytes; 304 when ``If-None-Match`` names the current tag;
+404 for keys outside the hierarchy and for chunks with nothing stored (the fill value);
+416 with ``Content-Range: bytes */N`` for an unsatisfiable range; 502 with a one-line
+reason naming the object when the hive cannot be read or is damaged (logged once per
+reason on the ``moczarr_store.serve`` logger); 500 for anything unexpected. Every
+request is logged on ``moczarr_store.serve.access`` (INFO).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..errors import MocHiveError
+from ..read.execute import execute
+from ..read.plan import Absent, plan_key
+from .generations import DEFAULT_STAMP_TTL, Generation, Generations, store_factory
+from .protocol import Span, Unsatisfiable, byte_range, names_tag, none_match, range_applies
+from .resource import Found, find, leaf_tag, read_span, whole
+
+logger = logging.getLogger("moczarr_store.serve")
+access_logger = logging.getLogger("moczarr_store.serve.access")
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+STATIC_PREFIX = "/.static"
+EXPOSED_HEADERS = ("Content-Range", "Content-Length", "ETag", "Accept-Ranges")
+ALLOWED_HEADERS = ("Range", "If-None-Match", "If-Range")
+MAX_KEY = 4096
+MAX_REASONS = 65_536  # distinct failure reasons remembered for logging once
+_BAD_KEY = re.compile(r"[\x00-\x1f\x7f\\]")
+_ENCODED_SEPARATOR = re.compile(rb"%(2f|5c|00)", re.IGNORECASE)
+
+
+def is_candidate(key: str, raw_path: bytes | None) -> bool:
+    """Whether ``key`` may name a node's ``zarr.json`` or a chunk; nothing else is looked
+    up (no store, no backend): not a percent-encoded ``/``, ``\\`` or NUL, control
+    characters, empty, ``.`` or ``..`` segments, nor over 4,096 characters."""
+    if not key or len(key) > MAX_KEY or _BAD_KEY.search(key):
+        return False
+    if raw_path is not None and _ENCODED_SEPARATOR.search(raw_path):
+        return False
+    if not (key == "zarr.json" or key.endswith("/zarr.json") or "/c/" in key):
+        return False
+    return all(part not in ("", ".", "..") for part in key.split("/"))
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or "no detail"
+    return f"{type(err).__name__}: {text}"[:1000]
+
+
+def _locations(generation: Generation) -> list[str]:
+    """How messages may name the hive's root (its URL, its local directory)."""
+    backend = generation.store.backend
+    url = backend.url or ""
+    return [w for w in (url, url.removeprefix("file://")) if len(w) > 1]
+
+
+class KeyServer:
+    """Answers requests for virtual keys from the current generation."""
+
+    def __init__(self, generations: Generations) -> None:
+        self.generations = generations
+        self._reasons: set[str] = set()
+
+    # -- responses -------------------------------------------------------------------
+
+    @staticmethod
+    def _cache(generation: Generation, now: float) -> dict[str, str]:
+        return {"Cache-Control": f"public, max-age={generation.max_age(now)}"}
+
+    def _not_found(self, generation: Generation, now: float) -> Response:
+        return PlainTextResponse("not found\n", 404, headers=self._cache(generation, now))
+
+    def _failed(self, generation: Generation, status: int, key: str, err: Exception) -> Response:
+        """A 5xx with a one-line reason, logged once per reason. The client's copy names the
+        hive-relative object, not where the hive lives (the log has it all)."""
+        reason = _one_line(err) if status == 502 else f"internal error ({type(err).__name__})"
+        if reason not in self._reasons:
+            if len(self._reasons) >= MAX_REASONS:
+                self._reasons.clear()
+            self._reasons.add(reason)
+            if status == 502:
+                logger.error("%s: %s", key, reason)
+            else:
+                logger.error("%s: %s", key, reason, exc_info=err)
+        for where in _locations(generation):
+            reason = reason.replace(where, "<hive>")
+        return PlainTextResponse(reason + "\n", status, headers={"Cache-Control": "no-store"})
+
+    # -- the endpoint ------------------------------------------------------------------
+
+    async def handle(self, request: Request) -> Response:
+        generation = self.generations.current()
+        now = self.generations.now()
+        key = request.path_params["key"]
+        if not is_candidate(key, request.scope.get("raw_path")):
+            return self._not_found(generation, now)
+        try:
+            return await self._answer(generation, now, key, request)
+        except (MocHiveError, OSError, ValueError) as err:
+            return self._failed(generation, 502, key, err)
+        except Exception as err:
+            return self._failed(generation, 500, key, err)
+
+    async def _answer(
+        self, generation: Generation, now: float, key: str, request: Request
+    ) -> Response:
+        session = generation.store.session
+        plan = await plan_key(session, key)
+        if isinstance(plan, Absent):
+            await execute(session, plan)  # damage is noted (warned once per level and kind)
+            return self._not_found(generation, now)
+        headers = request.headers
+        if_none_match = headers.get("if-none-match")
+        cache = self._cache(generation, now)
+        tag = leaf_tag(generation, plan)
+        if tag is not None and names_tag(if_none_match, tag):  # known from the stamp alone
+            return Response(None, 304, headers={"ETag": tag, **cache})
+        ranged = headers.get("range")
+        body = request.method == "GET" and ranged is None
+        found = await find(generation, plan, tag, body=body)
+        if found is None:
+            return self._not_found(generation, now)
+        if none_match(if_none_match, found.etag):
+            return Response(None, 304, headers={"ETag": found.etag, **cache})
+        span = byte_range(ranged, found.size)
+        if span is not None and not range_applies(headers.get("if-range"), found.etag):
+            span = None
+        common = {"ETag": found.etag, "Accept-Ranges": "bytes", **cache}
+        if isinstance(span, Unsatisfiable):
+            return Response(
+                None, 416, headers={**common, "Content-Range": f"bytes */{found.size}"}
+            )
+        return await self._bytes(generation, request, found, span, common)
+
+    async def _bytes(
+        self,
+        generation: Generation,
+        request: Request,
+        found: Found,
+        span: Span | None,
+        common: dict[str, str],
+    ) -> Response:
+        status, length, extra = 200, found.size, {}
+        if span is not None:
+            status, length = 206, span.end - span.start
+            extra = {"Content-Range": span.content_range(found.size)}
+        if request.method == "HEAD":
+            payload = None
+        else:
+            payload = await (
+                whole(generation, found) if span is None else read_span(generation, found, span)
+            )
+            if payload is None:  # the object went away after its size was read
+                return self._not_found(generation, self.generations.now())
+            length = len(payload)
+        headers = {**common, **extra, "Content-Length": str(length)}
+        return Response(payload, status, headers=headers, media_type=found.media_type)
+
+
+# -- the application ------------------------------------------------------------------
+
+
+class AccessLog:
+    """ASGI middleware: one INFO line per request on ``moczarr_store.serve.access``
+    (client, method, raw path, status, body bytes, milliseconds)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not access_logger.isEnabledFor(logging.INFO):
+            await self.app(scope, receive, send)
+            return
+        start, status, sent = time.perf_counter(), [0], [0]
+
+        async def observed(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif message["type"] == "http.response.body":
+                sent[0] += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            client = scope.get("client") or ("-", 0)
+            path = (scope.get("raw_path") or scope["path"].encode()).decode("ascii", "replace")
+            access_logger.info(
+                '%s "%s %s" %d %d %.1fms', client[0], scope["method"], path[:512], status[0],
+                sent[0], (time.perf_counter() - start) * 1e3,
+            )
+
+
+def _index(static_dir: Path | None):
+    async def index(request: Request) -> Response:
+        page = None if static_dir is None else static_dir / "index.html"
+        if page is not None and page.is_file():
+            return FileResponse(page)
+        return PlainTextResponse(
+            "moczarr-store: a read-only Zarr v3 hierarchy; its root metadata is /zarr.json\n"
+        )
+
+    return index
+
+
+def create_app(
+    source_or_store: Any,
+    *,
+    cors: Iterable[str] = (),
+    stamp_ttl: float = DEFAULT_STAMP_TTL,
+    static_dir: Path | None = STATIC_DIR,
+    **store_options: Any,
+) -> Starlette:
+    """An ASGI app serving one hive as a Zarr v3 hierarchy over HTTP.
+
+    ``source_or_store``: a path or URL (with ``store_options`` for
+    :class:`~moczarr_store.MocHiveStore`: ``chunking``, ``verify``, ``window``, storage
+    options...) or a ``MocHiveStore`` (its recipe makes each later generation).
+    ``cors``: origins allowed to read (``"*"`` for any). ``stamp_ttl``: seconds a
+    generation's stamps are trusted and the longest ``max-age`` sent. ``static_dir``: the
+    viewer's files. Nothing is read until the first request; ``app.state.generations``
+    holds the current store. Create one app per process (each worker its own).
+    """
+    make, first = store_factory(source_or_store, store_options)
+    generations = Generations(make, stamp_ttl, first)
+    routes: list[BaseRoute] = [Route("/", _index(static_dir), methods=["GET"])]
+    if static_dir is not None and static_dir.is_dir():
+        routes.append(Mount(STATIC_PREFIX, StaticFiles(directory=static_dir)))
+    routes.append(Route("/{key:path}", KeyServer(generations).handle, methods=["GET"]))
+    middleware = [Middleware(AccessLog)]
+    origins = [cors] if isinstance(cors, str) else list(cors)
+    if origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=origins,
+                allow_methods=["GET", "HEAD"],
+                allow_headers=list(ALLOWED_HEADERS),
+                expose_headers=list(EXPOSED_HEADERS),
+                max_age=600,
+            )
+        )
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.generations = generations
+    return app

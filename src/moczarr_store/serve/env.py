@@ -1,0 +1,58 @@
+"""The app from environment variables: one per worker process, for servers that import a
+factory (``uvicorn --factory moczarr_store.serve:app_from_env``, gunicorn's uvicorn
+worker, ``moczarr-store serve --workers N``).
+
+``MOCZARR_STORE_SOURCE`` (required: path or URL), ``MOCZARR_STORE_CHUNKING``,
+``MOCZARR_STORE_VERIFY``, ``MOCZARR_STORE_WINDOW``, ``MOCZARR_STORE_CORS`` (origins
+separated by spaces or commas), ``MOCZARR_STORE_STAMP_TTL`` (seconds). Storage options
+are not read from the environment: obstore reads its own (``AWS_*``, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from starlette.applications import Starlette
+
+from ..options import OptionError
+from .app import create_app
+
+PREFIX = "MOCZARR_STORE_"
+_STORE_OPTIONS = ("chunking", "verify", "window")
+
+
+def to_env(
+    source: str,
+    *,
+    cors: Iterable[str] = (),
+    stamp_ttl: float | None = None,
+    **store_options: str | None,
+) -> dict[str, str]:
+    """The variables that make :func:`app_from_env` build ``create_app(source, ...)``."""
+    unknown = set(store_options) - set(_STORE_OPTIONS)
+    if unknown:
+        raise OptionError(f"options {sorted(unknown)} cannot be passed to worker processes")
+    env = {f"{PREFIX}SOURCE": str(source)}
+    env.update({f"{PREFIX}{k.upper()}": str(v) for k, v in store_options.items() if v})
+    if cors:
+        env[f"{PREFIX}CORS"] = " ".join(cors)
+    if stamp_ttl is not None:
+        env[f"{PREFIX}STAMP_TTL"] = repr(float(stamp_ttl))
+    return env
+
+
+def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
+    """``create_app`` configured by the ``MOCZARR_STORE_*`` variables (see the module)."""
+    environ = os.environ if environ is None else environ
+    source = environ.get(f"{PREFIX}SOURCE")
+    if not source:
+        raise OptionError(f"{PREFIX}SOURCE is not set: it names the hive to serve")
+    given = {k: environ.get(f"{PREFIX}{k.upper()}") for k in _STORE_OPTIONS}
+    options: dict[str, Any] = {k: v for k, v in given.items() if v}
+    cors = [o for o in re.split(r"[\s,]+", environ.get(f"{PREFIX}CORS", "")) if o]
+    if ttl := environ.get(f"{PREFIX}STAMP_TTL"):
+        options["stamp_ttl"] = ttl
+    return create_app(source, cors=cors, **options)

@@ -1,0 +1,119 @@
+"""Store generations: how a long-running server sees a hive that changes under it.
+
+A leaf's commit stamp names the ``run-*`` version its bytes live in, and a store caches
+the stamps it read for its lifetime. The server therefore serves each request from one
+*generation*, a :class:`MocHiveStore` that it replaces with a fresh one (new session,
+empty caches, the hive opened again on first use) once ``stamp_ttl`` seconds have passed
+since the generation began. So:
+
+- a leaf re-pointed at time ``T`` is served from its new version by ``T + stamp_ttl`` at
+  the latest;
+- a request uses one generation throughout (its plan, the size and the bytes of one
+  chunk come from one stamp), so a chunk never mixes versions;
+- ``Cache-Control: max-age`` is what is left of the serving generation's lifetime, so a
+  client's cached copy is never kept past the point where the server itself may change.
+
+Cost: each generation opens the hive once (a constant number of requests) and reads each
+leaf stamp again the first time one of its chunks is asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..cache import AsyncCache
+from ..options import OptionError
+from ..store import MocHiveStore
+
+DEFAULT_STAMP_TTL = 60.0
+MAX_STAMP_TTL = 365 * 86400.0
+OBJECT_SIZES = 65_536  # sizes of immutable objects learned by HEAD, per generation
+
+
+class Generation:
+    """One store, and the sizes of immutable objects learned through it, until ``expires``
+    (a ``time.monotonic()`` instant)."""
+
+    def __init__(self, store: MocHiveStore, expires: float) -> None:
+        self.store = store
+        self.expires = expires
+        self.sizes: AsyncCache[int | None] = AsyncCache(OBJECT_SIZES)
+        self.declared: dict[str, str] = {}  # array path -> its declared encoding, as JSON
+
+    def max_age(self, now: float) -> int:
+        """Whole seconds left in this generation's lifetime."""
+        return max(0, math.floor(self.expires - now))
+
+
+class Generations:
+    """The current generation, replaced by a fresh store from ``make()`` once it expires.
+
+    ``first`` (if given) serves the first generation. Nothing is read here: a generation's
+    store opens the hive on its first request.
+    """
+
+    def __init__(
+        self,
+        make: Callable[[], MocHiveStore],
+        stamp_ttl: float = DEFAULT_STAMP_TTL,
+        first: MocHiveStore | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stamp_ttl = check_ttl(stamp_ttl)
+        self._make, self._clock = make, clock
+        self._current = Generation(first or make(), clock() + self.stamp_ttl)
+        self.count = 1
+
+    def current(self) -> Generation:
+        """The generation to serve a request from, starting a new one if it expired."""
+        now = self._clock()
+        if now >= self._current.expires:
+            self._current = Generation(self._make(), now + self.stamp_ttl)
+            self.count += 1
+        return self._current
+
+    def expire(self) -> None:
+        """End the current generation: the next request starts a new one."""
+        self._current.expires = self._clock()
+
+    def now(self) -> float:
+        return self._clock()
+
+
+def check_ttl(value: Any) -> float:
+    """``stamp_ttl`` as seconds: finite, positive, at most a year."""
+    try:
+        ttl = float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"stamp_ttl={value!r}: expected a number of seconds") from None
+    if not (0 < ttl <= MAX_STAMP_TTL):
+        raise OptionError(f"stamp_ttl={value!r}: expected seconds in (0, {MAX_STAMP_TTL:.0f}]")
+    return ttl
+
+
+def store_factory(
+    source_or_store: Any, store_options: dict[str, Any]
+) -> tuple[Callable[[], MocHiveStore], MocHiveStore]:
+    """A function that makes a fresh store of the same hive with the same options, and the
+    first store (the one given, or a new one, so bad options fail here)."""
+    if isinstance(source_or_store, MocHiveStore):
+        if store_options:
+            raise TypeError(
+                f"store options {sorted(store_options)} apply to a source, not to a MocHiveStore"
+            )
+        state = source_or_store.__getstate__()
+
+        def again() -> MocHiveStore:
+            store = MocHiveStore.__new__(MocHiveStore)
+            store.__setstate__(state)
+            return store
+
+        return again, source_or_store
+
+    def make() -> MocHiveStore:
+        return MocHiveStore(source_or_store, **store_options)
+
+    return make, make()

@@ -1,0 +1,112 @@
+"""One virtual key as an HTTP representation: its size, its entity tag and its bytes,
+from the read plan of one generation.
+
+Entity tags are strong and name what the bytes are:
+
+- a chunk of an immutable leaf version (its stamp names a ``run-*`` version): a digest of
+  the plan (the object key, which contains the version, the leaf array's metadata key in
+  the same version, the inner chunk, the virtual array's declared encoding and this
+  package's version). Known before any byte is read, so ``If-None-Match`` is answered
+  with 304 from the stamp alone;
+- documents, fabricated chunks and chunks of unversioned leaves (rewritten in place, so
+  their key says nothing): a digest of the bytes, which are read to answer (an unversioned
+  leaf's chunk is read whole on every request anyway).
+
+Cost: a HEAD, or a ranged GET, of a whole passthrough object whose leaf encoding is
+established asks the backend for its size only (one HEAD per object and generation);
+every other representation is computed or read whole.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+from zarr.abc.store import RangeByteRequest
+
+from .. import __version__
+from ..errors import TruncatedChunkError
+from ..read.execute import execute, size_known
+from ..read.plan import Document, LeafRead, Plan
+from .generations import Generation
+from .protocol import Span, content_tag, recipe_tag
+
+_DECLARED = ("data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
+
+
+@dataclass(frozen=True)
+class Found:
+    """A representation: ``data`` is its bytes, or ``None`` when only its size was read."""
+
+    plan: Plan
+    size: int
+    etag: str
+    data: memoryview | None
+
+    @property
+    def media_type(self) -> str:
+        return "application/json" if isinstance(self.plan, Document) else "application/octet-stream"
+
+
+def leaf_tag(generation: Generation, plan: Plan) -> str | None:
+    """The entity tag of a chunk of an immutable leaf version, from its plan; ``None`` for
+    every other plan (tagged by content)."""
+    if not isinstance(plan, LeafRead) or not plan.immutable:
+        return None
+    declared = generation.declared.get(plan.array)
+    if declared is None:
+        meta = generation.store.session.view.arrays[plan.array].meta
+        declared = json.dumps({k: meta.get(k) for k in _DECLARED}, sort_keys=True)
+        generation.declared[plan.array] = declared
+    part = getattr(plan, "part", None)
+    return recipe_tag(f"{__version__}\0{type(plan).__name__}\0{plan.object}\0{plan.meta}"
+                      f"\0{part}\0{declared}")
+
+
+def _bytes(data) -> memoryview:
+    view = memoryview(data)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+async def find(generation: Generation, plan: Plan, tag: str | None, *, body: bool) -> Found | None:
+    """The representation ``plan`` names (``tag``: its ``leaf_tag``), or ``None`` when it
+    has no bytes (404). With ``body=False`` the size alone is read where one HEAD gives it."""
+    session = generation.store.session
+    if not body and tag is not None and size_known(session, plan):
+        assert isinstance(plan, LeafRead)
+        key = plan.object
+        size = await generation.sizes.get(key, lambda: session.backend.size(key))
+        if size is not None:
+            return Found(plan, size, tag, None)
+    data = await execute(session, plan)
+    if data is None:
+        return None
+    view = _bytes(data)
+    return Found(plan, len(view), tag or content_tag(view), view)
+
+
+async def read_span(generation: Generation, found: Found, span: Span) -> memoryview | None:
+    """Bytes ``span`` of a representation: cut from its bytes, or one ranged read of its
+    object (``None`` if the object is gone since its size was read)."""
+    if found.data is not None:
+        return found.data[span.start : span.end]
+    assert isinstance(found.plan, LeafRead)  # only a leaf object's size is read alone
+    plan = replace(found.plan, byte_range=RangeByteRequest(span.start, span.end))
+    data = await execute(generation.store.session, plan)
+    if data is None:
+        return None
+    view = _bytes(data)
+    if len(view) != span.end - span.start:
+        raise TruncatedChunkError(
+            f"{plan.object}: {len(view)} bytes at {span.start} where its size "
+            f"({found.size}) promised {span.end - span.start}"
+        )
+    return view
+
+
+async def whole(generation: Generation, found: Found) -> memoryview | None:
+    """All the bytes of a representation."""
+    if found.data is not None:
+        return found.data
+    data = await execute(generation.store.session, found.plan)
+    return None if data is None else _bytes(data)

@@ -1,0 +1,49 @@
+"""``moczarr-store serve``: the app under uvicorn, logging through :mod:`logging`."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import uvicorn
+
+from .app import create_app
+from .env import to_env
+from .protocols import http_protocol
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_CONFIG: dict[str, Any] = {  # applied in every worker process
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": FORMAT}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["stderr"], "level": "INFO"},
+}
+
+
+def serve(
+    source: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    cors: Iterable[str] = (),
+    stamp_ttl: float | None = None,
+    **store_options: Any,
+) -> None:
+    """Serve ``source`` until interrupted. One worker runs the app in this process; more
+    start ``workers`` processes, each building its own app from the environment."""
+    logging.captureWarnings(True)  # HiveWarnings (damage read as missing) go to the log
+    common: dict[str, Any] = {
+        "host": host, "port": port, "log_config": LOG_CONFIG, "access_log": False,
+        "http": http_protocol(),
+    }
+    if workers <= 1:
+        ttl: dict[str, Any] = {} if stamp_ttl is None else {"stamp_ttl": stamp_ttl}
+        app = create_app(source, cors=cors, **ttl, **store_options)
+        uvicorn.run(app, **common)
+        return
+    os.environ.update(to_env(source, cors=cors, stamp_ttl=stamp_ttl, **store_options))
+    uvicorn.run("moczarr_store.serve:app_from_env", factory=True, workers=workers, **common)

@@ -1,0 +1,105 @@
+"""Zarr clients read every array of every fixture through ``moczarr-store serve`` (uvicorn
+on loopback) exactly as the in-process store reads it.
+
+Every fixture is served in the default chunking mode, and in each other mode where its
+virtual metadata differs (the fixtures with sharded leaves); windowed fixtures once more
+scoped to one window.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import zarr
+from serving import (
+    FIXTURES,
+    Served,
+    array_paths,
+    assert_same_values,
+    expected,
+    fsspec_client,
+    obstore_client,
+    read,
+)
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from moczarr_store import MocHiveStore
+from moczarr_store.serve import create_app
+
+ALL = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_"))
+CLIENTS = {"obstore": obstore_client, "fsspec": fsspec_client}
+
+
+def _arrays_meta(fixture: str, chunking: str) -> dict:
+    store = MocHiveStore(FIXTURES / fixture, chunking=chunking)
+    doc = sync(store.get("zarr.json", default_buffer_prototype()))
+    return json.loads(doc.to_bytes())["consolidated_metadata"]
+
+
+def _cases() -> list[tuple[str, dict]]:
+    cases = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fixture in ALL:
+            cases.append((fixture, {"chunking": "leaf"}))
+            default = _arrays_meta(fixture, "leaf")
+            for mode in ("shard", "inner"):
+                if _arrays_meta(fixture, mode) != default:
+                    cases.append((fixture, {"chunking": mode}))
+    cases.append(("windowed", {"window": "2019"}))
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: "-".join([c[0], *c[1].values()]))
+def served(request):
+    fixture, options = request.param
+    local = MocHiveStore(FIXTURES / fixture, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = expected(local, array_paths(local))
+    with Served(create_app(FIXTURES / fixture, **options)) as server:
+        yield server, want
+
+
+def test_cases_cover_every_chunking_mode():
+    """The sharded fixtures are served in all three modes."""
+    modes = {opts.get("chunking") for name, opts in CASES if name == "sharded"}
+    assert modes == {"shard", "leaf", "inner"}
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_client_reads_what_the_store_reads(served, client):
+    server, want = served
+    assert want
+    assert_same_values(CLIENTS[client](server.url), want)
+
+
+# zarrs-python decodes into fixed-size buffers: no variable-length arrays (the ragged
+# digests, the window labels) nor other kinds it lists; in strict mode it refuses them.
+ZARRS_CANNOT = frozenset("VSUMmOT")
+
+
+def test_zarrs_pipeline_reads_what_the_store_reads(served):
+    """The zarrs codec pipeline (Rust; strict: no fall-back to zarr-python's codecs) over
+    obstore's HTTPStore: every fixed-size array equals the in-process read; the others are
+    refused with zarrs' UnsupportedDataTypeError, never read wrong."""
+    from zarrs.pipeline import UnsupportedDataTypeError
+
+    server, want = served
+    config = {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline", "codec_pipeline.strict": True}
+    remote = obstore_client(server.url)
+    with zarr.config.set(config):
+        assert_same_values(
+            remote, {p: w for p, w in want.items() if w[0].dtype.kind not in ZARRS_CANNOT}
+        )
+        for path in (p for p, w in want.items() if w[0].dtype.kind in ZARRS_CANNOT):
+            with pytest.raises(UnsupportedDataTypeError):
+                read(remote, path)
+        _, array = read(remote, next(iter(want)))
+        assert type(array._async_array.codec_pipeline).__name__ == "ZarrsCodecPipeline"
