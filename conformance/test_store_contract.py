@@ -7,14 +7,17 @@ through ``self.set`` or ``store.set`` is either
 * skipped, with a ``test_read_only_*`` test below checking the same invariant on the
   real keys of a hive, or
 * overridden under its own name when the same check fits on a real key
-  (``test_get_not_open``, ``test_get_raises``, ``test_get_many``, ``test_get_bytes*``,
-  ``test_get_json*``).
+  (``test_get_not_open``, ``test_get_raises``).
 
-Every other inherited test runs unchanged (see ZARR_STORE_CONTRACT.md §2.2 and §2.4).
+The harness differs between zarr releases (zarr 3.1.6 and 3.2 also test the private
+``_get_bytes``/``_get_json`` helpers, 3.3 dropped them), so the skips apply to the tests
+the installed harness has. Every other inherited test runs unchanged. Only zarr's public
+API is used here; the harness itself may use more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import math
@@ -25,9 +28,8 @@ from pathlib import Path
 import moczarr
 import pytest
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.buffer.cpu import Buffer
-from zarr.core.sync import _collect_aiterator, sync
+from zarr.buffer import default_buffer_prototype
+from zarr.buffer.cpu import Buffer
 from zarr.testing.store import StoreTests
 
 from moczarr_store import MocHiveStore
@@ -52,9 +54,40 @@ BYTE_REQUESTS = [
 ]
 
 
+# Inherited tests that seed keys, each skipped in favour of the read-only test below
+# that checks the same invariant on a hive's real keys.
+REPLACED = {
+    "test_get": "test_read_only_get",
+    "test_get_many": "test_read_only_get_every_key",
+    "test_getsize": "test_read_only_getsize",
+    "test_getsize_prefix": "test_read_only_getsize_prefix",
+    "test_set": "test_read_only_writes_refused",
+    "test_set_not_open": "test_read_only_writes_refused",
+    "test_set_many": "test_read_only_writes_refused",
+    "test_set_if_not_exists": "test_read_only_writes_refused",
+    "test_clear": "test_read_only_clear_refused",
+    "test_serializable_store": "test_read_only_pickle",
+    "test_get_partial_values": "test_read_only_get_partial_values",
+    "test_exists": "test_read_only_exists",
+    "test_is_empty": "test_read_only_is_empty",
+    "test_list": "test_read_only_list",
+    "test_list_prefix": "test_read_only_list_prefix",
+    "test_list_empty_path": "test_read_only_list",
+    "test_list_dir": "test_read_only_list_dir",
+    # zarr 3.1.6 and 3.2 only: its private helpers, thin wrappers of get()
+    "test_get_bytes": "test_read_only_get",
+    "test_get_bytes_sync": "test_read_only_get",
+    "test_get_json": "test_read_only_get",
+    "test_get_json_sync": "test_read_only_get",
+}
+
+
 def replaced_by(name: str):
-    """Skip an inherited write-seeding test, naming its read-only replacement."""
-    return pytest.mark.skip(reason=f"{SEEDS}; covered by {name} below")
+    """A skipped stand-in for an inherited write-seeding test, naming its replacement."""
+
+    def seeds_keys(self) -> None: ...
+
+    return pytest.mark.skip(reason=f"{SEEDS}; covered by {name}")(seeds_keys)
 
 
 def expected_slice(full: bytes, byte_range) -> bytes:
@@ -72,13 +105,17 @@ async def read(store: MocHiveStore, key: str, byte_range=None) -> bytes | None:
     return None if buf is None else buf.to_bytes()
 
 
+async def collect(items) -> tuple:
+    return tuple([item async for item in items])
+
+
 async def all_keys(store: MocHiveStore) -> list[str]:
-    return list(await _collect_aiterator(store.list()))
+    return list(await collect(store.list()))
 
 
 async def nodes(store: MocHiveStore) -> dict[str, dict]:
     """Every node's metadata by path ('' is the root), from the root's consolidated metadata."""
-    root = await store._get_json("zarr.json", prototype=default_buffer_prototype())
+    root = json.loads(await read(store, "zarr.json"))
     return {"": root, **root["consolidated_metadata"]["metadata"]}
 
 
@@ -184,94 +221,14 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
     # -- inherited tests overridden on real keys ----------------------------------------
 
     async def test_get_not_open(self, store_not_open: MocHiveStore) -> None:
-        assert not store_not_open._is_open
         field_chunk = (await sample_keys(store_not_open))["field_chunk"]
         observed = await read(store_not_open, field_chunk)
         assert observed == (await self.get(store_not_open, field_chunk)).to_bytes()
-        assert not store_not_open._is_open  # reading builds the view, not the open flag
 
     async def test_get_raises(self, store: MocHiveStore) -> None:
         for key in (await sample_keys(store)).values():
             with pytest.raises((ValueError, TypeError), match=r"Unexpected byte_range, got.*"):
                 await store.get(key, prototype=default_buffer_prototype(), byte_range=(0, 2))
-
-    async def test_get_many(self, store: MocHiveStore) -> None:
-        keys = await all_keys(store)
-        requests = [(k, default_buffer_prototype(), None) for k in keys]
-        observed = dict(await _collect_aiterator(store._get_many(requests)))
-        assert sorted(observed) == sorted(keys)
-        for key in keys:
-            assert observed[key].to_bytes() == (await self.get(store, key)).to_bytes()
-
-    async def test_get_bytes(self, store: MocHiveStore) -> None:
-        for key in (await sample_keys(store)).values():
-            expected = (await self.get(store, key)).to_bytes()
-            assert await store._get_bytes(key, prototype=default_buffer_prototype()) == expected
-        with pytest.raises(FileNotFoundError):
-            await store._get_bytes("nonexistent_key", prototype=default_buffer_prototype())
-
-    def test_get_bytes_sync(self, store: MocHiveStore) -> None:
-        expected = sync(self.get(store, "zarr.json")).to_bytes()
-        assert store._get_bytes_sync("zarr.json", prototype=default_buffer_prototype()) == expected
-
-    async def test_get_json(self, store: MocHiveStore) -> None:
-        root = await store._get_json("zarr.json", prototype=default_buffer_prototype())
-        assert root["node_type"] == "group" and root["zarr_format"] == 3
-        assert root == json.loads((await self.get(store, "zarr.json")).to_bytes())
-
-    def test_get_json_sync(self, store: MocHiveStore) -> None:
-        root = store._get_json_sync("zarr.json", prototype=default_buffer_prototype())
-        assert root == json.loads(sync(self.get(store, "zarr.json")).to_bytes())
-
-    # -- inherited write-seeding tests, skipped ------------------------------------------
-
-    @replaced_by("test_read_only_get")
-    def test_get(self) -> None: ...
-
-    @replaced_by("test_read_only_getsize")
-    def test_getsize(self) -> None: ...
-
-    @replaced_by("test_read_only_getsize_prefix")
-    def test_getsize_prefix(self) -> None: ...
-
-    @replaced_by("test_read_only_writes_refused")
-    def test_set(self) -> None: ...
-
-    @replaced_by("test_read_only_writes_refused")
-    def test_set_not_open(self) -> None: ...
-
-    @replaced_by("test_read_only_writes_refused")
-    def test_set_many(self) -> None: ...
-
-    @replaced_by("test_read_only_writes_refused")
-    def test_set_if_not_exists(self) -> None: ...
-
-    @replaced_by("test_read_only_clear_refused")
-    def test_clear(self) -> None: ...
-
-    @replaced_by("test_read_only_pickle")
-    def test_serializable_store(self) -> None: ...
-
-    @replaced_by("test_read_only_get_partial_values")
-    def test_get_partial_values(self) -> None: ...
-
-    @replaced_by("test_read_only_exists")
-    def test_exists(self) -> None: ...
-
-    @replaced_by("test_read_only_is_empty")
-    def test_is_empty(self) -> None: ...
-
-    @replaced_by("test_read_only_list")
-    def test_list(self) -> None: ...
-
-    @replaced_by("test_read_only_list_prefix")
-    def test_list_prefix(self) -> None: ...
-
-    @replaced_by("test_read_only_list")
-    def test_list_empty_path(self) -> None: ...
-
-    @replaced_by("test_read_only_list_dir")
-    def test_list_dir(self) -> None: ...
 
     # -- read-only replacements ------------------------------------------------------------
 
@@ -283,6 +240,13 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
         full = (await self.get(store, key)).to_bytes()
         assert await read(store, key) == full
         assert await read(store, key, byte_range) == expected_slice(full, byte_range)
+
+    async def test_read_only_get_every_key(self, store: MocHiveStore) -> None:
+        """Every listed key reads, concurrently, as the bytes of the object behind it."""
+        keys = await all_keys(store)
+        observed = await asyncio.gather(*(read(store, key) for key in keys))
+        for key, data in zip(keys, observed, strict=True):
+            assert data == (await self.get(store, key)).to_bytes(), key
 
     async def test_read_only_get_missing(self, store: MocHiveStore) -> None:
         """Missing keys, v2 probes and chunk keys off the grid read as ``None``."""
@@ -305,7 +269,7 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
     async def test_read_only_getsize_prefix(self, store: MocHiveStore) -> None:
         """Sizes add up over list_prefix, with directory (not string) prefix semantics."""
         array = (await sample_keys(store))["field_chunk"].rsplit("/c/", 1)[0]
-        listed = await _collect_aiterator(store.list_prefix(array + "/"))
+        listed = await collect(store.list_prefix(array + "/"))
         total = sum([await store.getsize(k) for k in listed])
         assert await store.getsize_prefix(array) == total > 0
         assert await store.getsize_prefix(array[:-1]) == 0  # a string prefix is no directory
@@ -318,7 +282,7 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
     async def test_read_only_writes_refused(
         self, store_kwargs: dict, read_only: bool, not_open: bool
     ) -> None:
-        """set / set_if_not_exists / _set_many / delete raise, and nothing appears."""
+        """set / set_if_not_exists / delete raise, and nothing appears."""
         kwargs = {**store_kwargs, "read_only": read_only}
         store = MocHiveStore(**kwargs) if not_open else await MocHiveStore.open(**kwargs)
         keys = await sample_keys(store)
@@ -328,7 +292,6 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
             for write in (
                 lambda k: store.set(k, data),
                 lambda k: store.set_if_not_exists(k, data),
-                lambda k: store._set_many([(k, data)]),
                 store.delete,
             ):
                 with pytest.raises(ValueError, match=READ_ONLY):
@@ -359,7 +322,7 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
     async def test_read_only_with_read_only(self, store: MocHiveStore, store_kwargs: dict) -> None:
         """with_read_only(True): a read-only copy equal to one built read-only."""
         reader = store.with_read_only(True)
-        assert reader.read_only and not reader._is_open
+        assert reader.read_only
         assert not store.read_only  # the original is untouched
         assert reader == MocHiveStore(**store_kwargs, read_only=True)
         assert reader == reader.with_read_only(True)
@@ -411,10 +374,11 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
         """list() == list_prefix(""): unique keys that all read, one zarr.json per node."""
         keys = await all_keys(store)
         assert len(keys) == len(set(keys))
-        assert sorted(keys) == sorted(await _collect_aiterator(store.list_prefix("")))
+        assert sorted(keys) == sorted(await collect(store.list_prefix("")))
         for key in keys:
             assert await read(store, key) is not None, key
         meta = await nodes(store)
+        assert meta[""]["node_type"] == "group" and meta[""]["zarr_format"] == 3
         metadata_keys = {k.removesuffix("zarr.json").rstrip("/") for k in keys
                          if k.rsplit("/", 1)[-1] == "zarr.json"}
         assert metadata_keys == set(meta)
@@ -427,9 +391,9 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
         keys = await all_keys(store)
         prefixes = {""} | {k.rsplit("/", i)[0] + "/" for k in keys for i in (1, 2) if "/" in k}
         for prefix in sorted(prefixes):
-            observed = sorted(await _collect_aiterator(store.list_prefix(prefix)))
+            observed = sorted(await collect(store.list_prefix(prefix)))
             assert observed == sorted(k for k in keys if k.startswith(prefix)), prefix
-        assert await _collect_aiterator(store.list_prefix("spam/")) == ()
+        assert await collect(store.list_prefix("spam/")) == ()
 
     async def _check_list_dir(self, store: MocHiveStore, chunk_dirs: bool) -> None:
         """list_dir(p) == the next path segment of every key below p, with or without '/'."""
@@ -440,7 +404,7 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
             stem = f"{path}/" if path else ""
             expected = sorted({k[len(stem) :].split("/")[0] for k in keys if k.startswith(stem)})
             for prefix in {path, stem}:
-                observed = await _collect_aiterator(store.list_dir(prefix))
+                observed = await collect(store.list_dir(prefix))
                 assert sorted(observed) == expected, f"list_dir({prefix!r})"
                 assert len(observed) == len(set(observed))
 
@@ -448,11 +412,16 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
         """Groups and arrays list their children (zarr.json, members, 'c')."""
         await self._check_list_dir(store, chunk_dirs=False)
         for missing in ("spam", "spam/", "zarr.json"):
-            assert await _collect_aiterator(store.list_dir(missing)) == ()
+            assert await collect(store.list_dir(missing)) == ()
 
     async def test_read_only_list_dir_chunk_dirs(self, store: MocHiveStore) -> None:
         """Chunk directories ('<array>/c', '<array>/c/i', ...) list their chunk indices."""
         await self._check_list_dir(store, chunk_dirs=True)
         array = (await sample_keys(store))["field_chunk"].rsplit("/c/", 1)[0]
         for junk in (f"{array}/c/x", f"{array}/c/999999", f"{array}/c/0/0/0"):
-            assert await _collect_aiterator(store.list_dir(junk)) == (), junk
+            assert await collect(store.list_dir(junk)) == (), junk
+
+
+for _name, _replacement in REPLACED.items():
+    if hasattr(StoreTests, _name):  # the harness of the installed zarr has this test
+        setattr(TestMocHiveStore, _name, replaced_by(_replacement))

@@ -22,6 +22,7 @@ the requests in flight (most seen at once: ``max_in_flight``).
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import io
 import json
@@ -619,9 +620,7 @@ def array_groups(store) -> list[str]:
 
 def window_labels(store) -> list[str]:
     """Window labels of every windowed product level of ``store``."""
-    from zarr.core.sync import sync
-
-    hive = sync(store.hive())
+    hive = asyncio.run(store.hive())
     return sorted({w for p in hive.products for level in p.levels for w in level.windows})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 
 import numpy as np
@@ -12,7 +13,6 @@ from conftest import FIXTURES
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
-from zarr.core.sync import sync
 
 from moczarr_store import MocHiveStore
 from moczarr_store import backend as backend_module
@@ -88,13 +88,13 @@ def test_local_file_reads_equal_obstore_reads(path, byte_range):
     """A local root is read with file I/O (inline from the page cache, else on a worker
     thread); an obstore instance with obstore: the same bytes either way."""
     via_obstore = Backend(obstore.store.LocalStore(str(HIVE)))
-    want = sync(via_obstore.get(path, byte_range))
+    want = asyncio.run(via_obstore.get(path, byte_range))
     for nowait in (backend_module._NOWAIT, None):  # None: every read waits on a thread
         local = Backend(HIVE)
         assert local._local_root is not None
         saved, backend_module._NOWAIT = backend_module._NOWAIT, nowait
         try:
-            got = sync(local.get(path, byte_range))
+            got = asyncio.run(local.get(path, byte_range))
         finally:
             backend_module._NOWAIT = saved
         assert bytes(got) == bytes(want)
@@ -105,4 +105,4 @@ def test_local_file_reads_equal_obstore_reads(path, byte_range):
                                   "a//b", "./morton_hive.json", "4/../morton_hive.json"])
 def test_local_reads_refuse_paths_that_leave_the_root(path):
     with pytest.raises(ValueError, match="not a path below the hive root"):
-        sync(Backend(HIVE).get(path))
+        asyncio.run(Backend(HIVE).get(path))

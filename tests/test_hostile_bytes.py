@@ -11,6 +11,7 @@ Python-int reading of the sharding spec (``Shard.valid``), not the code under te
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 
@@ -22,8 +23,7 @@ import zarr
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from zarr.abc.store import RangeByteRequest
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 from moczarr_store import MocHiveStore, TruncatedChunkError
@@ -214,7 +214,7 @@ def test_leaf_mode_reframes_the_named_bytes_or_refuses(shard):
 @_with_examples()
 def test_a_whole_shard_passes_through_only_with_an_index_that_holds(shard):
     cache = AsyncCache(4)
-    got = _refused(lambda: sync(shard_passthrough(_reader(shard.data), cache, KEY,
+    got = _refused(lambda: asyncio.run(shard_passthrough(_reader(shard.data), cache, KEY,
                                                   shard.check, None)))
     if shard.valid():
         assert bytes(got) == shard.data
@@ -231,7 +231,7 @@ def test_shard_mode_serves_the_index_and_its_chunks_or_refuses(shard, cut):
     """zarr's partial read: the index alone, then each inner chunk by range."""
     cache = AsyncCache(4)
     read = _reader(shard.data)
-    got = _refused(lambda: sync(shard_passthrough(read, cache, KEY, shard.check,
+    got = _refused(lambda: asyncio.run(shard_passthrough(read, cache, KEY, shard.check,
                                                   index_range(shard.check))))
     if not shard.valid():
         assert isinstance(got, TruncatedChunkError)
@@ -241,7 +241,7 @@ def test_shard_mode_serves_the_index_and_its_chunks_or_refuses(shard, cut):
     for i, (offset, nbytes) in enumerate(shard.entries):
         if offset != ABSENT:
             span = RangeByteRequest(offset, offset + nbytes)
-            data = sync(shard_passthrough(read, cache, KEY, shard.check, span))
+            data = asyncio.run(shard_passthrough(read, cache, KEY, shard.check, span))
             assert bytes(data) == shard.inner(i)
     assert len(read.calls) - calls == sum(o != ABSENT for o, _ in shard.entries)  # index kept
     if cut:  # the object is cut after its index was read: no chunk comes back short
@@ -249,7 +249,7 @@ def test_shard_mode_serves_the_index_and_its_chunks_or_refuses(shard, cut):
         for offset, nbytes in shard.entries:
             if offset != ABSENT:
                 span = RangeByteRequest(offset, offset + nbytes)
-                data = _refused(lambda s=span: sync(shard_passthrough(short, cache, KEY,
+                data = _refused(lambda s=span: asyncio.run(shard_passthrough(short, cache, KEY,
                                                                       shard.check, s)))
                 assert isinstance(data, TruncatedChunkError) or bytes(data) == bytes(
                     slice_bytes(shard.data, span))
@@ -265,7 +265,7 @@ def test_a_forgotten_index_is_read_again_before_a_chunk_is_served(shard):
         return
     offset, nbytes = present[0]
     span = RangeByteRequest(offset, offset + nbytes)
-    got = _refused(lambda: sync(shard_passthrough(read, cache, KEY, shard.check, span)))
+    got = _refused(lambda: asyncio.run(shard_passthrough(read, cache, KEY, shard.check, span)))
     assert read.calls[0] == index_range(shard.check)
     if shard.valid():
         assert bytes(got) == shard.data[offset : offset + nbytes]
@@ -277,7 +277,7 @@ def test_a_forgotten_index_is_read_again_before_a_chunk_is_served(shard):
 @given(shards())
 @_with_examples()
 def test_inner_mode_reads_each_inner_chunk_the_index_names_or_refuses(shard):
-    entries = _refused(lambda: sync(load_index(_reader(shard.data), KEY, shard.check)))
+    entries = _refused(lambda: asyncio.run(load_index(_reader(shard.data), KEY, shard.check)))
     if not shard.valid():
         assert isinstance(entries, TruncatedChunkError)
         return
@@ -288,8 +288,8 @@ def test_inner_mode_reads_each_inner_chunk_the_index_names_or_refuses(shard):
 
 
 def test_an_absent_object_has_no_index():
-    assert sync(load_index(_reader(None), KEY, _ONE)) is None
-    assert sync(shard_passthrough(_reader(None), AsyncCache(4), KEY, _ONE,
+    assert asyncio.run(load_index(_reader(None), KEY, _ONE)) is None
+    assert asyncio.run(shard_passthrough(_reader(None), AsyncCache(4), KEY, _ONE,
                                   RangeByteRequest(0, 4))) is None
 
 
@@ -329,7 +329,7 @@ def _zarr_array(shard: Shard) -> zarr.Array:
             index_location="end" if shard.check.index_at_end else "start"),
         compressors=None, filters=None,
     )
-    sync(store.set("c/0", PROTO.buffer.from_bytes(shard.data)))
+    asyncio.run(store.set("c/0", PROTO.buffer.from_bytes(shard.data)))
     return array
 
 

@@ -9,6 +9,7 @@ Expected values come from moczarr or from the fixture files themselves.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -26,7 +27,6 @@ import xarray as xr
 import zarr
 from conftest import FIXTURES
 from servers import LoopbackServer, StaticFiles, http_options
-from zarr.core.sync import sync
 
 from moczarr_store import (
     CannotWalk,
@@ -413,7 +413,7 @@ ARRAY_CASES = [
 @pytest.mark.parametrize("fixture,change,text", ARRAY_CASES)
 def test_a_leaf_array_of_the_wrong_type_is_refused_naming_it(hive_copy, fixture, change, text):
     root = hive_copy(fixture)
-    template = sync(MocHiveStore(root).hive()).products[0].levels[0].template
+    template = asyncio.run(MocHiveStore(root).hive()).products[0].levels[0].template
     meta = f"{_data(root, template)}/7/count/zarr.json"
     _edit(root / meta, change)
     with _raises(MalformedMetadataError, f"{meta}: {text}"):
@@ -568,7 +568,8 @@ def test_a_hashed_name_that_cannot_be_looked_up_is_refused(hive_copy):
 
 def test_a_leaf_array_named_like_a_window_coordinate_is_refused(hive_copy):
     root = hive_copy("windowed")
-    template = sync(MocHiveStore(FIXTURES / "windowed").hive()).products[0].levels[0].template
+    hive = asyncio.run(MocHiveStore(FIXTURES / "windowed").hive())
+    template = hive.products[0].levels[0].template
     group = root / _data(root, template) / "7"
     shutil.copytree(group / "count", group / "window")
     _edit(root / template / "zarr.json", lambda doc: doc["attributes"]["morton_hive_commit"][
@@ -638,7 +639,7 @@ def test_the_shard_limit_is_a_module_default_and_a_keyword(hive_copy, monkeypatc
 _RSS = textwrap.dedent("""
     import gc, json, sys, warnings
     import xarray, zarr
-    from zarr.core.sync import sync
+    import asyncio
     from moczarr_store import MocHiveStore
 
     def status(key):
@@ -651,7 +652,7 @@ _RSS = textwrap.dedent("""
     before = status("VmRSS:")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        level = sync(MocHiveStore(sys.argv[1]).hive()).products[0].levels[0]
+        level = asyncio.run(MocHiveStore(sys.argv[1]).hive()).products[0].levels[0]
     print(json.dumps({"peak_mib": (status("VmHWM:") - before) / 2**20, "shards": level.n_shards,
                       "source": level.coverage_source, "template": level.template,
                       "warnings": [str(w.message)[:300] for w in caught]}))
@@ -748,7 +749,7 @@ def test_the_template_is_found_by_listing_not_by_probing_every_shard(tmp_path):
     rel = _copy_leaf(root, _nth(N_LISTED - 1), 11)
     store = MocHiveStore(root)
     ds = xr.open_zarr(store, group="atl06/o11")
-    level_ = sync(store.hive()).products[0].levels[0]
+    level_ = asyncio.run(store.hive()).products[0].levels[0]
     assert level_.template == rel and level_.n_shards == N_LISTED
     counts = store.request_stats.counts
     # one LIST per directory on the way to the leaf: the root, its base cell, 9 digits
@@ -794,7 +795,7 @@ def test_the_template_search_on_plain_http_finds_a_leaf_within_the_limit(tmp_pat
     rel = _copy_leaf(root, _nth(200), 11)
     store = MocHiveStore(http_root(root), **http_options())
     zarr.open_group(store, mode="r")
-    level_ = sync(store.hive()).products[0].levels[0]
+    level_ = asyncio.run(store.hive()).products[0].levels[0]
     assert level_.template == rel
     # batches of 1, 8, 16, 32, 64, 128: the 201st object is in the last
     assert store.request_stats.counts["get_range"] == 2 + 249 + 1 + len(level_.arrays)
@@ -828,7 +829,7 @@ def test_any_field_of_any_type_is_read_or_refused_by_this_package(hive_copy, fix
     whole hierarchy either works or raises an error of this package (never TypeError,
     KeyError, AttributeError, ...)."""
     root = hive_copy(fixture)
-    template = sync(MocHiveStore(root).hive()).products[0].levels[0]
+    template = asyncio.run(MocHiveStore(root).hive()).products[0].levels[0]
     data, order = _data(root, template.template), template.cell_order
     rel = {"manifest": "morton_hive.json", "stamp": f"{template.template}/zarr.json",
            "group": f"{data}/{order}/zarr.json", "array": f"{data}/{order}/count/zarr.json"}[kind]

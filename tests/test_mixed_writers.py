@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 
@@ -17,8 +18,7 @@ import xarray as xr
 import zarr
 from conftest import FIXTURES
 from test_open_cost import _coverage_of
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import EncodingError, MocHiveStore, aoi_mask
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
@@ -69,7 +69,8 @@ def test_every_field_has_moczarrs_dtype_and_values(chunking, aoi):
 def test_the_declared_metadata_is_the_templates_with_the_promoted_type():
     root = FIXTURES / "mixed_writers"
     template = json.loads((root / "4/4/4/1/1/1/444111.zarr/7/count/zarr.json").read_text())
-    document = sync(MocHiveStore(root).get(f"{GROUP}/count/zarr.json", default_buffer_prototype()))
+    read = MocHiveStore(root).get(f"{GROUP}/count/zarr.json", default_buffer_prototype())
+    document = asyncio.run(read)
     declared = json.loads(document.to_bytes())
     assert template["data_type"] == "int32" and declared["data_type"] == "int64"
     assert declared["fill_value"] == template["fill_value"] == 0

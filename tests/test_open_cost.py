@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 
@@ -10,7 +11,6 @@ import pytest
 import xarray as xr
 import zarr
 from conftest import FIXTURES
-from zarr.core.sync import sync
 
 from moczarr_store import HiveWarning, MocHiveStore
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
@@ -47,7 +47,7 @@ def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
     few, _ = _open_requests(root)
     _synthetic_10k(root)
     many, store = _open_requests(root)
-    product = sync(store.hive()).products[0].levels[0]
+    product = asyncio.run(store.hive()).products[0].levels[0]
     assert product.n_shards == 10_000
     n = len(product.arrays)
     # manifest + coverage + one stamp + group zarr.json + one per array (the stamp's content
@@ -66,7 +66,7 @@ def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
     del doc["attributes"]["morton_hive_commit"]["content_hashes"]
     stamp.write_text(json.dumps(doc))
     total, store = _open_requests(root)
-    level = sync(store.hive()).products[0].levels[0]
+    level = asyncio.run(store.hive()).products[0].levels[0]
     assert total == 5 + len(level.arrays) + 3 + len(level.arrays)  # as above, plus the listing
     assert store.request_stats.counts["list"] == 1
     expected = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group="atl06/o7")
@@ -97,7 +97,7 @@ def test_overview_levels_are_read_only_when_a_path_needs_them():
     store = MocHiveStore(FIXTURES / "pyramid2")
     zarr.open_group(store, path="atl06/o2", mode="r")
     opened = store.request_stats.total
-    source, *overviews = sync(store.hive()).products[0].levels
+    source, *overviews = asyncio.run(store.hive()).products[0].levels
     o2 = next(level for level in overviews if level.cell_order == 2)
     # manifest + coverage, the source level's schema, then only o2's
     assert opened == 2 + _schema_requests(source) + _schema_requests(o2)
@@ -105,16 +105,17 @@ def test_overview_levels_are_read_only_when_a_path_needs_them():
     assert store.request_stats.total == 2 + sum(_schema_requests(lv) for lv in (source, *overviews))
     # read out of order, the levels still stand in declared order
     eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
-    assert [lv.path for lv in sync(eager.hive()).products[0].levels] == [
+    assert [lv.path for lv in asyncio.run(eager.hive()).products[0].levels] == [
         lv.path for lv in (source, *overviews)
     ]
-    assert sync(store.view()).children("atl06") == sync(eager.view()).children("atl06")
+    children = [asyncio.run(s.view()).children("atl06") for s in (store, eager)]
+    assert children[0] == children[1]
 
 
 def test_xarray_default_open_reads_every_level_once_and_values_do_not_change():
     lazy = MocHiveStore(FIXTURES / "pyramid2")
     ds = xr.open_zarr(lazy, group="atl06/o3")  # consolidated: the root document needs all
-    levels = sync(lazy.hive()).products[0].levels
+    levels = asyncio.run(lazy.hive()).products[0].levels
     assert lazy.request_stats.total == 2 + sum(_schema_requests(lv) for lv in levels)
     eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
     xr.testing.assert_equal(ds.load(), xr.open_zarr(eager, group="atl06/o3").load())
@@ -122,13 +123,13 @@ def test_xarray_default_open_reads_every_level_once_and_values_do_not_change():
 
 @pytest.mark.parametrize("key", ["atl06/o3/count/c/0", "atl06/o3/count/zarr.json"])
 def test_a_key_inside_an_unread_level_reads_that_level_first(key):
-    from zarr.core.buffer import default_buffer_prototype
+    from zarr.buffer import default_buffer_prototype
 
     cold = MocHiveStore(FIXTURES / "pyramid2")
     warm = MocHiveStore(FIXTURES / "pyramid2")
-    sync(warm.hive())
+    asyncio.run(warm.hive())
     prototype = default_buffer_prototype()
-    got, want = (sync(s.get(key, prototype)) for s in (cold, warm))
+    got, want = (asyncio.run(s.get(key, prototype)) for s in (cold, warm))
     assert want is not None
     assert got.to_bytes() == want.to_bytes()
 

@@ -8,6 +8,7 @@ fabricated coordinates.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -19,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from moczarr.coverage import ranges_words
+from zarr.abc.buffer import Buffer
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
-from zarr.core.buffer import Buffer, default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore
 
@@ -65,7 +66,7 @@ async def _collect(aiter) -> list:
 
 
 def _canonical_keys() -> list[str]:
-    return sync(_collect(MocHiveStore(HIVE).list()))
+    return asyncio.run(_collect(MocHiveStore(HIVE).list()))
 
 
 KEYS = _canonical_keys()
@@ -77,7 +78,7 @@ DIRS = sorted({k.rsplit("/", i)[0] for k in KEYS for i in range(1, k.count("/") 
 def hive():
     """One store for the module, with every backend request recorded."""
     store = MocHiveStore(HIVE)  # a read-only directory: the store never writes
-    sync(store.view())
+    asyncio.run(store.view())
     calls: list[tuple[str, str, object]] = []
     backend_get, backend_list_dir = store.backend.get, store.backend.list_dir
 
@@ -186,7 +187,7 @@ not_byte_ranges = st.one_of(
 @example(key="atl06/o7/count/c/0\x00", byte_range=None)
 def test_get_returns_buffer_or_none_and_stays_in_the_grammar(hive, key, byte_range):
     hive.calls.clear()
-    got = sync(hive.store.get(key, PROTO, byte_range))
+    got = asyncio.run(hive.store.get(key, PROTO, byte_range))
     assert got is None or isinstance(got, Buffer)
     _assert_requests_stay_in_leaves(hive.calls)
 
@@ -196,7 +197,7 @@ def test_get_returns_buffer_or_none_and_stays_in_the_grammar(hive, key, byte_ran
 def test_get_rejects_a_non_byte_request_without_reading(hive, key, byte_range):
     hive.calls.clear()
     with pytest.raises(TypeError, match="Unexpected byte_range, got"):
-        sync(hive.store.get(key, PROTO, byte_range))
+        asyncio.run(hive.store.get(key, PROTO, byte_range))
     assert hive.calls == []
 
 
@@ -204,9 +205,9 @@ def test_get_rejects_a_non_byte_request_without_reading(hive, key, byte_range):
 @given(key=any_key)
 def test_exists_agrees_with_get(hive, key):
     hive.calls.clear()
-    exists = sync(hive.store.exists(key))
+    exists = asyncio.run(hive.store.exists(key))
     assert isinstance(exists, bool)
-    assert exists == (sync(hive.store.get(key, PROTO)) is not None)
+    assert exists == (asyncio.run(hive.store.get(key, PROTO)) is not None)
     _assert_requests_stay_in_leaves(hive.calls)
 
 
@@ -214,7 +215,7 @@ def test_exists_agrees_with_get(hive, key):
 @given(key=chunk_index_keys)
 @example(key="atl06/o7/count/c/0\n")
 def test_only_listed_chunk_keys_resolve(hive, key):
-    assert (sync(hive.store.get(key, PROTO)) is not None) == (key in CHUNK_KEYS)
+    assert (asyncio.run(hive.store.get(key, PROTO)) is not None) == (key in CHUNK_KEYS)
 
 
 # -- bytes against the on-disk oracle ----------------------------------------------------
@@ -239,7 +240,7 @@ def _expected_object(key: str) -> bytes | None:
 
 
 def _full(hive, key: str) -> bytes:
-    got = sync(hive.store.get(key, PROTO))
+    got = asyncio.run(hive.store.get(key, PROTO))
     assert got is not None, key
     return got.to_bytes()
 
@@ -296,7 +297,7 @@ def test_in_bounds_byte_ranges_slice_the_object(hive, data):
     full = _full(hive, key)
     byte_range = data.draw(in_bounds(len(full)))
     hive.calls.clear()
-    got = sync(hive.store.get(key, PROTO, byte_range))
+    got = asyncio.run(hive.store.get(key, PROTO, byte_range))
     assert got is not None
     assert got.to_bytes() == _zarr_slice(full, byte_range)
     _assert_requests_stay_in_leaves(hive.calls)
@@ -314,7 +315,7 @@ def test_out_of_bounds_ranges_clamp_like_zarr_stores(hive, key, past, kind):
         RangeByteRequest(size + past, size + 2 * past + 1),
         OffsetByteRequest(size + past),
     ][kind]
-    got = sync(hive.store.get(key, PROTO, byte_range))
+    got = asyncio.run(hive.store.get(key, PROTO, byte_range))
     assert got is not None
     assert got.to_bytes() == _zarr_slice(full, byte_range)
 
@@ -330,7 +331,7 @@ def _children(prefix: str) -> set[str]:
 
 @pytest.mark.parametrize("prefix", DIRS)
 def test_list_dir_matches_list(hive, prefix):
-    got = sync(_collect(hive.store.list_dir(prefix)))
+    got = asyncio.run(_collect(hive.store.list_dir(prefix)))
     assert len(got) == len(set(got))
     assert set(got) == _children(prefix)
 
@@ -353,7 +354,7 @@ dir_prefixes = st.one_of(
 def test_list_dir_yields_names_and_never_raises(hive, prefix):
     hive.calls.clear()
     try:
-        names = sync(_collect(hive.store.list_dir(prefix)))
+        names = asyncio.run(_collect(hive.store.list_dir(prefix)))
     except ValueError as err:
         # Known bug, pinned by test_list_dir_rejects_non_integer_chunk_components.
         assert "invalid literal for int()" in str(err) and "/c/" in prefix.strip("/")
@@ -372,4 +373,4 @@ def test_list_dir_yields_names_and_never_raises(hive, prefix):
 )
 @example(array="atl06/o7/morton", junk="x")
 def test_list_dir_rejects_non_integer_chunk_components(hive, array, junk):
-    assert sync(_collect(hive.store.list_dir(f"{array}/c/{junk}"))) == []
+    assert asyncio.run(_collect(hive.store.list_dir(f"{array}/c/{junk}"))) == []

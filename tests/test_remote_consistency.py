@@ -9,6 +9,7 @@ version's object, so a chunk is never a mix of two versions.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import pickle
@@ -19,8 +20,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from servers import FIXTURES, PREFIX, s3_options
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import HiveWarning, MocHiveStore
 
@@ -127,7 +127,7 @@ def test_no_chunk_or_dataset_mixes_two_versions_under_concurrent_flips(s3_server
     keys = [f"{GROUP}/{name}/c/{i}" for name in ("count", "h_mean", "h_max") for i in range(4)]
 
     def chunk(store, key):
-        buf = sync(store.get(key, proto))
+        buf = asyncio.run(store.get(key, proto))
         return None if buf is None else buf.to_bytes()
 
     expected = {v: {k: chunk(local[v], k) for k in keys} for v in (NEW, OLD)}

@@ -15,8 +15,7 @@ import pytest
 import xarray as xr
 import zarr
 from servers import FIXTURES, S3Subprocess, s3_options, s3_url
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import HiveWarning, MocHiveStore
 
@@ -84,11 +83,11 @@ def test_ten_thousand_concurrent_gets_are_correct_in_bounded_memory(s3_child):
     store = MocHiveStore(s3_url("bare_versioned"), **s3_options(s3_child.url))
     local = MocHiveStore(FIXTURES / "bare_versioned")
     proto = default_buffer_prototype()
-    keys = [k for k in sync(_keys(local)) if "/c/" in k]
-    expected = {k: _bytes(sync(local.get(k, proto))) for k in keys}
+    keys = [k for k in asyncio.run(_keys(local)) if "/c/" in k]
+    expected = {k: _bytes(asyncio.run(local.get(k, proto))) for k in keys}
     assert sum(v is not None for v in expected.values()) >= 36
     for key in keys:  # open, and warm the stamp and encoding caches: measure the gets alone
-        assert _bytes(sync(store.get(key, proto))) == expected[key]
+        assert _bytes(asyncio.run(store.get(key, proto))) == expected[key]
     before = store.request_stats.total
     process = psutil.Process()
     peak, stop = [process.memory_info().rss], threading.Event()
@@ -101,7 +100,7 @@ def test_ten_thousand_concurrent_gets_are_correct_in_bounded_memory(s3_child):
     sampler.start()
     started = time.monotonic()
     try:
-        results = sync(_gather(store, [keys[i % len(keys)] for i in range(n)], proto))
+        results = asyncio.run(_gather(store, [keys[i % len(keys)] for i in range(n)], proto))
     finally:
         stop.set()
         sampler.join(timeout=5)

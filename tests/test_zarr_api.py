@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import warnings
 
@@ -11,6 +12,7 @@ import pytest
 import xarray as xr
 import zarr
 from conftest import FIXTURES
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore
 
@@ -61,7 +63,7 @@ def test_every_write_is_refused_and_nothing_is_written(hive_copy):
         group.create_array("new", shape=(4,), dtype="i4")
     with pytest.raises(ValueError, match="read-only"):
         group.attrs["x"] = 1
-    proto = zarr.core.buffer.default_buffer_prototype()
+    proto = default_buffer_prototype()
     for call in (
         lambda: store.set("zarr.json", proto.buffer.from_bytes(b"{}")),
         lambda: store.delete("zarr.json"),
@@ -69,7 +71,7 @@ def test_every_write_is_refused_and_nothing_is_written(hive_copy):
         lambda: store.clear(),
     ):
         with pytest.raises(ValueError, match="read-only"):
-            zarr.core.sync.sync(call())
+            asyncio.run(call())
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
 
 

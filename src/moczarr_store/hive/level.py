@@ -57,7 +57,7 @@ DEFAULT_TEMPLATE_PROBES = 4096
 VERIFY_BATCH = 4096
 
 
-@dataclass
+@dataclass(eq=False)  # identity: a level is settled in place, and numpy fields do not compare
 class Level:
     """One cell order of a product: rows are the subtrees of its objects' nodes.
 
