@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import warnings
+from asyncio import run as sync
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,7 +49,6 @@ import numpy as np
 import xarray as xr
 import zarr
 from hypothesis import strategies as st
-from zarr.core.sync import sync
 from zarr.storage import LocalStore
 
 from moczarr_store import HiveWarning, MocHiveError, MocHiveStore

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from asyncio import run as sync
 
 import moczarr
 import numpy as np
@@ -20,8 +21,7 @@ import zarr
 from conftest import FIXTURES
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore
 from moczarr_store.hive.paths import is_product_name

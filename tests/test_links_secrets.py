@@ -19,6 +19,7 @@ import pickle
 import shutil
 import traceback
 import warnings
+from asyncio import run as sync
 
 import numpy as np
 import pytest
@@ -26,7 +27,6 @@ import xarray as xr
 import zarr
 from conftest import FIXTURES
 from servers import CLIENT, RETRY, Fault, LoopbackServer, StaticFiles, s3_options
-from zarr.core.sync import sync
 
 from moczarr_store import HiveReadError, HiveWarning, MocHiveStore, OutsideRootError
 from moczarr_store import backend as backend_module

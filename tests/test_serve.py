@@ -9,12 +9,12 @@ import logging
 import shutil
 import time
 import warnings
+from asyncio import run as sync
 
 import numpy as np
 import pytest
 import zarr
 from serving import CHUNK, FIXTURES, Served, fetch, obstore_client
-from zarr.core.sync import sync
 
 from moczarr_store import MocHiveStore
 from moczarr_store.read.plan import Absent, LeafRead, plan_key

@@ -7,12 +7,12 @@ import subprocess
 import sys
 import urllib.request
 import warnings
+from asyncio import run as sync
 
 import psutil
 from benchmarks import serve_load
 from serving import CHUNK, FIXTURES
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from asyncio import run as sync
 
 import pytest
 import zarr
@@ -23,8 +24,7 @@ from serving import (
     obstore_client,
     read,
 )
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore
 from moczarr_store.serve import create_app
