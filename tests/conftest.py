@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -23,3 +24,16 @@ def hive_copy(tmp_path):
         return Path(shutil.copytree(FIXTURES / name, tmp_path / name))
 
     return copy
+
+
+def rename_count(root: Path, name: str) -> None:
+    """Rename the order-7 ``count`` array of every leaf to ``name``, in the stamps' content
+    hashes too (so the stamps name it)."""
+    for directory in sorted(root.rglob("7/count"), reverse=True):
+        shutil.move(directory, directory.with_name(name))
+    for stamp in root.rglob("zarr.json"):
+        doc = json.loads(stamp.read_text())
+        hashes = doc.get("attributes", {}).get("morton_hive_commit", {}).get("content_hashes")
+        if hashes:
+            hashes["arrays"][f"7/{name}"] = hashes["arrays"].pop("7/count")
+            stamp.write_text(json.dumps(doc))
