@@ -4,8 +4,8 @@
 
 For each product and ``o{order}`` group the store presents, ``xr.open_zarr`` of that
 group must match ``moczarr.open_hive(PATH, product=...)`` (``open_level`` for an order
-other than the source's) as HIVE_FORMAT.md §5.6 says; a windowed group is compared
-window by window. One line per product/order[/window]: ``PASS``, ``FAIL`` (with the
+other than the source's), as the README's "Pyramids" paragraph promises; a windowed group
+is compared window by window. One line per product/order[/window]: ``PASS``, ``FAIL`` (with the
 reasons) or ``SKIP`` (a product the store declines to serve). Exits 1 on any FAIL.
 """
 

@@ -227,13 +227,13 @@ def _hashed_names(stamp: dict, order: str) -> tuple[list[str] | None, str | None
     return sorted(names), None
 
 
-async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
+async def _array_names(backend, leaf: Leaf, group: str) -> tuple[list[str], bool]:
     """Array names in a leaf's cell-order group: its stamp's content hashes name them
     (no request); a stamp without usable ones costs one listing (with a warning when
-    they are malformed)."""
+    they are malformed). The flag says whether the names came from the stamp."""
     names, problem = _hashed_names(leaf.stamp, group.rsplit("/", 1)[-1])
     if names is not None:
-        return names
+        return names, True
     if problem is not None:
         _warn(f"leaf {leaf.path}: commit stamp field 'content_hashes' {problem}; listing "
               f"{group} to name its arrays")
@@ -245,7 +245,7 @@ async def _array_names(backend, leaf: Leaf, group: str) -> list[str]:
             f"cannot list {group} ({detail}) and its stamp has no usable content_hashes to "
             "name its arrays"
         ) from err
-    return sorted(dirs)
+    return sorted(dirs), False
 
 
 async def _valid_names(backend, names: list[str], group: str) -> list[str]:
@@ -281,10 +281,9 @@ async def _first_template(
             warn_dangling(leaf, group)
             continue
         attrs = object_field(group_meta, "attributes", f"{group}/zarr.json")
-        arrays = await _group_arrays(backend, group, await _array_names(backend, leaf, group))
-        if any(meta is None for meta in arrays.values()) and _hashed_names(
-            leaf.stamp, group.rsplit("/", 1)[-1]
-        )[0] is not None:
+        names, hashed = await _array_names(backend, leaf, group)
+        arrays = await _group_arrays(backend, group, names)
+        if hashed and any(meta is None for meta in arrays.values()):
             arrays = await _relist(backend, leaf, group, arrays)
         return leaf, attrs, {n: m for n, m in arrays.items() if m is not None}
     return None
