@@ -34,7 +34,7 @@ def test_bad_source_fails_before_serving(tmp_path):
          "--port", str(serve_load.free_port())],
         capture_output=True, text=True, timeout=60,
     )
-    assert done.returncode == 1
+    assert done.returncode == 3  # no hive at the source
     assert done.stderr.startswith("error: ") and "nothing" in done.stderr
 
 

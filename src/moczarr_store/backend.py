@@ -29,13 +29,15 @@ import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
-from .errors import HiveReadError, MocHiveError, ObjectReadError, OutsideRootError
+from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
+from .storage import check_options, obstore_options
 
 BytesLike = bytes | bytearray | memoryview | obstore.Bytes
 ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
 RangeOption = tuple[int, int] | dict[str, int] | None  # obstore's form of a byte range
 DEFAULT_MAX_CONCURRENCY = 64
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
+_RANGE_REFUSED = re.compile(r"\b416\b|range (was invalid|not satisfiable)|InvalidRange", re.I)
 _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
 _limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -426,8 +428,10 @@ class ObstoreReader:
 class Backend:
     """Reads objects below one root; every path given is relative to that root.
 
-    Implements :class:`HiveIO`. ``follow_links`` (local hives) reads through links that
-    leave the root instead of refusing them.
+    Implements :class:`HiveIO`. ``options`` are storage options (fsspec or obstore
+    spellings, :mod:`.storage`), checked now by building the obstore store (no request);
+    ``keywords`` are the caller's own, named when a key is neither. ``follow_links``
+    (local hives) reads through links that leave the root instead of refusing them.
     """
 
     def __init__(
@@ -436,28 +440,35 @@ class Backend:
         options: dict[str, Any] | None = None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         follow_links: bool = False,
+        keywords: tuple[str, ...] = (),
     ) -> None:
         self.options = dict(options or {})
         self.max_concurrency = int(max_concurrency)
         self.follow_links = bool(follow_links)
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        built = None
         if isinstance(source, (str, os.PathLike)):
             self.url: str | None = normalize_url(source)
             self._instance = None
+            self.options = obstore_options(self.url, self.options)
+            built = check_options(self.url, self.options, keywords)
         elif type(source).__module__.startswith("obstore"):
             if self.options:
-                raise ValueError("options apply to URLs; configure the obstore store instead")
+                raise OptionError("storage options apply to URLs; configure the obstore store "
+                                  "instead")
             self.url, self._instance = None, source
         else:
-            raise TypeError(f"expected a URL, a path or an obstore store, got {type(source)!r}")
+            raise OptionError(f"expected a URL, a path or an obstore store, got {type(source)!r}")
         local = self.url is not None and self.url.startswith("file://") and not self.options
         self._local_root = self.url[len("file://") :] if local and self.url else None
         self._reader: LocalReader | ObstoreReader = (
             LocalReader(self._local_root, self.follow_links) if self._local_root is not None
-            else ObstoreReader(self.url, self.options, self._instance)
+            else ObstoreReader(self.url, self.options,
+                               built if self._instance is None else self._instance)
         )
         self.stats = RequestStats()
+        self.progress: Callable[[int], object] | None = None  # told of each request done
 
     def __getstate__(self) -> dict:
         return {
@@ -500,6 +511,8 @@ class Backend:
                 return await coro_fn(*args, **kwargs)
             finally:
                 self.stats.in_flight -= 1
+                if self.progress is not None:
+                    self.progress(1)
 
     def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
         """An error of this package for a failed request: the reader's own errors as they
@@ -546,7 +559,9 @@ class Backend:
             return None
         except Exception as err:
             failure = self._failure(err, path)
-        if isinstance(option, tuple) or (isinstance(option, dict) and "offset" in option):
+            refused = _RANGE_REFUSED.search(str(err)) is not None
+        if refused and (isinstance(option, tuple) or (isinstance(option, dict)
+                                                      and "offset" in option)):
             start = option[0] if isinstance(option, tuple) else option["offset"]
             size = await self.size(path)  # obstore refuses a range starting past the end
             if size is None:

@@ -1,20 +1,62 @@
-"""Command line: ``moczarr-store inspect | verify | serve PATH_OR_URL``."""
+"""Command line: ``moczarr-store inspect | verify | serve PATH_OR_URL``.
+
+Every subcommand takes the storage options of :func:`storage_parser` (an argparse parent;
+:func:`storage_options` turns the parsed arguments into ``MocHiveStore``'s
+``storage_options``), with bounded timeouts and retries so that a dead endpoint is
+reported in seconds. An error is one line on stderr and an exit status per family
+(:data:`EXIT_CODES`); ``--debug`` adds the traceback. Everything the hive supplies is
+escaped before it reaches the terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
+import traceback
 import warnings
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
 
 from tqdm import tqdm  # type: ignore[import-untyped]
 from zarr.core.sync import sync
 
-from .backend import redact
+from .backend import redact, scrub
+from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
 from .options import CHUNKINGS, VERIFY_MODES
+from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
-from .verify import printable, report_lines, verify_hive
+from .verify import report_lines, verify_hive
 from .view.arrays import FabricatedArray
+
+EXIT_OK = 0
+EXIT_DIFFERS = 1  # verify: an array differs from its stamp or cannot be read
+EXIT_USAGE = 2  # bad arguments or options (argparse's own status too)
+EXIT_NOT_FOUND = 3  # no hive at the source: no root, no manifest, no product
+EXIT_READ = 4  # the hive cannot be read: network, timeout, permission, damaged bytes
+EXIT_FORMAT = 5  # the hive's metadata is malformed or describes what cannot be presented
+EXIT_MISSING = 6  # an optional dependency is not installed (serve: the [serve] extra)
+EXIT_INTERNAL = 70  # anything else: a bug of this package (rerun with --debug, report it)
+EXIT_INTERRUPTED = 130
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_DIFFERS: "verify: an array differs from its commit stamp or cannot be read",
+    EXIT_USAGE: "bad arguments or options",
+    EXIT_NOT_FOUND: "no hive at the source",
+    EXIT_READ: "the hive cannot be read (network, timeout, permission, damaged bytes)",
+    EXIT_FORMAT: "the hive's metadata is malformed or unsupported",
+    EXIT_MISSING: "an optional dependency is missing",
+    EXIT_INTERNAL: "internal error",
+    EXIT_INTERRUPTED: "interrupted",
+}
+MAX_LINE = 1000  # characters of one message line
+MAX_WARNINGS = 20  # warning lines shown (all of them with --debug)
+
+
+# -- text for the terminal -----------------------------------------------------------------
 
 
 def escape(text: object) -> str:
@@ -26,9 +68,168 @@ def escape(text: object) -> str:
     )
 
 
+def clip(line: str, limit: int = MAX_LINE) -> str:
+    """``line`` cut to ``limit`` characters, saying how many were left out."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]}... ({len(line) - limit:,} more characters)"
+
+
+def one_line(err: BaseException, options: dict | None = None) -> str:
+    """An error as one escaped, clipped line without credentials: the package's own errors
+    by their message, others prefixed with their type."""
+    text = str(err).split("\n\nDebug source:", 1)[0]
+    text = " ".join(scrub(text, options).split()) or "no detail"
+    if not isinstance(err, MocHiveError):
+        text = f"{type(err).__name__}: {text}"
+    return clip(escape(text))
+
+
+def exit_code(err: BaseException) -> int:
+    """The exit status of an error's family (:data:`EXIT_CODES`)."""
+    if isinstance(err, OptionError):
+        return EXIT_USAGE
+    if isinstance(err, NotAHiveError | FileNotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(err, HiveReadError | OSError):
+        return EXIT_READ
+    if isinstance(err, MocHiveError | ValueError):
+        return EXIT_FORMAT
+    if isinstance(err, ImportError):
+        return EXIT_MISSING
+    return EXIT_INTERNAL
+
+
+# -- storage options shared by every subcommand ----------------------------------------------
+
+
+def storage_parser() -> argparse.ArgumentParser:
+    """The arguments every subcommand shares, as an argparse parent
+    (``add_parser(..., parents=[storage_parser()])``): storage options, the fail-fast
+    timeouts and retries, ``--debug`` and ``--verbose``."""
+    parent = argparse.ArgumentParser(add_help=False)
+    storage = parent.add_argument_group("storage (s3://, gs://, http(s)://)")
+    storage.add_argument(
+        "-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+        help="a storage option, as obstore or fsspec names it (repeat for several); dotted "
+             "keys nest: client_options.timeout=60s, retry_config.max_retries=5",
+    )
+    storage.add_argument("--anon", action="store_true",
+                         help="unsigned requests (public buckets: skip_signature)")
+    storage.add_argument("--endpoint", help="the S3 endpoint URL, or the GCS base URL")
+    storage.add_argument("--region", help="the S3 region")
+    limits = parent.add_argument_group("fail fast (remote sources)")
+    limits.add_argument("--connect-timeout", type=float, default=FAIL_FAST["connect_timeout"],
+                        metavar="SECONDS", help="to connect (%(default)s)")
+    limits.add_argument("--read-timeout", type=float, default=FAIL_FAST["read_timeout"],
+                        metavar="SECONDS", help="longest wait for a byte (%(default)s)")
+    limits.add_argument("--retries", type=int, default=FAIL_FAST["retries"], metavar="N",
+                        help="retries of a failed request (%(default)s)")
+    limits.add_argument("--retry-timeout", type=float, default=FAIL_FAST["retry_timeout"],
+                        metavar="SECONDS",
+                        help="no retry after this long since a request's start (%(default)s)")
+    parent.add_argument("--debug", action="store_true",
+                        help="show an error's traceback; log at DEBUG on stderr")
+    parent.add_argument("-v", "--verbose", action="store_true",
+                        help="log what the store does (INFO) on stderr")
+    return parent
+
+
+_DURATIONS = {"retry_timeout", "init_backoff", "max_backoff"}  # obstore wants timedelta
+
+
+def _value(key: str, text: str) -> Any:
+    """A ``--option`` value: booleans and the retry settings' numbers and durations
+    typed, everything else a string (obstore parses its own)."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        if key in _DURATIONS:
+            return timedelta(seconds=float(text.removesuffix("s")))
+        if key == "max_retries":
+            return int(text)
+        if key == "base":
+            return float(text)
+    except ValueError:
+        raise OptionError(f"--option ...{key}={text}: expected a number") from None
+    return text
+
+
+def parse_option(item: str) -> dict[str, Any]:
+    """``KEY=VALUE`` (``a.b=VALUE`` nests) as a storage options dict."""
+    key, eq, text = item.partition("=")
+    if not eq or not key.strip():
+        raise OptionError(f"--option {item!r}: expected KEY=VALUE")
+    *outer, last = key.strip().split(".")
+    value: Any = _value(last, text)
+    for name in reversed(outer):
+        value = {name: value}
+    return {outer[0]: value[outer[0]]} if outer else {last: value}
+
+
+def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
+    """``MocHiveStore``'s ``storage_options`` for ``source`` from the arguments of
+    :func:`storage_parser`: the fail-fast limits (remote sources), ``--anon``,
+    ``--endpoint``, ``--region``, then every ``--option`` (which win)."""
+    kind = family(source if "://" in source else "file://")
+    given: dict[str, Any] = {}
+    for item in args.option:
+        given = merged(given, parse_option(item))
+    if kind == "file":
+        flags = [f for f in ("anon", "endpoint", "region") if getattr(args, f)]
+        if flags:
+            raise OptionError(f"--{flags[0]} applies to remote sources, not {escape(source)}")
+        return given
+    options: dict[str, Any] = fail_fast(args.connect_timeout, args.read_timeout, args.retries,
+                                        args.retry_timeout)
+    if args.anon:
+        if kind not in ("s3", "gs"):
+            raise OptionError("--anon applies to s3:// and gs:// sources")
+        options["skip_signature"] = True
+    if args.endpoint:
+        if kind not in ("s3", "gs"):
+            raise OptionError("--endpoint applies to s3:// and gs:// sources")
+        options["endpoint" if kind == "s3" else "base_url"] = args.endpoint
+    if args.region:
+        if kind != "s3":
+            raise OptionError("--region applies to s3:// sources")
+        options["region"] = args.region
+    return merged(options, given)
+
+
+def open_store(args: argparse.Namespace, **store_options: Any) -> MocHiveStore:
+    """The store the arguments name (``args.source`` and the storage arguments)."""
+    return MocHiveStore(args.source, storage_options=storage_options(args, args.source),
+                        **store_options)
+
+
+@contextlib.contextmanager
+def request_bar(store: MocHiveStore, what: str) -> Iterator[None]:
+    """A progress bar of the store's backend requests on a terminal (stderr); nothing
+    when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    bar = tqdm(desc=what, unit=" requests", file=sys.stderr, leave=False)
+    store.backend.progress = bar.update
+    try:
+        yield
+    finally:
+        store.backend.progress = None
+        bar.close()
+
+
+# -- inspect ---------------------------------------------------------------------------------
+
+
+def _first(names: list[str], n: int = 5) -> str:
+    more = f" ... ({len(names):,} in all)" if len(names) > n else ""
+    return ", ".join(names[:n]) + more
+
+
 def describe(store: MocHiveStore) -> list[str]:
     """The virtual tree and the hive facts, one line per node; every line escaped (names
-    come from the hive)."""
+    come from the hive) and clipped; long lists summarised (count and first names)."""
     hive = sync(store.hive())
     view = sync(store.view())
     lines = [f"hive {store.backend}  ({'bare store' if hive.bare else 'multi-product root'})"]
@@ -41,14 +242,15 @@ def describe(store: MocHiveStore) -> list[str]:
             f" path_grouping={m.path_grouping}"
         )
         for level in product.levels:
+            windows = f", windows=[{_first(list(level.windows), 8)}]" if level.windows else ""
             lines.append(
                 f"  /{level.path}  {level.artifact} objects at order"
                 f" {level.node_order}: {level.n_shards} nodes x {level.cells_per_shard} cells,"
-                f" coverage={level.coverage_source}"
-                + (f", windows={list(level.windows)}" if level.windows else "")
+                f" coverage={level.coverage_source}{windows}"
             )
             if level.dropped:
-                lines.append(f"    debris/dangling objects dropped: {', '.join(level.dropped)}")
+                lines.append(f"    {len(level.dropped):,} debris/dangling objects dropped: "
+                             f"{_first(level.dropped)}")
             for child in view.children(level.path):
                 array = view.arrays[f"{level.path}/{child}"]
                 meta = array.meta
@@ -63,90 +265,55 @@ def describe(store: MocHiveStore) -> list[str]:
         lines.append("problems seen:")
         lines.extend(f"  {line}" for line in problems)
     lines.append(f"backend requests: {dict(store.request_stats.counts)}")
-    return [escape(line) for line in lines]
+    return [clip(escape(line)) for line in lines]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="moczarr-store")
-    sub = parser.add_subparsers(dest="command", required=True)
-    inspect = sub.add_parser("inspect", help="print the virtual tree and the hive facts")
-    inspect.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
-    inspect.add_argument(
-        "--verify",
-        choices=VERIFY_MODES,
-        default="open",
-        help="'open' (default) reads every stamp to report debris; 'lazy' reads one leaf",
-    )
-    inspect.add_argument(
-        "--follow-links",
-        action="store_true",
-        help="local hives: read through links that lead out of the hive root",
-    )
-    check = sub.add_parser(
-        "verify",
-        help="recompute every object's content hashes through the store and compare them",
-        description=VERIFY_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    check.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
-    check.add_argument("--group", help="only the levels under this virtual path (atl06/o7)")
-    check.add_argument("--json", action="store_true", help="print a JSON summary")
-    add_serve_parser(sub)
-    args = parser.parse_args(argv)
-    if args.command == "verify":
-        return run_verify(args)
-    if args.command == "serve":
-        return serve_command(args)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            store = MocHiveStore(args.source, verify=args.verify, follow_links=args.follow_links)
-            lines = describe(store)
-        except (OSError, ValueError) as err:
-            print(f"error: {escape(err)}", file=sys.stderr)
-            return 1
+def run_inspect(args: argparse.Namespace) -> int:
+    store = open_store(args, verify=args.verify, follow_links=args.follow_links,
+                       window=args.window)
+    with request_bar(store, "opening"):
+        lines = describe(store)
     print("\n".join(lines))
-    for w in caught:
-        print(f"warning: {escape(w.message)}", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
+
+# -- verify ----------------------------------------------------------------------------------
 
 VERIFY_HELP = """\
 Recompute the content hashes every commit stamp records (one sha256 per array over its
 decoded values) from the bytes the store serves, and compare them array by array.
 
 Exit status: 0 when no array differs; 1 when an array differs or cannot be read (each
-object and array is named), or the hive cannot be opened. Objects whose stamps record
-no content hashes are reported as "unverifiable": that alone is not a failure.
+object and array is named); otherwise that of the error (see moczarr-store --help).
+Objects whose stamps record no content hashes are reported as "unverifiable": that alone
+is not a failure.
 """
 
 
 def run_verify(args: argparse.Namespace) -> int:
     """``moczarr-store verify``: the report on stdout, warnings on stderr."""
+    store = open_store(args)
     bar = None
     if sys.stderr.isatty():  # a bar on a terminal only; --json output stays on stdout
         bar = tqdm(unit="obj", file=sys.stderr, leave=False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            report = sync(verify_hive(MocHiveStore(args.source), args.group, bar))
-        except (OSError, ValueError) as err:
-            print(f"error: {printable(err)}", file=sys.stderr)
-            return 1
-        finally:
-            if bar is not None:
-                bar.close()
+    try:
+        report = sync(verify_hive(store, args.group, bar))
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         print(json.dumps(report.to_json(), indent=1))
     else:
         print("\n".join(report_lines(report)))
-    for w in caught:
-        print(f"warning: {printable(w.message)}", file=sys.stderr)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_DIFFERS
 
 
-def add_serve_parser(sub) -> None:
-    serve = sub.add_parser("serve", help="serve the hive as a Zarr v3 hierarchy over HTTP")
+# -- serve -----------------------------------------------------------------------------------
+
+
+def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+    serve = sub.add_parser("serve", parents=parents,
+                           help="serve the hive as a Zarr v3 hierarchy over HTTP")
     serve.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (8000)")
@@ -167,25 +334,144 @@ def add_serve_parser(sub) -> None:
     serve.add_argument("--workers", type=int, default=1, help="worker processes (1)")
 
 
-def serve_command(args: argparse.Namespace) -> int:
+def run_serve(args: argparse.Namespace) -> int:
     """Open the hive once (so a bad source fails here, not on the first request), then
     serve it until interrupted."""
     try:
         from .serve.run import serve
     except ImportError as err:
-        print(f"error: serve needs the [serve] extra ({err}): "
-              "pip install 'moczarr-store[serve]'", file=sys.stderr)
-        return 1
-    options = {"chunking": args.chunking, "verify": args.verify, "window": args.window}
-    try:
-        store = MocHiveStore(args.source, **options)
-        sync(store.session.ensure_levels(None))
-    except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        raise ImportError(f"serve needs the [serve] extra ({err}): "
+                          "pip install 'moczarr-store[serve]'") from err
+    options: dict[str, Any] = {"chunking": args.chunking, "verify": args.verify,
+                               "window": args.window,
+                               "storage_options": storage_options(args, args.source)}
+    store = MocHiveStore(args.source, **options)
+    sync(store.session.ensure_levels(None))
     serve(args.source, host=args.host, port=args.port, workers=args.workers, cors=args.cors,
           stamp_ttl=args.stamp_ttl, **options)
-    return 0
+    return EXIT_OK
+
+
+# -- main ------------------------------------------------------------------------------------
+
+SOURCE_HELP = "hive root: a path or a file/s3/gs/http(s) URL"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parents = [storage_parser()]
+    parser = argparse.ArgumentParser(
+        prog="moczarr-store",
+        description="A morton-hive as one read-only Zarr v3 hierarchy.",
+        epilog="exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()),
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    inspect = sub.add_parser("inspect", parents=parents,
+                             help="print the virtual tree and the hive facts")
+    inspect.add_argument("source", help=SOURCE_HELP)
+    inspect.add_argument(
+        "--verify",
+        choices=VERIFY_MODES,
+        default="open",
+        help="'open' (default) reads every stamp to report debris; 'lazy' reads one leaf",
+    )
+    inspect.add_argument("--window", help="scope windowed products to this window")
+    inspect.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="local hives: read through links that lead out of the hive root",
+    )
+    check = sub.add_parser(
+        "verify",
+        parents=parents,
+        help="recompute every object's content hashes through the store and compare them",
+        description=VERIFY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("source", help=SOURCE_HELP)
+    check.add_argument("--group", help="only the levels under this virtual path (atl06/o7)")
+    check.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_serve_parser(sub, parents)
+    return parser
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "inspect": run_inspect, "verify": run_verify, "serve": run_serve,
+}
+
+
+@contextlib.contextmanager
+def logging_to_stderr(args: argparse.Namespace) -> Iterator[None]:
+    """``--verbose``/``--debug``: the ``moczarr_store`` logger at INFO/DEBUG on stderr
+    (escaped), for the command's duration."""
+    level = logging.DEBUG if args.debug else logging.INFO if args.verbose else None
+    if level is None:
+        yield
+        return
+    logger = logging.getLogger("moczarr_store")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_EscapingFormatter("%(levelname)s %(name)s: %(message)s"))
+    old = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+
+
+class _EscapingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return escape(super().format(record))
+
+
+def report_warnings(caught: list[warnings.WarningMessage], every: bool) -> None:
+    """The warnings met, one escaped, clipped line each; at most :data:`MAX_WARNINGS`
+    unless ``every``."""
+    shown = caught if every else caught[:MAX_WARNINGS]
+    for w in shown:
+        print(f"warning: {clip(escape(w.message))}", file=sys.stderr)
+    if len(caught) > len(shown):
+        print(f"warning: {len(caught) - len(shown):,} more warning(s) not shown "
+              "(--debug shows them all)", file=sys.stderr)
+
+
+def _given_options(items: list[str]) -> dict[str, Any]:
+    given: dict[str, Any] = {}
+    for item in items:
+        with contextlib.suppress(OptionError):
+            given = merged(given, parse_option(item))
+    return given
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; the exit status of :data:`EXIT_CODES`."""
+    args = build_parser().parse_args(argv)
+    secrets = _given_options(args.option)  # scrubbed from every message by key name
+    code = EXIT_OK
+    record = args.command != "serve"  # a server logs its warnings (serve.run)
+    with warnings.catch_warnings(record=record) as caught, logging_to_stderr(args):
+        caught = caught if caught is not None else []
+        if record:
+            warnings.simplefilter("always")
+        try:
+            code = COMMANDS[args.command](args)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            code = EXIT_INTERRUPTED
+        except Exception as err:
+            code = exit_code(err)
+            report_warnings(caught, args.debug)
+            caught.clear()
+            if args.debug:
+                for line in "".join(traceback.format_exception(err)).splitlines():
+                    print(escape(scrub(line, secrets)), file=sys.stderr)
+            print(f"error: {one_line(err, secrets)}", file=sys.stderr)
+            if code == EXIT_INTERNAL and not args.debug:
+                print("(an internal error: rerun with --debug for the traceback, and report "
+                      "it)", file=sys.stderr)
+    report_warnings(caught, args.debug)
+    return code
 
 
 if __name__ == "__main__":

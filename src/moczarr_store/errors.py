@@ -63,6 +63,14 @@ class MalformedMetadataError(HiveFormatError):
     """A metadata document of the hive has a field of the wrong type or value."""
 
 
+class OptionError(HiveFormatError):
+    """An option given to the store (or the command line) is not one it understands."""
+
+
+class NotAHiveError(HiveFormatError):
+    """The source holds no morton-hive: no manifest at its root and no products below."""
+
+
 class UnsupportedSpec(HiveFormatError):
     """A well-formed ``morton-hive/N`` spec this reader does not open."""
 

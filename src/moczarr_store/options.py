@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal, get_args
 
-from .errors import HiveFormatError
+from .errors import OptionError
 from .hive.aoi import Cells, aoi_members, parse_aoi
 from .hive.paths import validate_window
 
@@ -14,10 +14,6 @@ Verify = Literal["lazy", "open"]
 Chunking = Literal["shard", "leaf", "inner"]
 VERIFY_MODES: tuple[str, ...] = get_args(Verify)
 CHUNKINGS: tuple[str, ...] = get_args(Chunking)
-
-
-class OptionError(HiveFormatError):
-    """An option given to the store is not one it understands."""
 
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
@@ -65,7 +61,24 @@ class OpenOptions:
             cells = None if members is None else parse_aoi(members)
         except (TypeError, ValueError) as err:
             raise OptionError(f"aoi: {err}") from None
+        if isinstance(window, int) and not isinstance(window, bool):
+            window = str(window)  # window=2019 means the label "2019"
         return cls(verify, chunking, window, members, cells)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """The options that differ from the defaults, as keyword arguments (for ``repr``);
+        an AOI of more than 4 members is shortened."""
+        parts = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not f.repr or value == f.default:
+                continue
+            if isinstance(value, tuple) and len(value) > 4:
+                shown = ", ".join(map(repr, value[:3]))
+                parts.append(f"{f.name}=({shown}, ... {len(value)} members)")
+            else:
+                parts.append(f"{f.name}={value!r}")
+        return ", ".join(parts)
 
     def view_attrs(self) -> dict:
         """What the root group's ``morton_hive_store`` attribute records of these options."""
@@ -75,3 +88,9 @@ class OpenOptions:
         if self.aoi is not None:
             attrs["aoi"] = [str(a) for a in self.aoi]
         return attrs
+
+
+def store_keywords() -> tuple[str, ...]:
+    """The keyword arguments ``MocHiveStore`` takes besides storage options."""
+    view = tuple(f.name for f in fields(OpenOptions) if f.repr)
+    return (*view, "max_concurrency", "read_only", "follow_links", "storage_options")

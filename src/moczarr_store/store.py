@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from zarr.abc.store import (
@@ -25,10 +25,11 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend
 from .diagnostics import Problem
 from .hive.roster import Hive
-from .options import CHUNKINGS, VERIFY_MODES, OpenOptions
+from .options import CHUNKINGS, VERIFY_MODES, OpenOptions, store_keywords
 from .read.execute import execute, object_size
 from .read.plan import Absent, Document, Fabricate, plan_key
 from .session import HiveSession
+from .storage import storage_arguments
 from .view.tree import INDEX_RE, View
 
 __all__ = ["CHUNKINGS", "VERIFY_MODES", "MocHiveStore"]
@@ -65,9 +66,13 @@ class MocHiveStore(Store):
     follow_links
         Local hives: read through links whose target lies outside the hive root (by
         default such an object is refused with ``OutsideRootError``).
-    **storage_options
-        Passed to obstore (``region``, ``endpoint``, ``skip_signature``,
-        ``client_options``, ``retry_config``, ...).
+    storage_options
+        How to reach the objects, as zarr's and xarray's users write them (fsspec:
+        ``anon``, ``key``, ``secret``, ``endpoint_url``, ``client_kwargs``, ``token``,
+        ``headers``) or as obstore names them (``region``, ``endpoint``,
+        ``skip_signature``, ``client_options``, ``retry_config``, ...); keyword
+        arguments beyond the ones above are storage options too. Checked at construction
+        (no request): an unknown key is an ``OptionError`` naming the valid ones.
     """
 
     supports_writes = False
@@ -86,13 +91,23 @@ class MocHiveStore(Store):
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
-        **storage_options: Any,
+        storage_options: Mapping[str, Any] | None = None,
+        **more_storage_options: Any,
     ) -> None:
         super().__init__(read_only=read_only)
         self.options = OpenOptions.make(verify, chunking, window, aoi)
-        self.backend = Backend(source, storage_options, max_concurrency, follow_links)
+        storage = storage_arguments(storage_options, more_storage_options)
+        self.backend = Backend(source, storage, max_concurrency, follow_links, store_keywords())
         self._source = source
         self.session = HiveSession(self.backend, self.options)
+
+    @classmethod
+    def from_url(
+        cls, url: str, storage_options: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> MocHiveStore:
+        """``MocHiveStore(url, storage_options=storage_options, **kwargs)``, spelt as
+        zarr's ``FsspecStore.from_url`` is."""
+        return cls(url, storage_options=storage_options, **kwargs)
 
     @property
     def verify(self) -> str:
@@ -125,7 +140,10 @@ class MocHiveStore(Store):
         return (type(self).__name__, *map(repr, self._recipe()))
 
     def __repr__(self) -> str:
-        return f"MocHiveStore({self.backend!r})"
+        """The source (credentials redacted) and the options that change the view; storage
+        options are never shown."""
+        described = self.options.describe()
+        return f"MocHiveStore({str(self.backend)!r}{', ' if described else ''}{described})"
 
     def __getstate__(self) -> dict:
         return {
@@ -147,7 +165,7 @@ class MocHiveStore(Store):
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
             follow_links=backend.follow_links,
-            **backend.options,
+            storage_options=backend.options,
         )
 
     def with_read_only(self, read_only: bool = False) -> MocHiveStore:

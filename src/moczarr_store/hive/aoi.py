@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .ids import decimal_order, decimal_to_rank, shift, word_order
+from .ids import DECIMAL_RE, decimal_order, decimal_to_rank, shift, word_order
 
 Cells = list[tuple[int, int]]  # (rank, order)
 
@@ -24,11 +24,28 @@ def parse_aoi(aoi: Iterable[str | int] | str | int) -> Cells:
         if isinstance(member, str | np.str_):
             cells.append((decimal_to_rank(str(member)), decimal_order(str(member))))
         elif isinstance(member, int | np.integer) and not isinstance(member, bool | np.bool_):
-            order = word_order(int(member))
-            cells.append((int(member) >> shift(order), order))
+            cells.append(_word_cell(int(member)))
         else:
             raise TypeError(f"AOI member {member!r} is neither a decimal id nor a packed word")
     return cells
+
+
+def _word_cell(word: int) -> tuple[int, int]:
+    """``(rank, order)`` of a packed morton word; ``ValueError`` naming the member (and
+    the likely mistake, a decimal id given as an int) when it is not one."""
+    try:
+        if not 0 < word < 2**64:
+            raise ValueError("out of the uint64 range")
+        order = word_order(word)
+        rank = word >> shift(order)
+        if not 1 <= rank >> (2 * order) <= 12:
+            raise ValueError(f"names no base cell at order {order}")
+    except ValueError as err:
+        hint = (f"; pass the decimal id as a string ({str(word)!r})"
+                if DECIMAL_RE.match(str(word)) else "")
+        raise ValueError(f"AOI member {word} is an int, so a packed morton word, but not a "
+                         f"valid one ({err}){hint}") from None
+    return rank, order
 
 
 def overlaps(ranks: np.ndarray, order: int, aoi: Cells) -> np.ndarray:

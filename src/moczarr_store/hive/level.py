@@ -46,7 +46,7 @@ from .paths import (
 )
 from .runs import RunEncoding, learn_runs
 from .walk import existing_objects, walk_leaves
-from .windows import bounds, explicit_labels, labels_between, schedule
+from .windows import bounds, check_window, explicit_labels, known_labels, labels_between, schedule
 
 COORDINATE_NAMES = ("morton", "cell_ids")
 WINDOW_COORDINATES = ("window", "window_start", "window_end")
@@ -490,6 +490,9 @@ async def open_source(
         name, root, manifest, manifest.cell_order, manifest.shard_order, ranks, source,
         window=scoped,
     )
+    if scoped is not None:
+        where = _join(root, COVERAGE_NAME)
+        check_window(scoped, known_labels(manifest, envelope, walked, where), name)
     if windowed and scoped is None:
         level.windows = tuple(await _window_labels(backend, level, envelope, walked))
     await fill_schema(backend, leaves, level, aoi)

@@ -6,7 +6,7 @@ import asyncio
 import warnings
 from dataclasses import dataclass
 
-from ..errors import HiveFormatError
+from ..errors import HiveFormatError, NotAHiveError, OptionError
 from .aoi import Cells
 from .jsonio import read_document
 from .leaves import LeafCache
@@ -62,7 +62,7 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
     try:
         dirs, _ = await backend.list_dir("")
     except Exception as err:
-        raise HiveFormatError(
+        raise NotAHiveError(
             f"{backend}: no {MANIFEST_NAME} at the root, and the root cannot be listed to "
             f"find products ({err})"
         ) from err
@@ -80,10 +80,10 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
             warnings.warn(f"product {name!r} skipped: {err}", HiveWarning, stacklevel=2)
     if not found and not skipped:
         if any(BASE_RE.match(d) for d in dirs):
-            raise HiveFormatError(
+            raise NotAHiveError(
                 f"{backend}: a digit tree without {MANIFEST_NAME}: not a hive root"
             )
-        raise HiveFormatError(f"{backend}: no {MANIFEST_NAME} and no products: not a morton-hive")
+        raise NotAHiveError(f"{backend}: no {MANIFEST_NAME} and no products: not a morton-hive")
     return False, found, skipped
 
 
@@ -104,7 +104,7 @@ async def load_hive(
     if window is not None:
         validate_window(window)
         if not any(schedule(manifest) for _, _, manifest in found):
-            raise ValueError(f"window={window!r}: {backend} has no windowed product")
+            raise OptionError(f"window={window!r}: {backend} has no windowed product")
     products = await asyncio.gather(
         *(_open_product(backend, leaves, n, r, m, verify, window, aoi) for n, r, m in found)
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ..errors import UnusableCoverage
+from ..errors import OptionError, UnusableCoverage
 from .manifest import Manifest
 from .paths import short, validate_window
 
@@ -108,3 +108,31 @@ def bounds(manifest: Manifest, label: str) -> tuple[datetime, datetime] | None:
         return start, _advance(start, kind)
     except (ValueError, OverflowError):  # not a calendar label, or the window ends past 9999
         return None
+
+
+def known_labels(manifest: Manifest, envelope: dict | None, walked: dict | None,
+                 where: str) -> list[str] | None:
+    """A windowed product's labels where they cost no request: the manifest's
+    (``explicit``), the root coverage's ``time_range``, or a walk already made; ``None``
+    when only a walk would tell."""
+    labels = explicit_labels(manifest)
+    if labels is None and walked is not None:
+        labels = sorted({label for found in walked.values() for label in found if label})
+    if labels is None and envelope is not None:
+        try:
+            labels = labels_between(schedule(manifest), envelope.get("time_range"), where)
+        except UnusableCoverage:
+            return None
+    return labels
+
+
+def check_window(window: str, labels: list[str] | None, product: str) -> None:
+    """Refuse a ``window`` the product does not have, listing the ones it has (unknown
+    labels: nothing to check against)."""
+    if labels is None or window in labels:
+        return
+    shown = labels if len(labels) <= 24 else [*labels[:12], "...", *labels[-6:]]
+    raise OptionError(
+        f"window={window!r}: product {product!r} has no such window; its {len(labels)} "
+        f"window(s): {', '.join(shown) or 'none'}"
+    )

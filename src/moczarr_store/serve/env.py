@@ -4,8 +4,9 @@ worker, ``moczarr-store serve --workers N``).
 
 ``MOCZARR_STORE_SOURCE`` (required: path or URL), ``MOCZARR_STORE_CHUNKING``,
 ``MOCZARR_STORE_VERIFY``, ``MOCZARR_STORE_WINDOW``, ``MOCZARR_STORE_CORS`` (origins
-separated by spaces or commas), ``MOCZARR_STORE_STAMP_TTL`` (seconds). Storage options
-are not read from the environment: obstore reads its own (``AWS_*``, ...).
+separated by spaces or commas), ``MOCZARR_STORE_STAMP_TTL`` (seconds),
+``MOCZARR_STORE_STORAGE_OPTIONS`` (JSON; ``moczarr-store serve --workers N`` passes its
+storage options this way; obstore also reads its own ``AWS_*``, ... variables).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from starlette.applications import Starlette
 
 from ..options import OptionError
+from ..storage import from_json, to_json
 from .app import create_app
 
 PREFIX = "MOCZARR_STORE_"
@@ -29,14 +31,17 @@ def to_env(
     *,
     cors: Iterable[str] = (),
     stamp_ttl: float | None = None,
-    **store_options: str | None,
+    **store_options: Any,
 ) -> dict[str, str]:
     """The variables that make :func:`app_from_env` build ``create_app(source, ...)``."""
+    storage = store_options.pop("storage_options", None)
     unknown = set(store_options) - set(_STORE_OPTIONS)
     if unknown:
         raise OptionError(f"options {sorted(unknown)} cannot be passed to worker processes")
     env = {f"{PREFIX}SOURCE": str(source)}
     env.update({f"{PREFIX}{k.upper()}": str(v) for k, v in store_options.items() if v})
+    if storage:
+        env[f"{PREFIX}STORAGE_OPTIONS"] = to_json(storage)
     if cors:
         env[f"{PREFIX}CORS"] = " ".join(cors)
     if stamp_ttl is not None:
@@ -53,6 +58,8 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
     given = {k: environ.get(f"{PREFIX}{k.upper()}") for k in _STORE_OPTIONS}
     options: dict[str, Any] = {k: v for k, v in given.items() if v}
     cors = [o for o in re.split(r"[\s,]+", environ.get(f"{PREFIX}CORS", "")) if o]
+    if storage := environ.get(f"{PREFIX}STORAGE_OPTIONS"):
+        options["storage_options"] = from_json(storage)
     if ttl := environ.get(f"{PREFIX}STAMP_TTL"):
         options["stamp_ttl"] = ttl
     return create_app(source, cors=cors, **options)
