@@ -161,10 +161,10 @@ def parse_option(item: str) -> dict[str, Any]:
     if not eq or not key.strip():
         raise OptionError(f"--option {item!r}: expected KEY=VALUE")
     *outer, last = key.strip().split(".")
-    value: Any = _value(last, text)
+    value: dict[str, Any] = {last: _value(last, text)}
     for name in reversed(outer):
         value = {name: value}
-    return {outer[0]: value[outer[0]]} if outer else {last: value}
+    return value
 
 
 def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ Never pickled: an unpickled store starts a session of its own.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from .view.tree import View
 LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
 SHARD_INDEXES = 65_536  # verified shard indexes of immutable objects (chunking="inner")
 VERSION_GROUPS = 65_536  # whether a leaf version's cell-order group exists
+logger = logging.getLogger("moczarr_store")
 
 
 class HiveSession:
@@ -80,6 +82,9 @@ class HiveSession:
                 if level in product.levels and not view.has_node(level.path):
                     view.add_level(product, level)
                     remember_template(self, level)
+                    logger.debug("%s: read level %s (%d nodes); %d requests so far",
+                                 self.backend, level.path, level.n_shards,
+                                 self.backend.stats.total)
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):
                     raise outcome
@@ -103,3 +108,11 @@ class HiveSession:
         for product in self._hive.products:
             for level in product.levels:
                 remember_template(self, level)
+        logger.info(
+            "opened %s (%s): levels %s, %d more declared; %d requests %s",
+            self.backend, opts.describe() or "default options",
+            ", ".join(f"{lv.path} ({lv.n_shards} nodes)"
+                      for p in self._hive.products for lv in p.levels),
+            sum(len(p.pending) for p in self._hive.products),
+            self.backend.stats.total, dict(self.backend.stats.counts),
+        )

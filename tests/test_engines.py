@@ -1,0 +1,54 @@
+"""Other engines read through the store: Cubed, and xarray with ``chunks=None`` (numpy)
+and ``chunks="auto"`` (dask). Expected values come from ``moczarr.open_hive``."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array
+import moczarr
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import FIXTURES
+
+from moczarr_store import MocHiveStore
+
+HIVE, GROUP = FIXTURES / "sharded", "atl06/o7"
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return moczarr.open_hive(str(HIVE))
+
+
+def test_cubed_sums_a_field_as_numpy_does(tmp_path, reference):
+    cubed = pytest.importorskip("cubed", reason="cubed is in the test extra; not installed here")
+    import cubed.array_api as xp
+
+    spec = cubed.Spec(work_dir=str(tmp_path), allowed_mem="200MB")
+    store = MocHiveStore(HIVE)
+    count = cubed.from_zarr(store, path=f"{GROUP}/count", spec=spec)
+    assert count.shape == reference["count"].shape and len(count.chunks[0]) > 1
+    assert int(xp.sum(count).compute()) == int(np.sum(reference["count"].values)) > 0
+    h_mean = cubed.from_zarr(store, path=f"{GROUP}/h_mean", spec=spec)
+    np.testing.assert_array_equal(h_mean.compute(), reference["h_mean"].values)
+
+
+@pytest.mark.parametrize("chunks", [None, "auto"])
+def test_xarray_open_zarr_chunk_choices(chunks, reference):
+    ds = xr.open_zarr(MocHiveStore(HIVE), group=GROUP, chunks=chunks)
+    lazy = isinstance(ds["count"].data, dask.array.Array)
+    assert lazy == (chunks == "auto")
+    for name in ["count", "h_mean", "morton", "cell_ids"]:
+        np.testing.assert_array_equal(ds[name].values, reference[name].values, err_msg=name)
+    if chunks == "auto":  # dask's "auto" chunks are whole multiples of the leaf chunks
+        leaf = xr.open_zarr(MocHiveStore(HIVE), group=GROUP)["count"].chunks[0][0]
+        assert all(c % leaf == 0 for c in ds["count"].chunks[0][:-1])
