@@ -208,7 +208,8 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
     # -- abstract tests ------------------------------------------------------------------
 
     def test_store_repr(self, store: MocHiveStore) -> None:
-        assert repr(store) == f"MocHiveStore({store.backend.url})"
+        options = "" if store.verify == "lazy" else f", verify={store.verify!r}"
+        assert repr(store) == f"MocHiveStore({store.backend.url!r}{options})"
 
     def test_store_supports_writes(self, store: MocHiveStore) -> None:
         assert not store.supports_writes

@@ -106,6 +106,14 @@ def test_a_misspelt_keyword_is_refused_at_construction_naming_the_valid_ones(url
         assert "skip_signature" in message and "region" in message  # obstore's keys listed
 
 
+def test_an_obstore_instance_takes_no_storage_options():
+    from obstore.store import LocalStore
+
+    with pytest.raises(OptionError, match="'chunkng' .did you mean 'chunking'.*obstore store "
+                                          "instance takes no storage options"):
+        MocHiveStore(LocalStore(str(FIXTURES / "sharded")), chunkng="leaf")
+
+
 def test_storage_options_given_twice_are_refused():
     with pytest.raises(OptionError, match="both"):
         MocHiveStore("s3://b/h", storage_options={"region": "a"}, region="b")

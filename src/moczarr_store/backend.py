@@ -30,7 +30,7 @@ from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
-from .storage import check_options, obstore_options
+from .storage import check_options, obstore_options, unknown_keyword
 
 BytesLike = bytes | bytearray | memoryview | obstore.Bytes
 ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
@@ -455,8 +455,7 @@ class Backend:
             built = check_options(self.url, self.options, keywords)
         elif type(source).__module__.startswith("obstore"):
             if self.options:
-                raise OptionError("storage options apply to URLs; configure the obstore store "
-                                  "instead")
+                raise unknown_keyword(None, next(iter(self.options)), keywords)
             self.url, self._instance = None, source
         else:
             raise OptionError(f"expected a URL, a path or an obstore store, got {type(source)!r}")

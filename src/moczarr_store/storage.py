@@ -78,7 +78,7 @@ def _s3(options: dict[str, Any]) -> dict[str, Any]:
             if not _bool(value):
                 out.setdefault("client_options", {})["allow_http"] = True
         else:
-            out[_S3_NAMES.get(key, key)] = value
+            out[_S3_NAMES.get(str(key), str(key))] = value
     return out
 
 
@@ -174,20 +174,23 @@ def valid_keys(url: str) -> tuple[str, ...]:
         return _LOCAL_KEYS
     if kind in ("http", "https"):
         return ("client_options", "retry_config", "headers")
-    return (*_stub_keys(kind), *_OBSTORE_EXTRA)
+    return (*_stub_keys(kind), *_OBSTORE_EXTRA) if kind in _STUBS else ()
 
 
-def unknown_keyword(url: str, key: str, own: tuple[str, ...], detail: str = "") -> OptionError:
-    """The error for a keyword that is neither the store's own nor a storage option."""
-    storage = valid_keys(url)
+def unknown_keyword(url: str | None, key: str, own: tuple[str, ...],
+                    detail: str = "") -> OptionError:
+    """The error for a keyword that is neither the store's own nor a storage option
+    (``url`` ``None``: the source is an obstore store instance, which takes none)."""
+    storage = () if url is None else valid_keys(url)
     guess = difflib.get_close_matches(key, [*own, *storage], n=1, cutoff=0.6)
     hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-    listed = ", ".join(storage) if storage else "see obstore's store configuration"
-    return OptionError(
-        f"unknown keyword {key!r}{hint}: MocHiveStore takes {', '.join(own)}; storage options "
-        f"for {family(url)}:// (storage_options={{...}}) are {listed}"
-        + (f" ({detail})" if detail else "")
-    )
+    if url is None:
+        where = "an obstore store instance takes no storage options (configure the instance)"
+    else:
+        listed = ", ".join(storage) if storage else "see obstore's store configuration"
+        where = f"storage options for {family(url)}:// (storage_options={{...}}) are {listed}"
+    return OptionError(f"unknown keyword {key!r}{hint}: MocHiveStore takes {', '.join(own)}; "
+                       f"{where}" + (f" ({detail})" if detail else ""))
 
 
 def check_options(url: str, options: dict[str, Any], own: tuple[str, ...]) -> Any:
