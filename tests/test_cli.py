@@ -284,3 +284,14 @@ def test_warnings_are_bounded(hive_copy, capsys, monkeypatch):
     assert code == EXIT_OK and out == "ok\n"
     assert err.splitlines() == ["warning: warning number 0",
                                 "warning: 2 more warning(s) not shown (--debug shows them all)"]
+
+
+def test_secret_option_values_never_reach_the_terminal(capsys):
+    """obstore's message names the endpoint URL, user-info included: redacted."""
+    secret = "SUPERSECRET" + "VALUE"  # (not in the traceback's source lines either)
+    code, out, err = run(capsys, "inspect", "s3://bucket/hive", "--endpoint",
+                         f"http://user:{secret}@127.0.0.1:9", "--retries", "0",
+                         "-o", "access_key_id=AKID", "-o", f"secret_access_key={secret}",
+                         "--debug")
+    assert code == EXIT_READ and "Traceback" in err
+    assert secret not in out + err and "http://***@127.0.0.1:9/bucket/hive" in err
