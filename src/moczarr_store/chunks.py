@@ -70,8 +70,13 @@ def verify_entries(entries: np.ndarray, check: ChunkCheck, key: str,
     Cost: O(n log n) in the number of inner chunks, no copy of the object; O(n) in a few
     vector operations for the layout zarr writes (see :func:`in_order`).
     """
-    if in_order(entries, check, size):
-        return
+    if not in_order(entries, check, size):
+        check_each_entry(entries, check, key, size)
+
+
+def check_each_entry(entries: np.ndarray, check: ChunkCheck, key: str,
+                     size: int | None) -> None:
+    """:func:`verify_entries` without the fast path for zarr's own layout."""
     offsets, lengths = entries[:, 0], entries[:, 1]
     absent = (offsets == _ABSENT) & (lengths == _ABSENT)
     half = (offsets == _ABSENT) != (lengths == _ABSENT)

@@ -93,7 +93,7 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
     assert isinstance(array, FieldArray)
     known = session.leaf_metas.peek(plan.meta, _UNKNOWN) if plan.immutable else _UNKNOWN
     if known is _UNKNOWN:
-        read = asyncio.ensure_future(_capture(_object_bytes(session, plan)))
+        read = asyncio.ensure_future(_captured_bytes(session, plan))
         try:
             meta = await _leaf_meta(session, plan, array)
         except BaseException:
@@ -102,7 +102,7 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         data = await read
     else:
         meta = known
-        data = await _capture(_object_bytes(session, plan)) if meta == _SAME else None
+        data = await _captured_bytes(session, plan) if meta == _SAME else None
     if meta is None:  # no array metadata in this leaf version
         await _no_array(session, plan, array, data)
         return None, None
@@ -142,11 +142,11 @@ def _fields(plan: LeafRead) -> dict[str, Any]:
     return {name: getattr(plan, name) for name in LeafRead.__dataclass_fields__}
 
 
-async def _capture(coro) -> Any:
-    """The coroutine's value, or the exception it raised (judged once the leaf's metadata
-    says whether these bytes were read under the right encoding)."""
+async def _captured_bytes(session: HiveSession, plan: LeafRead) -> Any:
+    """The chunk's object bytes, or the exception reading them raised (judged once the
+    leaf's metadata says whether these bytes were read under the right encoding)."""
     try:
-        return await coro
+        return await _object_bytes(session, plan)
     except Exception as err:  # re-raised by the caller when the encoding matches
         return err
 
