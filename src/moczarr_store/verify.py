@@ -26,7 +26,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -275,12 +275,12 @@ class _Decoder:
             endian = (codecs[0].get("configuration") or {}).get("endian", "little")
             self.plain = self.dtype.newbyteorder("<" if endian == "little" else ">")
 
-    async def __call__(self, plans: list[LeafRead], datas: list[Bytes | None]) -> np.ndarray:
+    async def __call__(self, plans: Sequence[LeafRead], datas: list[Bytes | None]) -> np.ndarray:
         """The leaf array's values from its chunks' bytes (``None``: the fill value)."""
         if self.plain is None:
             return await self._pipeline(plans, datas)
         if len(datas) == 1 and datas[0] is not None and self.chunk == self.shape:
-            return np.frombuffer(datas[0], dtype=self.plain).reshape(self.shape)
+            return np.frombuffer(memoryview(datas[0]), dtype=self.plain).reshape(self.shape)
         if any(d is None for d in datas):
             out = np.full(self.shape, self.meta.fill_value, dtype=self.dtype)
         else:
@@ -288,14 +288,14 @@ class _Decoder:
         for plan, data in zip(plans, datas, strict=True):
             if data is not None:
                 region = self.array.leaf_region(plan.coords)
-                part = np.frombuffer(data, dtype=self.plain).reshape(self.chunk)
+                part = np.frombuffer(memoryview(data), dtype=self.plain).reshape(self.chunk)
                 clipped = tuple(
                     slice(r.start, min(r.stop, n)) for r, n in zip(region, self.shape, strict=True)
                 )
                 out[clipped] = part[tuple(slice(0, c.stop - c.start) for c in clipped)]
         return out
 
-    async def _pipeline(self, plans: list[LeafRead], datas: list[Bytes | None]) -> np.ndarray:
+    async def _pipeline(self, plans: Sequence[LeafRead], datas: list[Bytes | None]) -> np.ndarray:
         """One zarr read of the leaf array over an in-memory store of its chunks."""
         buffer = default_buffer_prototype().buffer
         chunks = {}
@@ -363,7 +363,7 @@ async def _read_json(session: HiveSession, key: str) -> dict | None:
 # -- one level ---------------------------------------------------------------------------
 
 
-Values = dict[str, "tuple[np.ndarray | ArrayProblem | None, dict | None]"]
+Values = dict[str, "tuple[np.ndarray | ArrayProblem, dict | None]"]
 Digests = dict[str, "tuple[str, int] | ArrayProblem"]
 ToHash = dict[str, "tuple[np.ndarray, np.dtype, str]"]
 Hasher = Callable[[ToHash], Awaitable[Digests]]
@@ -444,11 +444,13 @@ class _LevelJob:
             if self.served(n, path) and (n in self.fields or self.prefix + n in recorded)
         ]
         todo: ToHash = {}
-        for key, (found, meta) in (await self._values(session, leaf, index, window, names)).items():
-            problem = found if isinstance(found, ArrayProblem) else _unmatched(key, meta, recorded)
-            if problem is not None:
+        values = await self._values(session, leaf, index, window, names)
+        for key, (found, meta) in values.items():
+            if isinstance(found, ArrayProblem):
+                verdict.problems.append(found)
+            elif (problem := _unmatched(key, meta, recorded)) is not None:
                 verdict.problems.append(problem)
-            elif found is not None and meta is not None and key in recorded:
+            elif meta is not None:  # held and recorded
                 try:
                     todo[key] = (found, native_dtype(meta), f"{leaf.path}/{key}")
                 except Exception as err:  # a data type zarr cannot read
@@ -523,7 +525,7 @@ class _LevelJob:
         if data is None:
             raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
         offset = start % array.rows
-        return np.frombuffer(data, dtype="<u8")[offset : offset + cells]
+        return np.frombuffer(memoryview(data), dtype="<u8")[offset : offset + cells]
 
     def _mismatch(self, key: str, recorded: object, computed: str) -> ArrayProblem:
         name = key[len(self.prefix) :]
