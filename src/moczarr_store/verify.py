@@ -7,15 +7,17 @@ over the array's decoded values in C order, little-endian, at the leaf's own dty
 ``combined`` is the sha256 of the sorted hex digests joined by newlines.
 
 :func:`verify_hive` recomputes those hashes from what the store *serves*: every chunk of a
-field comes from the read plan and its executor (``plan_chunk`` + ``execute``, the path
-``MocHiveStore.get`` takes), decoded under the virtual array's metadata and cast back to the
-leaf array's own dtype (the virtual dtype may be a promoted one); ``morton`` and
-``cell_ids`` are the store's fabricated coordinates. A stamp without a record is
-*unverifiable*, not tampered.
+field comes from the read plan and its executor (``plan_chunk``, then ``read_leaf_chunks``:
+``execute`` for all of one object's chunks at once, the path ``MocHiveStore.get`` takes),
+decoded under the virtual array's metadata (numpy for plain chunks, zarr's codecs once per
+leaf array otherwise) and cast back to the leaf array's own dtype (the virtual dtype may be
+a promoted one); ``morton`` and ``cell_ids`` are the store's fabricated coordinates. A stamp
+without a record is *unverifiable*, not tampered.
 
 Cost: per object, one GET of its stamp, one per chunk of each served array, plus one per
-leaf array's ``zarr.json`` where the session does not know it yet. Memory: ``jobs`` objects
-in flight, each holding its arrays' decoded values once.
+leaf array's ``zarr.json`` where the session does not know it yet. CPU: the event loop
+reads and decodes, ``threads`` worker threads cast and hash (one job per object). Memory:
+``jobs`` objects in flight, each holding its arrays' decoded values once.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ index read in ``inner`` mode), and the leaf array's own ``zarr.json`` fetched co
 with it (no added round trip). Both are remembered for ``run-*`` versions, which are
 immutable; an unversioned (rewritten-in-place) leaf's metadata is read with every chunk,
 and its inner chunks are cut from one read of the whole object, so a chunk never mixes two
-writes of it.
+writes of it. A leaf array document byte-identical to one already checked (the leaves of
+one writer run) is fetched, never parsed again.
 """
 
 from __future__ import annotations
