@@ -601,7 +601,7 @@ async def verify_hive(
     (``"atl06"``, ``"atl06/o7"``). ``progress`` is reset to the number of objects, then
     updated once per object. ``jobs`` objects are verified concurrently (memory: one
     object's decoded arrays each), read on the event loop and hashed by ``threads``
-    worker threads (one job per object). Objects whose stamp records no hashes are
+    worker threads (one job per object; 0: on the loop). Objects whose stamp records no hashes are
     ``unverifiable`` (not a failure); unstamped objects (debris) are skipped and counted.
     """
     from .store import MocHiveStore
@@ -627,6 +627,8 @@ async def verify_hive(
     pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="moczarr-verify")
 
     async def hasher(arrays: ToHash) -> Digests:
+        if threads < 1:
+            return hash_arrays(arrays)
         return await loop.run_in_executor(pool, hash_arrays, arrays)
 
     async def worker() -> None:
