@@ -379,7 +379,7 @@ def hash_arrays(arrays: ToHash) -> Digests:
     for key, (values, dtype, what) in arrays.items():
         try:
             out[key] = digest(as_leaf_dtype(values, dtype, what))
-        except (TypeError, ValueError) as err:
+        except Exception as err:  # reported against this array, never raised
             out[key] = _error(key, err)
     return out
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,7 @@ _DECLARED: weakref.WeakKeyDictionary[FieldArray, tuple] = weakref.WeakKeyDiction
 CHECKED_METAS = 256  # distinct leaf array documents remembered by content
 CHECKED_MAX_BYTES = 1 << 16
 _CHECKED: OrderedDict[bytes, tuple[dict, tuple]] = OrderedDict()
+_CHECKED_LOCK = threading.Lock()
 
 
 async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
@@ -173,16 +175,19 @@ def _checked_meta(payload: Bytes, key: str) -> tuple[dict, tuple]:
     ``CHECKED_METAS`` up to ``CHECKED_MAX_BYTES`` each, keyed by its bytes) is not parsed
     again: ~0.5 ms saved per leaf array (zarr's parse). A defect raises every time."""
     content = bytes(payload)
-    found = _CHECKED.get(content) if len(content) <= CHECKED_MAX_BYTES else None
-    if found is not None:
-        _CHECKED.move_to_end(content)
-        return found
+    small = len(content) <= CHECKED_MAX_BYTES
+    with _CHECKED_LOCK:  # sessions on other threads' event loops share it
+        found = _CHECKED.get(content) if small else None
+        if found is not None:
+            _CHECKED.move_to_end(content)
+            return found
     meta = check_leaf_meta(load_json(content, key), key)
     found = (meta, encoding(meta))
-    if len(content) <= CHECKED_MAX_BYTES:
-        _CHECKED[content] = found
-        if len(_CHECKED) > CHECKED_METAS:
-            _CHECKED.popitem(last=False)
+    if small:
+        with _CHECKED_LOCK:
+            _CHECKED[content] = found
+            if len(_CHECKED) > CHECKED_METAS:
+                _CHECKED.popitem(last=False)
     return found
 
 
