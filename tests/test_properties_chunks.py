@@ -1,4 +1,5 @@
-"""Property tests of the leaf-mode re-framing of a shard object into one chunk."""
+"""Property tests of the leaf-mode re-framing of a shard object into one chunk, and of the
+shard index checks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moczarr_store.chunks import TruncatedChunkError, reframe
+from moczarr_store.chunks import TruncatedChunkError, check_each_entry, in_order, reframe
 from moczarr_store.view.arrays import ChunkCheck
 
 ABSENT = 2**64 - 1
@@ -51,3 +52,51 @@ def test_a_cut_shard_is_refused_naming_the_object(case, cut):
     data, check, _ = case
     with pytest.raises(TruncatedChunkError, match="leaf/c/0"):
         reframe(data[: max(0, len(data) - cut)], check, "leaf/c/0")
+
+
+@st.composite
+def indexes(draw):
+    """Index rows in zarr's layout (inner chunks back to back from some offset), perhaps
+    perturbed once, with an object size that may or may not hold them."""
+    n, step, at_end = draw(st.integers(1, 16)), draw(st.integers(1, 64)), draw(st.booleans())
+    check = ChunkCheck(shard_chunks=n, index_at_end=at_end, index_crc=True, inner_nbytes=step)
+    payload_start = 0 if at_end else check.index_nbytes
+    first = max(0, payload_start + draw(st.integers(-8, 64)))
+    rows = np.array([(first + i * step, step) for i in range(n)], dtype="<u8")
+    perturb = draw(st.sampled_from(["none", "offset", "length", "absent", "swap"]))
+    i = draw(st.integers(0, n - 1))
+    if perturb == "offset":
+        rows[i, 0] = draw(st.sampled_from([0, first + i * step + 1, ABSENT - 1, ABSENT]))
+    elif perturb == "length":
+        rows[i, 1] = draw(st.sampled_from([0, step - 1, step + 1, ABSENT]))
+    elif perturb == "absent":
+        rows[i] = ABSENT
+    elif perturb == "swap" and n > 1:
+        rows[[0, i]] = rows[[i, 0]]
+    need = first + n * step + (check.index_nbytes if at_end else 0)
+    low = max(check.index_nbytes, need - 8)  # callers check that the object holds its index
+    size = draw(st.one_of(st.none(), st.integers(low, need + 8)))
+    layout = perturb == "none" or (perturb == "swap" and i == 0) or n == 1 and perturb == "swap"
+    return rows, check, size, layout
+
+
+@settings(max_examples=500, deadline=None)
+@given(indexes())
+def test_the_fast_index_check_agrees_with_the_entry_by_entry_one(case):
+    """``in_order`` accepts zarr's layout whenever it lies inside the payload, and
+    nothing the entry-by-entry check would refuse."""
+    rows, check, size, layout = case
+    start = 0 if check.index_at_end else check.index_nbytes
+    end = 2**64 - 1 if size is None else size - (check.index_nbytes if check.index_at_end else 0)
+    first, n, step = int(rows[0, 0]), len(rows), check.inner_nbytes
+    inside = start <= first and first + n * step <= end
+    if layout:
+        assert in_order(rows, check, size) == inside
+    if in_order(rows, check, size):
+        check_each_entry(rows, check, "leaf/c/0", size)  # must not raise
+    else:
+        try:
+            check_each_entry(rows, check, "leaf/c/0", size)
+        except TruncatedChunkError:
+            return
+        assert not (layout and inside)

@@ -228,6 +228,25 @@ def test_flipped_byte_is_named(hive_copy, capsys, name, rel, key):
     assert "MISMATCH" in out and rel in out and f"  {key}: mismatch" in out
 
 
+@pytest.mark.parametrize("chunking", ["shard", "inner"])
+@pytest.mark.parametrize(("name", "rel", "key"), [
+    ("sharded", "4/4/4/1/1/44411.zarr", "7/count"),  # plain inner chunks: numpy
+    ("ragged", "4/4/4/1/1/44411.zarr", "6/count"),
+    ("ragged", "4/4/4/1/1/44411.zarr", "6/h_tdigest"),  # vlen + zstd: zarr's codecs
+])
+def test_flipped_byte_is_named_whatever_the_chunking(hive_copy, name, rel, key, chunking):
+    """A leaf array served as one shard, or as many inner chunks, is decoded whole: the
+    flipped byte is named against that object and array alone (a compressed chunk may
+    decode to other values or not at all)."""
+    root = hive_copy(name)
+    flip_payload_byte(leaf_array_dir(root, rel, key))
+    report = run(root, chunking=chunking)
+    assert [v.object for v in report.failures] == [rel]
+    assert [p.array for p in report.failures[0].problems] == [key]
+    assert report.failures[0].status == "mismatch" or key.endswith("h_tdigest")
+    assert report.clean == len(stamped_objects(root)) - 1
+
+
 def test_corrupt_compressed_ragged_chunk_is_named(hive_copy, capsys):
     """A flipped byte inside a zstd-compressed ragged inner chunk: decoded garbage or a
     decode failure, either way that object and array are named and the exit is non-zero."""

@@ -7,15 +7,17 @@ over the array's decoded values in C order, little-endian, at the leaf's own dty
 ``combined`` is the sha256 of the sorted hex digests joined by newlines.
 
 :func:`verify_hive` recomputes those hashes from what the store *serves*: every chunk of a
-field comes from the read plan and its executor (``plan_chunk`` + ``execute``, the path
-``MocHiveStore.get`` takes), decoded under the virtual array's metadata and cast back to the
-leaf array's own dtype (the virtual dtype may be a promoted one); ``morton`` and
-``cell_ids`` are the store's fabricated coordinates. A stamp without a record is
-*unverifiable*, not tampered.
+field comes from the read plan and its executor (``plan_chunk``, then ``read_leaf_chunks``:
+``execute`` for all of one object's chunks at once, the path ``MocHiveStore.get`` takes),
+decoded under the virtual array's metadata (numpy for plain chunks, zarr's codecs once per
+leaf array otherwise) and cast back to the leaf array's own dtype (the virtual dtype may be
+a promoted one); ``morton`` and ``cell_ids`` are the store's fabricated coordinates. A stamp
+without a record is *unverifiable*, not tampered.
 
 Cost: per object, one GET of its stamp, one per chunk of each served array, plus one per
-leaf array's ``zarr.json`` where the session does not know it yet. Memory: ``jobs`` objects
-in flight, each holding its arrays' decoded values once.
+leaf array's ``zarr.json`` where the session does not know it yet. CPU: the event loop
+reads and decodes, ``threads`` worker threads cast and hash (one job per object). Memory:
+``jobs`` objects in flight, each holding its arrays' decoded values once.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -42,8 +45,16 @@ from .errors import MalformedMetadataError
 from .hive.leaves import Leaf, parse_leaf
 from .hive.level import COORDINATE_NAMES, Level
 from .options import OptionError
-from .read.execute import Bytes, execute, leaf_array_meta
-from .read.plan import Absent, Fabricate, InnerRange, Passthrough, Reframe, plan_chunk
+from .read.execute import Bytes, execute, read_leaf_chunks
+from .read.plan import (
+    Absent,
+    Fabricate,
+    InnerRange,
+    LeafRead,
+    Passthrough,
+    Reframe,
+    plan_chunk,
+)
 from .view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
@@ -51,6 +62,7 @@ if TYPE_CHECKING:
     from .store import MocHiveStore
 
 JOBS = 32  # objects verified concurrently
+THREADS = 2  # worker threads casting and hashing (hashlib releases the GIL)
 MAX_NAMES = 10_000  # names kept per informational list (counts are always exact)
 VLEN_PREFIX = 8  # bytes of the little-endian length before each variable-length cell
 Status = Literal["clean", "mismatch", "error", "unverifiable"]
@@ -246,36 +258,58 @@ def as_leaf_dtype(values: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
 
 
 class _Decoder:
-    """Decodes one virtual chunk's bytes under the virtual array's metadata: plain
-    ``bytes``-coded chunks with numpy, anything else with zarr's codec pipeline."""
+    """Decodes a leaf array's virtual chunks, as served, into the leaf array's values:
+    plain ``bytes``-coded chunks with numpy (no copy for a single chunk), anything else
+    with zarr's codec pipeline, all chunks of the leaf array in one call."""
 
     def __init__(self, array: FieldArray) -> None:
         meta = array.meta
-        self.shape = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
-        doc = {**meta, "shape": list(self.shape), "attributes": {}}
-        self.meta = ArrayV3Metadata.from_dict(doc)
+        self.array = array
+        self.lead = (1,) if array.windowed else ()
+        self.chunk = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])[len(self.lead) :]
+        self.shape = tuple(array.source_meta["shape"])
+        doc = {**meta, "shape": [*self.lead, *self.shape], "attributes": {}}
+        self.meta = ArrayV3Metadata.from_dict(doc)  # the leaf array, chunked as served
         self.dtype = self.meta.dtype.to_native_dtype()
-        self.key = "c/" + "/".join("0" for _ in self.shape)
         codecs = meta.get("codecs") or []
         self.plain: np.dtype | None = None
         if len(codecs) == 1 and codecs[0].get("name") == "bytes" and self.dtype.kind in "biufc":
             endian = (codecs[0].get("configuration") or {}).get("endian", "little")
             self.plain = self.dtype.newbyteorder("<" if endian == "little" else ">")
 
-    def plain_chunk(self, data: Bytes | None) -> np.ndarray:
-        """A plain chunk's values (``None``: the fill value)."""
-        if data is None:
-            return np.full(self.shape, self.meta.fill_value, dtype=self.dtype)
-        return np.frombuffer(data, dtype=self.plain).reshape(self.shape)
+    async def __call__(self, plans: Sequence[LeafRead], datas: list[Bytes | None]) -> np.ndarray:
+        """The leaf array's values from its chunks' bytes (``None``: the fill value)."""
+        if self.plain is None:
+            return await self._pipeline(plans, datas)
+        if len(datas) == 1 and datas[0] is not None and self.chunk == self.shape:
+            return np.frombuffer(memoryview(datas[0]), dtype=self.plain).reshape(self.shape)
+        if any(d is None for d in datas):
+            out = np.full(self.shape, self.meta.fill_value, dtype=self.dtype)
+        else:
+            out = np.empty(self.shape, dtype=self.dtype)
+        for plan, data in zip(plans, datas, strict=True):
+            if data is not None:
+                region = self.array.leaf_region(plan.coords)
+                part = np.frombuffer(memoryview(data), dtype=self.plain).reshape(self.chunk)
+                clipped = tuple(
+                    slice(r.start, min(r.stop, n)) for r, n in zip(region, self.shape, strict=True)
+                )
+                out[clipped] = part[tuple(slice(0, c.stop - c.start) for c in clipped)]
+        return out
 
-    async def __call__(self, data: Bytes | None) -> np.ndarray:
-        if self.plain is not None:
-            return self.plain_chunk(data)
+    async def _pipeline(self, plans: Sequence[LeafRead], datas: list[Bytes | None]) -> np.ndarray:
+        """One zarr read of the leaf array over an in-memory store of its chunks."""
+        buffer = default_buffer_prototype().buffer
         chunks = {}
-        if data is not None:
-            chunks[self.key] = default_buffer_prototype().buffer.from_bytes(bytes(data))
+        for plan, data in zip(plans, datas, strict=True):
+            if data is not None:
+                region = self.array.leaf_region(plan.coords)
+                local = (*(0 for _ in self.lead), *(r.start // c for r, c in zip(
+                    region, self.chunk, strict=True)))
+                chunks["c/" + "/".join(map(str, local))] = buffer.from_bytes(bytes(data))
         array = AsyncArray(metadata=self.meta, store_path=StorePath(MemoryStore(chunks)))
-        return np.asarray(await array.getitem(tuple(slice(None) for _ in self.shape)))
+        values = await array.getitem(tuple(slice(None) for _ in self.meta.shape))
+        return np.asarray(values).reshape(self.shape)
 
 
 def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[int, ...]]:
@@ -290,53 +324,28 @@ def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[i
     return itertools.product(*ranges)
 
 
-def _leaf_read(
-    array: FieldArray, coords: tuple[int, ...], leaf: Leaf
-) -> Passthrough | Reframe | InnerRange:
-    plan = plan_chunk(array, coords, leaf)
-    if isinstance(plan, Absent):  # a stamped leaf always has a data prefix
-        raise RuntimeError(f"{leaf.path}: {plan.reason}")
-    return plan
+def _leaf_reads(
+    array: FieldArray, leaf: Leaf, index: int, window: int
+) -> list[Passthrough | Reframe | InnerRange]:
+    """The plans of every virtual chunk of one leaf array."""
+    plans = []
+    for coords in _node_chunks(array, index, window):
+        plan = plan_chunk(array, coords, leaf)
+        if isinstance(plan, Absent):  # a stamped leaf always has a data prefix
+            raise RuntimeError(f"{leaf.path}: {plan.reason}")
+        plans.append(plan)
+    return plans
 
 
-async def _field_values(
-    session: HiveSession, array: FieldArray, decode: _Decoder, leaf: Leaf, index: int,
-    window: int,
-) -> tuple[np.ndarray, dict | None]:
-    """The leaf array's values as the store serves them, and the leaf array's metadata."""
-    plans = [_leaf_read(array, coords, leaf) for coords in _node_chunks(array, index, window)]
-    if len(plans) == 1:
-        datas = [await execute(session, plans[0])]
-    else:
-        datas = await asyncio.gather(*(execute(session, plan) for plan in plans))
-    meta = await leaf_array_meta(session, plans[0])
-    if decode.plain is not None:
-        chunks = [decode.plain_chunk(d) for d in datas]
-    else:
-        chunks = await asyncio.gather(*(decode(d) for d in datas))
-    shape = tuple(array.source_meta["shape"])
-    if len(chunks) == 1 and chunks[0].shape[array.windowed :] == shape:
-        return chunks[0].reshape(shape), meta
-    out = np.empty(shape, dtype=decode.dtype)
-    for plan, chunk in zip(plans, chunks, strict=True):
-        region = array.leaf_region(plan.coords)
-        clipped = tuple(slice(r.start, min(r.stop, n)) for r, n in zip(region, shape, strict=True))
-        part = chunk.reshape(chunk.shape[array.windowed :])
-        out[clipped] = part[tuple(slice(0, s.stop - s.start) for s in clipped)]
-    return out, meta
-
-
-async def _coordinate_values(
-    session: HiveSession, array: FabricatedArray, level: Level, index: int
-) -> np.ndarray:
-    """The fabricated ``morton`` / ``cell_ids`` rows of node ``index``."""
-    cells = level.cells_per_shard
-    start = index * cells
-    data = await execute(session, Fabricate(array.path, (start // array.rows,)))
-    if data is None:
-        raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
-    offset = start % array.rows
-    return np.frombuffer(data, dtype="<u8")[offset : offset + cells]
+def _one_meta(got: list[tuple[Bytes | None, dict | None] | Exception], what: str) -> dict | None:
+    """The leaf array metadata every chunk of it was read under (a failure is raised)."""
+    for result in got:
+        if isinstance(result, Exception):
+            raise result
+    metas = [meta for _, meta in got]  # type: ignore[misc]
+    if any(meta != metas[0] for meta in metas[1:]):
+        raise RuntimeError(f"{what}: the leaf array's metadata changed while it was read")
+    return metas[0]
 
 
 async def _read_json(session: HiveSession, key: str) -> dict | None:
@@ -356,8 +365,29 @@ async def _read_json(session: HiveSession, key: str) -> dict | None:
 # -- one level ---------------------------------------------------------------------------
 
 
+Values = dict[str, "tuple[np.ndarray | ArrayProblem, dict | None]"]
+Digests = dict[str, "tuple[str, int] | ArrayProblem"]
+ToHash = dict[str, "tuple[np.ndarray, np.dtype, str]"]
+Hasher = Callable[[ToHash], Awaitable[Digests]]
+
+
+def hash_arrays(arrays: ToHash) -> Digests:
+    """Each array cast back to its leaf dtype (``(values, dtype, name)``) and digested;
+    a failure (a value that does not survive the cast, a cell with no byte recipe) is
+    that array's problem. Runs on a worker thread: hashlib and numpy release the GIL."""
+    out: Digests = {}
+    for key, (values, dtype, what) in arrays.items():
+        try:
+            out[key] = digest(as_leaf_dtype(values, dtype, what))
+        except Exception as err:  # reported against this array, never raised
+            out[key] = _error(key, err)
+    return out
+
+
 class _LevelJob:
     """What verifying a level's objects needs, computed once per level."""
+
+    FABRICATED = 8  # fabricated coordinate chunks kept (consecutive nodes share one)
 
     def __init__(self, session: HiveSession, level: Level, siblings: set[int]) -> None:
         view = session.view
@@ -373,6 +403,7 @@ class _LevelJob:
             elif isinstance(array, FabricatedArray) and name in COORDINATE_NAMES:
                 self.coordinates[name] = array
         self.decoders = {name: _Decoder(a) for name, a in self.fields.items()}
+        self._fabricated: dict[tuple[str, int], Bytes | None] = {}
 
     def objects(self) -> Iterator[tuple[int, int, str]]:
         """``(node index, window position, object path)`` of every object, in order."""
@@ -396,9 +427,10 @@ class _LevelJob:
         return not group.isdigit() or int(group) not in self.groups
 
     async def verify(
-        self, session: HiveSession, index: int, window: int, path: str
+        self, session: HiveSession, index: int, window: int, path: str, hasher: Hasher
     ) -> ObjectVerdict | Leaf:
-        """The verdict on one object, or its (unstamped) leaf."""
+        """The verdict on one object, or its (unstamped) leaf. Its arrays are read
+        concurrently, then cast and hashed together by ``hasher`` (a worker thread)."""
         level = self.level
         payload = await session.backend.get(f"{path}/zarr.json")
         leaf = parse_leaf(path, None if payload is None else bytes(payload))
@@ -413,18 +445,27 @@ class _LevelJob:
             n for n in (*self.fields, *self.coordinates)
             if self.served(n, path) and (n in self.fields or self.prefix + n in recorded)
         ]
-        results = await asyncio.gather(
-            *(self._hash(session, leaf, index, window, n, recorded) for n in names)
-        )
-        for key, result in results:
+        todo: ToHash = {}
+        values = await self._values(session, leaf, index, window, names)
+        for key, (found, meta) in values.items():
+            if isinstance(found, ArrayProblem):
+                verdict.problems.append(found)
+            elif (problem := _unmatched(key, meta, recorded)) is not None:
+                verdict.problems.append(problem)
+            elif meta is not None:  # held and recorded
+                try:
+                    todo[key] = (found, native_dtype(meta), f"{leaf.path}/{key}")
+                except Exception as err:  # a data type zarr cannot read
+                    verdict.problems.append(_error(key, err))
+        for key, result in (await hasher(todo) if todo else {}).items():
             if isinstance(result, ArrayProblem):
                 verdict.problems.append(result)
-            elif result is not None:
-                computed, nbytes = result
-                verdict.checked += 1
-                verdict.nbytes += nbytes
-                if computed != recorded[key]:
-                    verdict.problems.append(self._mismatch(key, recorded[key], computed))
+                continue
+            computed, nbytes = result
+            verdict.checked += 1
+            verdict.nbytes += nbytes
+            if computed != recorded[key]:
+                verdict.problems.append(self._mismatch(key, recorded[key], computed))
         verdict.problems.extend(_combined_problems(recorded, combined))
         if verdict.problems:
             verdict.problems.sort(key=lambda p: p.array)
@@ -432,36 +473,61 @@ class _LevelJob:
             verdict.status = "error" if errors else "mismatch"
         return verdict
 
-    async def _hash(
-        self, session: HiveSession, leaf: Leaf, index: int, window: int, name: str,
-        recorded: dict[str, Any],
-    ) -> tuple[str, tuple[str, int] | ArrayProblem | None]:
-        """One array's :func:`digest` over its values as served, at the leaf's own dtype
-        (hashed on the loop: handing it to a thread costs more than it saves); its problem;
-        or ``None`` (neither recorded nor held by the object)."""
-        key = self.prefix + name
-        try:
+    async def _values(
+        self, session: HiveSession, leaf: Leaf, index: int, window: int, names: list[str]
+    ) -> Values:
+        """``{key: (values as served, leaf array metadata)}`` of the object's arrays
+        (``None`` metadata: the object holds no such array), a failure as its problem.
+        Every chunk of every field is read in one concurrent batch."""
+        out: Values = {}
+        plans: dict[str, list[Passthrough | Reframe | InnerRange]] = {}
+        for name in names:
             if name in self.fields:
-                array = self.fields[name]
-                values, meta = await _field_values(
-                    session, array, self.decoders[name], leaf, index, window
-                )
-            else:
-                values = await _coordinate_values(
-                    session, self.coordinates[name], self.level, index
-                )
-                meta = await _read_json(session, f"{leaf.data_prefix}/{key}/zarr.json")
-            if meta is None:
-                if key not in recorded:
-                    return key, None
-                detail = "recorded, but the object holds no such array"
-                return key, ArrayProblem(key, "missing", detail, recorded=str(recorded[key]))
-            if key not in recorded:
-                detail = "the object holds it; its record does not"
-                return key, ArrayProblem(key, "unrecorded", detail)
-            return key, digest(as_leaf_dtype(values, native_dtype(meta), f"{leaf.path}/{key}"))
-        except Exception as err:  # reported against this array, never raised
-            return key, ArrayProblem(key, "error", f"{type(err).__name__}: {err}")
+                try:
+                    plans[name] = _leaf_reads(self.fields[name], leaf, index, window)
+                except Exception as err:
+                    out[self.prefix + name] = (_error(self.prefix + name, err), None)
+        flat = [plan for group in plans.values() for plan in group]
+        got = await read_leaf_chunks(session, flat) if flat else []
+        start = 0
+        for name, group in plans.items():
+            key, part = self.prefix + name, got[start : start + len(group)]
+            start += len(group)
+            try:
+                meta = _one_meta(part, f"{leaf.path}/{key}")
+                datas = [data for data, _ in part]  # type: ignore[misc]
+                out[key] = (await self.decoders[name](group, datas), meta)
+            except Exception as err:  # reported against this array, never raised
+                out[key] = (_error(key, err), None)
+        for name in names:
+            if name in self.coordinates:
+                key = self.prefix + name
+                try:
+                    values = await self._coordinate(session, self.coordinates[name], index)
+                    meta = await _read_json(session, f"{leaf.data_prefix}/{key}/zarr.json")
+                    out[key] = (values, meta)
+                except Exception as err:
+                    out[key] = (_error(key, err), None)
+        return out
+
+    async def _coordinate(
+        self, session: HiveSession, array: FabricatedArray, index: int
+    ) -> np.ndarray:
+        """The fabricated ``morton`` / ``cell_ids`` rows of node ``index`` (the chunk
+        holding them fabricated once for the consecutive nodes it spans)."""
+        cells = self.level.cells_per_shard
+        start = index * cells
+        chunk = start // array.rows
+        slot = (array.path, chunk)
+        if slot not in self._fabricated:
+            if len(self._fabricated) >= self.FABRICATED:
+                self._fabricated.pop(next(iter(self._fabricated)))
+            self._fabricated[slot] = await execute(session, Fabricate(array.path, (chunk,)))
+        data = self._fabricated[slot]
+        if data is None:
+            raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
+        offset = start % array.rows
+        return np.frombuffer(memoryview(data), dtype="<u8")[offset : offset + cells]
 
     def _mismatch(self, key: str, recorded: object, computed: str) -> ArrayProblem:
         name = key[len(self.prefix) :]
@@ -473,6 +539,20 @@ class _LevelJob:
                 "cells it did not write"
             )
         return ArrayProblem(key, "mismatch", detail, recorded=str(recorded), computed=computed)
+
+
+def _error(key: str, err: Exception) -> ArrayProblem:
+    return ArrayProblem(key, "error", f"{type(err).__name__}: {err}")
+
+
+def _unmatched(key: str, meta: dict | None, recorded: dict[str, Any]) -> ArrayProblem | None:
+    """An array held but not recorded, or recorded but not held (``None``: neither)."""
+    if meta is None and key in recorded:
+        detail = "recorded, but the object holds no such array"
+        return ArrayProblem(key, "missing", detail, recorded=str(recorded[key]))
+    if meta is not None and key not in recorded:
+        return ArrayProblem(key, "unrecorded", "the object holds it; its record does not")
+    return None
 
 
 def _combined_problems(recorded: dict[str, Any], combined: object) -> list[ArrayProblem]:
@@ -512,6 +592,7 @@ async def verify_hive(
     group: str | None = None,
     progress: Progress | None = None,
     jobs: int = JOBS,
+    threads: int = THREADS,
 ) -> VerifyReport:
     """Recompute every stamped object's content hashes through the store's read path and
     compare them, array by array, with its commit stamp.
@@ -519,7 +600,8 @@ async def verify_hive(
     ``group`` restricts the run to the levels under (or above) that virtual path
     (``"atl06"``, ``"atl06/o7"``). ``progress`` is reset to the number of objects, then
     updated once per object. ``jobs`` objects are verified concurrently (memory: one
-    object's decoded arrays each). Objects whose stamp records no hashes are
+    object's decoded arrays each), read on the event loop and hashed by ``threads``
+    worker threads (one job per object; 0: on the loop). Objects whose stamp records no hashes are
     ``unverifiable`` (not a failure); unstamped objects (debris) are skipped and counted.
     """
     from .store import MocHiveStore
@@ -541,11 +623,18 @@ async def verify_hive(
     if progress is not None:
         progress.reset(total=sum(j.level.n_shards * max(1, len(j.level.windows)) for j in work))
     queue = ((job, *obj) for job in work for obj in job.objects())
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="moczarr-verify")
+
+    async def hasher(arrays: ToHash) -> Digests:
+        if threads < 1:
+            return hash_arrays(arrays)
+        return await loop.run_in_executor(pool, hash_arrays, arrays)
 
     async def worker() -> None:
         for job, index, window, path in queue:
             try:
-                result = await job.verify(session, index, window, path)
+                result = await job.verify(session, index, window, path, hasher)
             except Exception as err:  # the stamp could not be read or parsed
                 problem = ArrayProblem("zarr.json", "error", f"{type(err).__name__}: {err}")
                 result = ObjectVerdict(job.level.path, path, "error", problems=[problem])
@@ -558,7 +647,10 @@ async def verify_hive(
             if progress is not None:
                 progress.update(1)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     report.failures.sort(key=lambda v: (v.level, v.object))
     report.seconds = time.perf_counter() - start
     return report

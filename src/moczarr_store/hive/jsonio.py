@@ -61,9 +61,15 @@ def load_json(
         raise error(f"{where}: JSON nested too deeply to parse") from None
     except ValueError as err:  # JSONDecodeError, the int digit limit, NaN/Infinity
         raise error(f"{where}: not valid JSON ({err})") from None
-    if max_depth is not None and _depth_exceeds(value, max_depth):
+    if max_depth is not None and _may_exceed(text, max_depth) and _depth_exceeds(value, max_depth):
         raise error(f"{where}: JSON nested deeper than {max_depth} levels")
     return value
+
+
+def _may_exceed(text: str, limit: int) -> bool:
+    """Whether the text holds more opening brackets than ``limit`` (its nesting cannot be
+    deeper than their number): a C-speed pass that spares most documents the walk."""
+    return text.count("{") + text.count("[") > limit
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
