@@ -8,12 +8,15 @@ scoped to one window.
 
 from __future__ import annotations
 
+import base64
 import json
 import warnings
 from asyncio import run as sync
 
+import numpy as np
 import pytest
 import zarr
+from jsclients import run_node
 from serving import (
     FIXTURES,
     Served,
@@ -103,3 +106,35 @@ def test_zarrs_pipeline_reads_what_the_store_reads(served):
                 read(remote, path)
         _, array = read(remote, next(iter(want)))
         assert type(array._async_array.codec_pipeline).__name__ == "ZarrsCodecPipeline"
+
+
+# zarrita.js has no codec for zarr-python's `variable_length_bytes` data type (the
+# `vlen-bytes` codec): it refuses those arrays (the ragged digests) when it opens them.
+ZARRITA_CANNOT = frozenset({"variable_length_bytes"})
+
+
+def _zarrita_values(got: dict, values: np.ndarray) -> np.ndarray:
+    little = values.dtype.newbyteorder("<")
+    return np.frombuffer(base64.b64decode(got["bytes"]), little).reshape(got["shape"])
+
+
+def test_zarrita_reads_what_the_store_reads(served):
+    """zarrita.js (Node, FetchStore + the root's consolidated metadata) lists every array
+    of the hierarchy and reads each one as the in-process store does: data type, shape and
+    every value; `variable_length_bytes` arrays are refused by name, never read wrong."""
+    server, want = served
+    result = run_node("read.mjs", server.url)
+    assert result["consolidated"]
+    assert sorted(result["arrays"]) == sorted(want)
+    for path, (values, meta) in want.items():
+        got = result["arrays"][path]
+        if meta["data_type"] in ZARRITA_CANNOT:
+            assert got == {"error": f"InvalidMetadataError: Unknown or unsupported dataType: "
+                                    f"{meta['data_type']}"}, path
+            continue
+        assert "error" not in got, (path, got)
+        assert got["data_type"] == meta["data_type"] and got["shape"] == list(values.shape), path
+        if "strings" in got:
+            assert got["strings"] == values.ravel().tolist(), path
+        else:
+            np.testing.assert_array_equal(_zarrita_values(got, values), values, err_msg=path)
