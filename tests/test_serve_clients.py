@@ -138,3 +138,39 @@ def test_zarrita_reads_what_the_store_reads(served):
             assert got["strings"] == values.ravel().tolist(), path
         else:
             np.testing.assert_array_equal(_zarrita_values(got, values), values, err_msg=path)
+
+
+def _gdal():
+    """rasterio with GDAL >= 3.12 (its wheels bundle GDAL 3.12 from rasterio 1.5, which
+    needs Python >= 3.12), or skip."""
+    rasterio = pytest.importorskip(
+        "rasterio", reason="rasterio is not installed (its GDAL >= 3.12 wheels need Python >= 3.12)"
+    )
+    if tuple(int(p) for p in rasterio.__gdal_version__.split(".")[:2]) < (3, 12):
+        pytest.skip(f"rasterio bundles GDAL {rasterio.__gdal_version__}, not >= 3.12")
+    return rasterio
+
+
+@pytest.mark.parametrize("fixture", ["windowed", "windowed_explicit"])
+def test_gdal_reads_the_2d_arrays(fixture):
+    """GDAL's Zarr driver (>= 3.12, through rasterio) reads every 2-D array (window x
+    cells) over ``/vsicurl/`` as the in-process store does, fill values as nodata."""
+    rasterio = _gdal()
+    local = MocHiveStore(FIXTURES / fixture)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = {p: v for p, v in expected(local, array_paths(local)).items() if v[0].ndim == 2}
+    assert want
+    with Served(create_app(FIXTURES / fixture)) as server, rasterio.Env(
+        GDAL_DISABLE_READDIR_ON_OPEN="EMPTY_DIR", GDAL_HTTP_MAX_RETRY="0"
+    ):
+        for path, (values, meta) in want.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # NotGeoreferencedWarning
+                with rasterio.open(f'ZARR:"/vsicurl/{server.url}/":/{path}') as ds:
+                    got = ds.read(1)
+                    nodata = ds.nodata
+            assert got.dtype == values.dtype and got.shape == values.shape, path
+            np.testing.assert_array_equal(got, values, err_msg=path)
+            fill = np.array(meta["fill_value"], dtype=values.dtype)
+            assert np.array_equal(np.array(nodata, values.dtype), fill, equal_nan=True), path

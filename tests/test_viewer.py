@@ -141,4 +141,4 @@ def test_viewer_draws_the_stores_values(fixture, query, zoom, tmp_path):
     assert float(legend["max"]) == values[valid].max()
     assert float(legend["min_text"]) == pytest.approx(values[valid].min(), rel=1e-5)
     assert float(legend["max_text"]) == pytest.approx(values[valid].max(), rel=1e-5)
-    assert _cell_pixels(png, state["map"]) >= 4 * state["drawn"]  # >= 10 px per cell seen
+    assert _cell_pixels(png, state["map"]) >= 4 * state["drawn"]  # fixtures' cells: 10-20 px
