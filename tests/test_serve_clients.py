@@ -154,20 +154,23 @@ def _gdal():
 @pytest.mark.parametrize("fixture", ["windowed", "windowed_explicit"])
 def test_gdal_reads_the_2d_arrays(fixture):
     """GDAL's Zarr driver (>= 3.12, through rasterio) reads every 2-D array (window x
-    cells) over ``/vsicurl/`` as the in-process store does, fill values as nodata."""
+    cells) over ``/vsicurl/`` as the in-process store does, fill values as nodata. The
+    server runs in a subprocess: rasterio holds the GIL while GDAL waits for HTTP."""
+    from benchmarks.serve_load import served as subprocess_server
+
     rasterio = _gdal()
     local = MocHiveStore(FIXTURES / fixture)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = {p: v for p, v in expected(local, array_paths(local)).items() if v[0].ndim == 2}
     assert want
-    with Served(create_app(FIXTURES / fixture)) as server, rasterio.Env(
+    with subprocess_server(FIXTURES / fixture) as (url, _), rasterio.Env(
         GDAL_DISABLE_READDIR_ON_OPEN="EMPTY_DIR", GDAL_HTTP_MAX_RETRY="0"
     ):
         for path, (values, meta) in want.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # NotGeoreferencedWarning
-                with rasterio.open(f'ZARR:"/vsicurl/{server.url}/":/{path}') as ds:
+                with rasterio.open(f'ZARR:"/vsicurl/{url}/":/{path}') as ds:
                     got = ds.read(1)
                     nodata = ds.nodata
             assert got.dtype == values.dtype and got.shape == values.shape, path

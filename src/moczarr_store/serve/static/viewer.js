@@ -146,6 +146,32 @@ function project(view, lon, lat) {
     canvas.height / 2 - (lat - view.lat) * view.scale];
 }
 
+/** Meridians and parallels every 30° or finer (at least ~80 px apart), labelled. */
+function graticule(view) {
+  const step = [30, 10, 5, 2, 1, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01].find((d) => d * view.scale < 160) ?? 0.01;
+  const west = Math.max(-180, Math.ceil((view.lon - canvas.width / 2 / view.scale) / step) * step);
+  const east = Math.min(180, view.lon + canvas.width / 2 / view.scale);
+  const south = Math.max(-90, Math.ceil((view.lat - canvas.height / 2 / view.scale) / step) * step);
+  const north = Math.min(90, view.lat + canvas.height / 2 / view.scale);
+  ctx.strokeStyle = "#d5d9de";
+  ctx.fillStyle = "#78838c";
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.beginPath();
+  for (let lon = west; lon <= east; lon += step) {
+    const [x] = project(view, lon, 0);
+    ctx.moveTo(x, project(view, 0, 90)[1]);
+    ctx.lineTo(x, project(view, 0, -90)[1]);
+    ctx.fillText(`${+lon.toFixed(2)}°`, x + 3, canvas.height - 4);
+  }
+  for (let lat = south; lat <= north; lat += step) {
+    const [, y] = project(view, 0, lat);
+    ctx.moveTo(project(view, -180, 0)[0], y);
+    ctx.lineTo(project(view, 180, 0)[0], y);
+    ctx.fillText(`${+lat.toFixed(2)}°`, 3, y - 3);
+  }
+  ctx.stroke();
+}
+
 function draw() {
   const { view, data } = state;
   ctx.fillStyle = "#ffffff";
@@ -155,11 +181,7 @@ function draw() {
   const [x1, y1] = project(view, 180, -90);
   ctx.fillStyle = "#eef0f3";
   ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
-  ctx.strokeStyle = "#d5d9de";
-  ctx.beginPath();
-  for (let lon = -180; lon <= 180; lon += 30) ctx.moveTo(...project(view, lon, 90)), ctx.lineTo(...project(view, lon, -90));
-  for (let lat = -90; lat <= 90; lat += 30) ctx.moveTo(...project(view, -180, lat)), ctx.lineTo(...project(view, 180, lat));
-  ctx.stroke();
+  graticule(view);
   if (!data) return;
   const offset = state.window * data.cells;
   const span = data.max > data.min ? data.max - data.min : 1;
@@ -239,7 +261,7 @@ async function show(order) {
   state.data = data;
   state.order = order;
   state.window = Math.min(state.window, Math.max(0, data.labels.length - 1));
-  state.view ??= fit(data);
+  state.view ??= state.start ?? fit(data);
   $("window-box").hidden = !data.labels.length;
   $("window").max = String(Math.max(0, data.labels.length - 1));
   $("window").value = String(state.window);
@@ -260,6 +282,7 @@ async function refine() {
 
 async function choose(product, field, window = 0) {
   Object.assign(state, { product, field, window, view: null, order: null, data: null });
+  const start = state.start;
   $("chosen").textContent = `${product} · ${field}`;
   for (const b of document.querySelectorAll("nav button")) {
     b.classList.toggle("chosen", b.dataset.path.startsWith(`${product}/o`) && b.textContent === field);
@@ -269,6 +292,8 @@ async function choose(product, field, window = 0) {
     d.open ||= group === d.dataset.path || group.startsWith(`${d.dataset.path}/`);
   }
   await show(ordersOf(product, field)[0]);
+  state.start = null; // the address's view applies to the first field shown
+  if (start) await refine();
 }
 
 /** Zoom by `factor` about the canvas point (x, y) (default: the centre) and redraw. */
@@ -318,9 +343,14 @@ function fail(err) {
 
 // -- start ---------------------------------------------------------------------------
 
-/** The first field of the first product (or ?product=&field=&window= from the address). */
+/** The first field of the first product, or ?product=&field=&window= from the address
+ * (and &view=lon,lat,pixels-per-degree). */
 function initial() {
   const params = new URLSearchParams(location.search);
+  const view = (params.get("view") ?? "").split(",").map(Number);
+  if (view.length === 3 && view.every(Number.isFinite)) {
+    state.start = { lon: view[0], lat: view[1], scale: view[2] };
+  }
   if (params.get("product") && params.get("field")) {
     return [params.get("product"), params.get("field"), Number(params.get("window") ?? 0)];
   }
