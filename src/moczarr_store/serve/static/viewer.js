@@ -10,7 +10,7 @@ const MAX_CELLS = 2_000_000; // the finest order shown is the finest with at mos
 const MIN_CELL_PX = 6; // refine while a cell of the next order is at least this wide
 const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962",
   "#addc30", "#fde725"].map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
-const CELL_KINDS = /^(u?int(8|16|32|64)|float(16|32|64)|bool)$/;
+const CELL_KINDS = /^(u?int(8|16|32|64)|float(16|32|64))$/;
 const $ = (id) => document.getElementById(id);
 
 const store = await zarr.withConsolidatedMetadata(new zarr.FetchStore(new URL(".", location.href).href), { format: "v3" });
