@@ -9,6 +9,13 @@ requests, a seeded mix: metadata documents, full chunks, byte ranges of chunks, 
 the bytes of documents, chunks and ranges), so "errors" counts wrong answers as well as
 failed requests. Reports requests/s, latency p50/p99/max and the server's RSS (before,
 peak, after); the run is bounded by its request count and a deadline.
+
+    python -m benchmarks.serve_load --soak 600 [--clients 16]
+
+is the soak instead: ``--clients`` clients send the workload's byte-range requests
+(checked as above) over and over for ``--soak`` seconds (at most 3,600) while the server's
+RSS is sampled every 5 s; it reports the RSS samples' least-squares slope (MB per minute)
+after the first fifth of the run (warm-up), and the RSS at its start, end and peak.
 """
 
 from __future__ import annotations
@@ -239,6 +246,69 @@ def run(hive: Path, clients: int = 200, requests: int = 50, seed: int = 0) -> Re
     return results
 
 
+def soak(hive: Path, seconds: float, clients: int = 16, seed: int = 0) -> dict:
+    """Range reads for ``seconds`` (bounded by 3,600): requests, errors, RSS samples
+    ``[(t, MB)]`` and the slope (MB/min) after a warm-up of a fifth of the run."""
+    seconds = min(seconds, 3600.0)
+    ranges = [r for r in workload(hive, 2000, seed) if r.kind == "range" and r.status == 206]
+    results, samples = Results(), []
+    with served(hive, "--stamp-ttl", "600") as (url, pid):
+        server = psutil.Process(pid)
+        done = threading.Event()
+        start = time.monotonic()
+
+        def sample() -> None:
+            while True:
+                with contextlib.suppress(psutil.Error):
+                    samples.append((time.monotonic() - start, server.memory_info().rss / 2**20))
+                if done.wait(5.0):
+                    return
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+
+        async def forever() -> None:
+            stop = time.monotonic() + seconds
+            import aiohttp
+
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+
+                async def client(i: int) -> None:
+                    while time.monotonic() < stop:
+                        await _client(session, url, ranges[i::clients], results, stop + 60)
+
+                await asyncio.gather(*(client(i) for i in range(clients)))
+
+        try:
+            asyncio.run(forever())
+        finally:
+            done.set()
+            sampler.join(10)
+    steady = [(t, m) for t, m in samples if t >= seconds / 5]
+    slope = float("nan")
+    if len(steady) >= 2:
+        ts = [t / 60 for t, _ in steady]
+        ms = [m for _, m in steady]
+        mean_t, mean_m = sum(ts) / len(ts), sum(ms) / len(ms)
+        slope = sum((t - mean_t) * (m - mean_m) for t, m in zip(ts, ms, strict=True)) / max(
+            sum((t - mean_t) ** 2 for t in ts), 1e-12)
+    return {"seconds": seconds, "requests": len(results.latencies), "errors": results.errors,
+            "samples": samples, "slope": slope, "p50": results.quantile(0.5),
+            "p99": results.quantile(0.99)}
+
+
+def soak_report(out: dict, clients: int) -> str:
+    rss = [m for _, m in out["samples"]]
+    return (
+        f"| soak: {clients} clients, range reads for {out['seconds']:.0f} s | "
+        f"{out['requests']} requests ({out['requests'] / out['seconds']:.0f}/s), "
+        f"p50 {out['p50'] * 1e3:.1f} ms, p99 {out['p99'] * 1e3:.1f} ms, "
+        f"{len(out['errors'])} errors | server RSS {rss[0]:.1f} MB at start, "
+        f"{rss[-1]:.1f} MB at end, {max(rss):.1f} MB peak; slope after warm-up "
+        f"{out['slope']:+.3f} MB/min ({len(rss)} samples) |"
+    )
+
+
 def report(results: Results, clients: int, requests: int) -> list[str]:
     total = len(results.latencies)
     return [
@@ -258,7 +328,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--soak", type=float, default=0.0, metavar="SECONDS",
+                        help="run the range-read soak for this long instead (clients: 16)")
     args = parser.parse_args(argv)
+    if args.soak:
+        clients = args.clients if "--clients" in (argv or sys.argv) else 16
+        out = soak(args.hive, args.soak, clients, args.seed)
+        print(soak_report(out, clients))
+        for error in out["errors"][:20]:
+            print("error:", error)
+        return 1 if out["errors"] else 0
     results = run(args.hive, args.clients, args.requests, args.seed)
     print("\n".join(report(results, args.clients, args.requests)))
     for error in results.errors[:20]:

@@ -136,7 +136,13 @@ def test_writes_are_405(sharded):
 
 
 def test_index_page_is_not_a_listing(sharded):
-    status, _, body = fetch(sharded, "/")
+    """``GET /`` is the viewer page (it reads the hierarchy itself), or without one a line
+    naming the root metadata; neither lists the hive."""
+    status, headers, body = fetch(sharded, "/")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b"viewer.js" in body and b"atl06" not in body
+    with Served(create_app(FIXTURES / "sharded", static_dir=None)) as bare:
+        status, _, body = fetch(bare, "/")
     assert status == 200 and b"zarr.json" in body and b"atl06" not in body
 
 

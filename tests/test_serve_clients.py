@@ -8,12 +8,15 @@ scoped to one window.
 
 from __future__ import annotations
 
+import base64
 import json
 import warnings
 from asyncio import run as sync
 
+import numpy as np
 import pytest
 import zarr
+from jsclients import run_node
 from serving import (
     FIXTURES,
     Served,
@@ -103,3 +106,74 @@ def test_zarrs_pipeline_reads_what_the_store_reads(served):
                 read(remote, path)
         _, array = read(remote, next(iter(want)))
         assert type(array._async_array.codec_pipeline).__name__ == "ZarrsCodecPipeline"
+
+
+# zarrita.js has no codec for zarr-python's `variable_length_bytes` data type (the
+# `vlen-bytes` codec): it refuses those arrays (the ragged digests) when it opens them.
+ZARRITA_CANNOT = frozenset({"variable_length_bytes"})
+
+
+def _zarrita_values(got: dict, values: np.ndarray) -> np.ndarray:
+    little = values.dtype.newbyteorder("<")
+    return np.frombuffer(base64.b64decode(got["bytes"]), little).reshape(got["shape"])
+
+
+def test_zarrita_reads_what_the_store_reads(served):
+    """zarrita.js (Node, FetchStore + the root's consolidated metadata) lists every array
+    of the hierarchy and reads each one as the in-process store does: data type, shape and
+    every value; `variable_length_bytes` arrays are refused by name, never read wrong."""
+    server, want = served
+    result = run_node("read.mjs", server.url)
+    assert result["consolidated"]
+    assert sorted(result["arrays"]) == sorted(want)
+    for path, (values, meta) in want.items():
+        got = result["arrays"][path]
+        if meta["data_type"] in ZARRITA_CANNOT:
+            assert got == {"error": f"InvalidMetadataError: Unknown or unsupported dataType: "
+                                    f"{meta['data_type']}"}, path
+            continue
+        assert "error" not in got, (path, got)
+        assert got["data_type"] == meta["data_type"] and got["shape"] == list(values.shape), path
+        if "strings" in got:
+            assert got["strings"] == values.ravel().tolist(), path
+        else:
+            np.testing.assert_array_equal(_zarrita_values(got, values), values, err_msg=path)
+
+
+def _gdal():
+    """rasterio with GDAL >= 3.12 (its wheels bundle GDAL 3.12 from rasterio 1.5, which
+    needs Python >= 3.12), or skip."""
+    rasterio = pytest.importorskip(
+        "rasterio", reason="rasterio is not installed (its GDAL >= 3.12 wheels need Python >= 3.12)"
+    )
+    if tuple(int(p) for p in rasterio.__gdal_version__.split(".")[:2]) < (3, 12):
+        pytest.skip(f"rasterio bundles GDAL {rasterio.__gdal_version__}, not >= 3.12")
+    return rasterio
+
+
+@pytest.mark.parametrize("fixture", ["windowed", "windowed_explicit"])
+def test_gdal_reads_the_2d_arrays(fixture):
+    """GDAL's Zarr driver (>= 3.12, through rasterio) reads every 2-D array (window x
+    cells) over ``/vsicurl/`` as the in-process store does, fill values as nodata. The
+    server runs in a subprocess: rasterio holds the GIL while GDAL waits for HTTP."""
+    from benchmarks.serve_load import served as subprocess_server
+
+    rasterio = _gdal()
+    local = MocHiveStore(FIXTURES / fixture)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = {p: v for p, v in expected(local, array_paths(local)).items() if v[0].ndim == 2}
+    assert want
+    with subprocess_server(FIXTURES / fixture) as (url, _), rasterio.Env(
+        GDAL_DISABLE_READDIR_ON_OPEN="EMPTY_DIR", GDAL_HTTP_MAX_RETRY="0"
+    ):
+        for path, (values, meta) in want.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # NotGeoreferencedWarning
+                with rasterio.open(f'ZARR:"/vsicurl/{url}/":/{path}') as ds:
+                    got = ds.read(1)
+                    nodata = ds.nodata
+            assert got.dtype == values.dtype and got.shape == values.shape, path
+            np.testing.assert_array_equal(got, values, err_msg=path)
+            fill = np.array(meta["fill_value"], dtype=values.dtype)
+            assert np.array_equal(np.array(nodata, values.dtype), fill, equal_nan=True), path
