@@ -1,4 +1,4 @@
-"""Command line: ``moczarr-store inspect | verify | serve PATH_OR_URL``."""
+"""Command line: ``moczarr-store inspect | verify | serve | refs PATH_OR_URL``."""
 
 from __future__ import annotations
 
@@ -92,9 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--group", help="only the levels under this virtual path (atl06/o7)")
     check.add_argument("--json", action="store_true", help="print a JSON summary")
     add_serve_parser(sub)
+    add_refs_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "verify":
         return run_verify(args)
+    if args.command == "refs":
+        return run_refs(args)
     if args.command == "serve":
         return serve_command(args)
     with warnings.catch_warnings(record=True) as caught:
@@ -185,6 +188,74 @@ def serve_command(args: argparse.Namespace) -> int:
         return 1
     serve(args.source, host=args.host, port=args.port, workers=args.workers, cors=args.cors,
           stamp_ttl=args.stamp_ttl, **options)
+    return 0
+
+
+REFS_HELP = """\
+Publish the hive as byte references, from its current state: every chunk is planned by
+the store's read plan. Passed-through chunks are references (object, offset, length);
+fabricated coordinates, transcoded (mixed-writer) chunks and re-framed chunks with gaps
+are written inline. A published path is the source URL with the longest matching
+--remap prefix replaced. Icechunk references carry each object's ETag (else its
+modification time) so that reading an object changed since the export fails.
+"""
+
+
+def add_refs_parser(sub) -> None:
+    from .refs import FORMATS
+
+    refs = sub.add_parser(
+        "refs", help="publish the hive as Icechunk, kerchunk JSON or mdim-refs references",
+        description=REFS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    refs.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
+    refs.add_argument("--format", choices=FORMATS, required=True)
+    refs.add_argument("out", help="output path (must not exist)")
+    refs.add_argument("--group", action="append", default=[],
+                      help="only the arrays under this virtual path; repeat for several")
+    refs.add_argument("--remap", action="append", default=[], metavar="PREFIX=NEW",
+                      help="publish source URLs starting with PREFIX under NEW (longest wins)")
+    refs.add_argument("--chunking", choices=CHUNKINGS, default="shard",
+                      help="how sharded leaf arrays are referenced (shard)")
+    refs.add_argument("--no-checksums", action="store_true",
+                      help="icechunk: no ETag/mtime checksums (a re-uploaded copy has its own)")
+    refs.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                      help="a storage option for reading the hive (obstore); repeat")
+    refs.add_argument("--json", action="store_true", help="print a JSON summary")
+
+
+def run_refs(args: argparse.Namespace) -> int:
+    """``moczarr-store refs``: the summary on stdout, warnings and the bar on stderr."""
+    from .refs import export_refs
+
+    options = dict(item.partition("=")[::2] for item in args.storage_option)
+    bar = tqdm(unit="chunk", file=sys.stderr, leave=False) if sys.stderr.isatty() else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            report = export_refs(
+                args.source, args.format, args.out, group=args.group, remap=args.remap,
+                chunking=args.chunking, checksums=not args.no_checksums, progress=bar,
+                **options,
+            )
+        except (OSError, ValueError, ImportError) as err:
+            print(f"error: {escape(err)}", file=sys.stderr)
+            return 1
+        finally:
+            if bar is not None:
+                bar.close()
+    summary = report.to_json()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(escape(
+            f"{report.format} {report.out}: {summary['arrays']} arrays, "
+            f"{summary['chunks_referenced']} chunks referenced in {summary['sources']} objects, "
+            f"{summary['chunks_inline']} inline, {report.bytes_on_disk} bytes written in "
+            f"{report.seconds:.2f} s"
+        ))
+    for w in caught:
+        print(f"warning: {escape(w.message)}", file=sys.stderr)
     return 0
 
 
