@@ -90,3 +90,40 @@ def mdim_values(path: Path, read: ReadRange = read_local) -> dict[str, np.ndarra
     finally:
         db.close()
     return out
+
+
+def kerchunk_values(path: Path, remote_protocol: str = "file",
+                    remote_options: dict | None = None) -> dict[str, np.ndarray]:
+    """Every array of a kerchunk JSON export, through fsspec's reference file system."""
+    import fsspec
+    from zarr.storage import FsspecStore
+
+    options = dict(remote_options or {})
+    if remote_protocol != "file":  # an async target file system must match the reference one
+        options.setdefault("asynchronous", True)
+    fs = fsspec.filesystem("reference", fo=str(path), remote_protocol=remote_protocol,
+                           remote_options=options, asynchronous=True)
+    group = zarr.open_group(FsspecStore(fs, read_only=True, path=""), mode="r", zarr_format=3)
+    return {p: a[...] for p, a in walk(group).items()}
+
+
+def icechunk_store(path: Path, authorize: dict):
+    """A read-only session store of an Icechunk export, its containers authorized."""
+    import icechunk
+
+    repo = icechunk.Repository.open(icechunk.local_filesystem_storage(str(path)),
+                                    authorize_virtual_chunk_access=authorize)
+    return repo.readonly_session("main").store
+
+
+def local_access(root: Path) -> dict:
+    """Authorization of the ``file://`` container at ``root``."""
+    import icechunk
+
+    return {root.resolve().as_uri() + "/": icechunk.credentials.LocalFileSystemAccess}
+
+
+def icechunk_values(path: Path, authorize: dict) -> dict[str, np.ndarray]:
+    """Every array of an Icechunk export, read with zarr."""
+    group = zarr.open_group(icechunk_store(path, authorize), mode="r")
+    return {p: a[...] for p, a in walk(group).items()}
