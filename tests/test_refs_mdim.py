@@ -7,6 +7,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import warnings
 
 import pytest
@@ -149,3 +150,12 @@ def test_gdal_ogr_opens_tables_and_views(tmp_path):
     assert "Feature Count: 3" in shown
     assert "offset: Integer64" in shown and "size: Integer64" in shown
     assert shown.count("info (String) = ref") == 3
+
+
+def test_reference_formats_without_the_extra_say_how_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "virtualizarr", None)  # as on Python 3.11
+    out = tmp_path / "refs.json"
+    assert main(["refs", str(FIXTURES / "sharded"), "--format", "kerchunk-json", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "needs the [export] extra" in err and "Python >= 3.12" in err
+    assert not out.exists()

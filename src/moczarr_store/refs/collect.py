@@ -34,7 +34,7 @@ from ..cache import AsyncCache
 from ..chunks import ABSENT, inner_span
 from ..errors import TruncatedChunkError
 from ..read.execute import encoded_as_declared, execute, verified_index
-from ..read.plan import Absent, InnerRange, LeafRead, Passthrough, Reframe, plan_chunk
+from ..read.plan import Absent, InnerRange, Passthrough, Reframe, plan_chunk
 from ..view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
@@ -150,8 +150,10 @@ async def collect(
             chunk = await _chunk(session, array, coords, stats)
             if chunk is not None:
                 out.arrays[array.path].chunks.append(chunk)
-                if chunk.source is not None:
-                    out.sources[chunk.source] = stats.peek(chunk.source, None)
+                key = chunk.source
+                stat = None if key is None else stats.peek(key, None)
+                if key is not None and isinstance(stat, ObjectStat):
+                    out.sources[key] = stat
             if progress is not None:
                 progress.update(1)
 
@@ -189,10 +191,13 @@ async def _chunk(
             return None
         return Chunk(coords, "ref", plan.object, span.start, span.end - span.start)
     assert isinstance(plan, Reframe)
-    span = _contiguous(entries, plan.check.inner_nbytes or 0)
-    if span is None:
+    payload = _contiguous(entries, plan.check.inner_nbytes or 0)
+    if payload is None:
         return await _inline(session, plan, coords, "reframed")
-    return None if span == () else Chunk(coords, "ref", plan.object, *span)
+    if not payload:
+        return None
+    offset, length = payload
+    return Chunk(coords, "ref", plan.object, offset, length)
 
 
 async def _whole(session: HiveSession, plan: Passthrough, coords: tuple[int, ...],
@@ -211,7 +216,7 @@ async def _whole(session: HiveSession, plan: Passthrough, coords: tuple[int, ...
     return Chunk(coords, "ref", plan.object, 0, stat.size)
 
 
-def _contiguous(entries: np.ndarray, step: int) -> tuple[int, int] | tuple[()] | None:
+def _contiguous(entries: np.ndarray, step: int) -> tuple[int, ...] | None:
     """``(offset, length)`` of a shard's inner chunks stored whole and in order; ``()``
     when every inner chunk is absent; ``None`` when they cannot be one range."""
     offsets, sizes = entries[:, 0], entries[:, 1]
@@ -225,7 +230,8 @@ def _contiguous(entries: np.ndarray, step: int) -> tuple[int, int] | tuple[()] |
 
 
 async def _inline(
-    session: HiveSession, plan: LeafRead, coords: tuple[int, ...], info: str
+    session: HiveSession, plan: Passthrough | Reframe | InnerRange, coords: tuple[int, ...],
+    info: str,
 ) -> Chunk | None:
     """The chunk as the store serves it, inline; ``None`` when it reads as the fill value."""
     data = await execute(session, plan)

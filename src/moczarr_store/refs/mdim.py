@@ -2,8 +2,9 @@
 
 Tables: ``meta`` (``format_version = mdim-refs/0.2``), ``sources`` (every referenced object:
 size, mtime, ETag at export time), ``arrays`` (one row per virtual array), ``groups``,
-``remap`` (prefix -> replacement), and one chunk table per array (64-bit ``BIGINT`` offsets and sizes), named by the array's
-path in the virtual hierarchy (quoted), keyed on its chunk indices ``dim_0..dim_{n-1}``.
+``remap`` (prefix -> replacement), and one chunk table per array (64-bit ``BIGINT``
+offsets and sizes), named by the array's path in the virtual hierarchy (quoted), keyed on
+its chunk indices ``dim_0..dim_{n-1}``.
 The view ``refs_<array>`` publishes each chunk's path: its source URL with the longest
 matching ``remap`` prefix replaced (so the sources table keeps the true locations).
 Written in DELETE journal mode to a temporary file, then renamed into place.
