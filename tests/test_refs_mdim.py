@@ -10,6 +10,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 from conftest import FIXTURES, fixture_roots
 from refs_read import assert_same, mdim_values, store_values
@@ -18,6 +19,7 @@ from moczarr_store import HiveWarning
 from moczarr_store.cli import main
 from moczarr_store.options import OptionError
 from moczarr_store.refs import export_refs
+from moczarr_store.refs.collect import published
 
 NAMES = [p.name for p in fixture_roots()]
 
@@ -159,3 +161,38 @@ def test_reference_formats_without_the_extra_say_how_to_install(tmp_path, monkey
     err = capsys.readouterr().err
     assert "needs the [export] extra" in err and "Python >= 3.12" in err
     assert not out.exists()
+
+
+def _count_shards() -> list[int]:
+    """Present inner chunks of each ``count`` shard object of the sharded fixture, read
+    from its index (16 entries of two little-endian uint64, then a crc32c)."""
+    present = []
+    for path in sorted((FIXTURES / "sharded").rglob("7/count/c/0")):
+        index = np.frombuffer(path.read_bytes()[-(16 * 16 + 4):-4], dtype="<u8").reshape(-1, 2)
+        present.append(int((index[:, 0] != np.uint64(2**64 - 1)).sum()))
+    return present
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+def test_leaf_and_inner_references_follow_the_shard_index(tmp_path, chunking):
+    present = _count_shards()
+    full = sum(n == 16 for n in present)
+    assert 0 < full < len(present)  # the fixture has shards with gaps and without
+    want = {
+        "shard": {("ref", len(present))},  # whole shard objects
+        "leaf": {("ref", full), ("reframed", len(present) - full)},  # gaps: inline
+        "inner": {("ref", sum(present))},  # one reference per present inner chunk
+    }[chunking]
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "sharded", "mdim-refs", out, chunking=chunking)
+    db = sqlite3.connect(out)
+    assert set(db.execute('SELECT info, count(*) FROM "atl06/o7/count" GROUP BY info')) == want
+
+
+def test_published_takes_the_longest_prefix_whatever_the_order():
+    rules = [("file:///h/", "s3://a/"), ("file:///h/4/", "s3://b/"), ("file:///x", "s3://c/")]
+    for order in (rules, rules[::-1]):
+        publish = published(order)
+        assert publish("file:///h/4/1.zarr/c/0") == "s3://b/1.zarr/c/0"
+        assert publish("file:///h/-4/1.zarr/c/0") == "s3://a/-4/1.zarr/c/0"
+        assert publish("file:///other/c/0") == "file:///other/c/0"
