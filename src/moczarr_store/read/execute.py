@@ -55,6 +55,8 @@ Bytes = BytesLike | bytearray | memoryview
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
 _DECLARED: weakref.WeakKeyDictionary[FieldArray, tuple] = weakref.WeakKeyDictionary()
+PARSED_DOCUMENTS = 1024  # distinct leaf array documents whose parse is remembered
+_PARSED: dict[bytes, tuple[dict, tuple]] = {}
 
 
 async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
@@ -120,12 +122,25 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
         payload = await read_document(session.backend, plan.meta)
         if payload is None:
             return None
-        meta = check_leaf_meta(load_json(payload, plan.meta), plan.meta)
-        return _SAME if encoding(meta) == _declared(array) else meta
+        meta, encoded = _checked_meta(bytes(payload), plan.meta)
+        return _SAME if encoded == _declared(array) else meta
 
     if not plan.immutable:
         return await load()
     return await session.leaf_metas.get(plan.meta, load)
+
+
+def _checked_meta(payload: bytes, where: str) -> tuple[dict, tuple]:
+    """A leaf array's checked metadata and its encoding, remembered by the document's bytes
+    (the leaves of a run share them: zarr's parse, ~0.5 ms, is paid once per distinct
+    document). A document that fails its checks is refused each time, naming ``where``."""
+    found = _PARSED.get(payload)
+    if found is None:
+        meta = check_leaf_meta(load_json(payload, where), where)
+        found = _PARSED[payload] = (meta, encoding(meta))
+        while len(_PARSED) > PARSED_DOCUMENTS:
+            _PARSED.pop(next(iter(_PARSED)))
+    return found
 
 
 def _declared(array: FieldArray) -> tuple:
