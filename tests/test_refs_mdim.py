@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, fixture_roots
 from refs_read import assert_same, mdim_values, store_values
 
-from moczarr_store import HiveWarning
+from moczarr_store import HiveWarning, TruncatedChunkError
 from moczarr_store.cli import main
 from moczarr_store.options import OptionError
 from moczarr_store.refs import export_refs
@@ -196,3 +196,25 @@ def test_published_takes_the_longest_prefix_whatever_the_order():
         assert publish("file:///h/4/1.zarr/c/0") == "s3://b/1.zarr/c/0"
         assert publish("file:///h/-4/1.zarr/c/0") == "s3://a/-4/1.zarr/c/0"
         assert publish("file:///other/c/0") == "file:///other/c/0"
+
+
+def test_a_truncated_chunk_fails_the_export_naming_it(hive_copy, tmp_path):
+    hive = hive_copy("bare_versioned")
+    chunk = next(hive.rglob("7/count/c/0"))
+    chunk.write_bytes(chunk.read_bytes()[:-8])
+    rel = chunk.relative_to(hive).as_posix()
+    with pytest.raises(TruncatedChunkError, match=f"{rel}: an uncompressed chunk of"):
+        export_refs(hive, "mdim-refs", tmp_path / "refs.sqlite")
+    assert not (tmp_path / "refs.sqlite").exists()
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+def test_a_corrupt_shard_index_fails_the_export_naming_it(hive_copy, tmp_path, chunking):
+    hive = hive_copy("sharded")
+    chunk = next(hive.rglob("7/count/c/0"))
+    data = bytearray(chunk.read_bytes())
+    data[-20] ^= 0xFF  # inside the index: its crc32c no longer checks
+    chunk.write_bytes(bytes(data))
+    rel = chunk.relative_to(hive).as_posix()
+    with pytest.raises(TruncatedChunkError, match=f"{rel}: the shard index does not check"):
+        export_refs(hive, "mdim-refs", tmp_path / "refs.sqlite", chunking=chunking)

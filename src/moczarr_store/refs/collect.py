@@ -157,7 +157,13 @@ async def collect(
             if progress is not None:
                 progress.update(1)
 
-    await asyncio.gather(*(worker() for _ in range(JOBS)))
+    tasks = [asyncio.ensure_future(worker()) for _ in range(JOBS)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:  # the first failure ends the export: stop the other workers
+        for task in tasks:
+            task.cancel()
+        raise
     for refs in out.arrays.values():
         refs.chunks.sort(key=lambda c: c.coords)
     return out
