@@ -78,9 +78,15 @@ def run(hive: Path, group: str, field: str, companion: str | None, repeat: int,
             assert np.array_equal(got, want, equal_nan=True)
             rows.append(f"| read {path}: MocHiveStore (chunking={mode}) | {t * 1e3:.0f} ms | "
                         f"{want.nbytes / 1e6:.2f} MB, open included |")
-        t, got = best(lambda: icechunk_array(exports["icechunk"], path, hive)[...], repeat)
-        assert np.array_equal(got, want, equal_nan=True)
-        rows.append(f"| read {path}: our Icechunk export | {t * 1e3:.0f} ms | open included |")
+        for mode in ("shard", "leaf"):
+            repo = exports["icechunk"]
+            if mode != chunking:
+                repo = work / f"icechunk-{mode}"
+                export_refs(hive, "icechunk", repo, chunking=mode)
+            t, got = best(lambda r=repo: icechunk_array(r, path, hive)[...], repeat)
+            assert np.array_equal(got, want, equal_nan=True)
+            rows.append(f"| read {path}: our Icechunk export (chunking={mode}) | "
+                        f"{t * 1e3:.0f} ms | open included |")
         if companion:  # a dense (window, every cell of the sphere) array: read our cells
             cells = zarr.open_group(MocHiveStore(hive), mode="r")[f"{group}/cell_ids"][...]
 
