@@ -33,6 +33,7 @@ from ..backend import ObjectStat
 from ..cache import AsyncCache
 from ..chunks import ABSENT, inner_span
 from ..errors import TruncatedChunkError
+from ..options import OptionError
 from ..read.execute import encoded_as_declared, execute, verified_index
 from ..read.plan import Absent, InnerRange, Passthrough, Reframe, plan_chunk
 from ..view.arrays import FabricatedArray, FieldArray
@@ -69,8 +70,11 @@ class ArrayRefs:
 
     @property
     def storage(self) -> str:
-        """``referenced`` (every present chunk a reference), ``inline`` or ``mixed``."""
+        """``referenced`` (every present chunk a reference), ``inline``, ``mixed``, or
+        ``empty`` (no chunk present: every value is the fill value)."""
         infos = {c.info == "ref" for c in self.chunks}
+        if not infos:
+            return "empty"
         if infos == {True}:
             return "referenced"
         return "mixed" if len(infos) == 2 else "inline"
@@ -126,8 +130,6 @@ async def collect(
     """Every chunk of every array under ``groups`` as a :class:`Chunk`, planned by the
     store's read plan. ``progress`` (a ``tqdm``-like bar) is reset to the number of chunks
     and updated as they are planned."""
-    from ..options import OptionError
-
     view = await session.ensure_levels("")
     out = Collected(root if root.endswith("/") else root + "/", session.options.chunking)
     arrays = [view.arrays[p] for p in view.arrays if in_groups(p, groups)]
