@@ -87,8 +87,9 @@ async def export_refs_async(
     progress: Any = None,
     **store_options: Any,
 ) -> ExportReport:
-    """Export the hive at ``source`` (a path, URL or :class:`MocHiveStore`) as ``format``
-    at the local path ``out`` (which must not exist). See :func:`export_refs`."""
+    """Export the hive at ``source`` (a path, URL or :class:`MocHiveStore`, which is
+    exported with its own options) as ``format`` at the local path ``out`` (which must not
+    exist). See :func:`export_refs`."""
     from ..store import MocHiveStore
 
     if format not in FORMATS:
