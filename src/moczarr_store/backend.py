@@ -23,6 +23,7 @@ import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import obstore
@@ -40,6 +41,16 @@ DIR_CACHE = 65_536  # real paths of local directories a reader remembers
 _RANGE_REFUSED = re.compile(r"\b416\b|range (was invalid|not satisfiable)|InvalidRange", re.I)
 _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
 _limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class ObjectStat:
+    """An object's size and version markers, as the storage reports them (a local file has
+    no ETag; its ``mtime`` is the file's)."""
+
+    size: int
+    etag: str | None = None
+    mtime: datetime | None = None
 
 
 class HiveIO(Protocol):
@@ -323,13 +334,16 @@ class LocalReader:
         return got
 
     async def head(self, path: str) -> int:
+        return (await self.stat(path)).size
+
+    async def stat(self, path: str) -> ObjectStat:
         full = self._where(path)
         info = os.stat(full, follow_symlinks=self.follow_links)
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(self._through_link(path, full))
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(path)
-        return info.st_size
+        return ObjectStat(info.st_size, None, datetime.fromtimestamp(info.st_mtime, UTC))
 
     async def list(self, prefix: str) -> tuple[list[str], list[str]]:
         if prefix:
@@ -414,6 +428,10 @@ class ObstoreReader:
 
     async def head(self, path: str) -> int:
         return (await obstore.head_async(self.store, path))["size"]
+
+    async def stat(self, path: str) -> ObjectStat:
+        meta = await obstore.head_async(self.store, path)
+        return ObjectStat(meta["size"], meta.get("e_tag"), meta.get("last_modified"))
 
     async def list(self, prefix: str) -> tuple[list[str], list[str]]:
         listing = await obstore.list_with_delimiter_async(self.store, prefix or None)
@@ -574,6 +592,18 @@ class Backend:
         self._reader.ready()
         try:
             return await self._call("head", self._reader.head, path)
+        except _MISSING:
+            return None
+        except Exception as err:
+            failure = self._failure(err, path, "sizing")
+        raise failure
+
+    async def stat(self, path: str) -> ObjectStat | None:
+        """The object's size, ETag and modification time, or ``None`` when it does not
+        exist (one HEAD)."""
+        self._reader.ready()
+        try:
+            return await self._call("head", self._reader.stat, path)
         except _MISSING:
             return None
         except Exception as err:

@@ -1,4 +1,4 @@
-"""Command line: ``moczarr-store inspect | verify | serve PATH_OR_URL``.
+"""Command line: ``moczarr-store inspect | verify | serve | refs PATH_OR_URL``.
 
 Every subcommand takes the storage options of :func:`storage_parser` (an argparse parent;
 :func:`storage_options` turns the parsed arguments into ``MocHiveStore``'s
@@ -38,7 +38,7 @@ EXIT_USAGE = 2  # bad arguments or options (argparse's own status too)
 EXIT_NOT_FOUND = 3  # no hive at the source: no root, no manifest, no product
 EXIT_READ = 4  # the hive cannot be read: network, timeout, permission, damaged bytes
 EXIT_FORMAT = 5  # the hive's metadata is malformed or describes what cannot be presented
-EXIT_MISSING = 6  # an optional dependency is not installed (serve: the [serve] extra)
+EXIT_MISSING = 6  # an optional dependency is not installed (the [serve] or [export] extra)
 EXIT_INTERNAL = 70  # anything else: a bug of this package (rerun with --debug, report it)
 EXIT_INTERRUPTED = 130
 EXIT_CODES = {
@@ -352,6 +352,67 @@ def run_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- refs ------------------------------------------------------------------------------------
+
+REFS_HELP = """\
+Publish the hive as byte references, from its current state: every chunk is planned by
+the store's read plan. Passed-through chunks are references (object, offset, length);
+fabricated coordinates, transcoded (mixed-writer) chunks and re-framed chunks with gaps
+are written inline. A published path is the source URL with the longest matching
+--remap prefix replaced. Icechunk references carry each object's ETag (else its
+modification time) so that reading an object changed since the export fails.
+"""
+
+
+def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+    from .refs import FORMATS
+
+    refs = sub.add_parser(
+        "refs", parents=parents,
+        help="publish the hive as Icechunk, kerchunk JSON or mdim-refs references",
+        description=REFS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    refs.add_argument("source", help=SOURCE_HELP)
+    refs.add_argument("--format", choices=FORMATS, required=True)
+    refs.add_argument("out", help="output path (must not exist)")
+    refs.add_argument("--group", action="append", default=[],
+                      help="only the arrays under this virtual path; repeat for several")
+    refs.add_argument("--remap", action="append", default=[], metavar="PREFIX=NEW",
+                      help="publish source URLs starting with PREFIX under NEW (longest wins)")
+    refs.add_argument("--chunking", choices=CHUNKINGS, default="shard",
+                      help="how sharded leaf arrays are referenced (shard)")
+    refs.add_argument("--no-checksums", action="store_true",
+                      help="icechunk: no ETag/mtime checksums (a re-uploaded copy has its own)")
+    refs.add_argument("--json", action="store_true", help="print a JSON summary")
+
+
+def run_refs(args: argparse.Namespace) -> int:
+    """``moczarr-store refs``: the summary on stdout, warnings and the bar on stderr."""
+    from .refs import export_refs
+
+    bar = tqdm(unit="chunk", file=sys.stderr, leave=False) if sys.stderr.isatty() else None
+    try:
+        report = export_refs(
+            args.source, args.format, args.out, group=args.group, remap=args.remap,
+            chunking=args.chunking, checksums=not args.no_checksums, progress=bar,
+            storage_options=storage_options(args, args.source),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = report.to_json()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(escape(
+            f"{report.format} {report.out}: {summary['arrays']} arrays, "
+            f"{summary['chunks_referenced']} chunks referenced in {summary['sources']} objects, "
+            f"{summary['chunks_inline']} inline, {report.bytes_on_disk} bytes written in "
+            f"{report.seconds:.2f} s"
+        ))
+    return EXIT_OK
+
+
 # -- main ------------------------------------------------------------------------------------
 
 SOURCE_HELP = "hive root: a path or a file/s3/gs/http(s) URL"
@@ -391,11 +452,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--group", help="only the levels under this virtual path (atl06/o7)")
     check.add_argument("--json", action="store_true", help="print a JSON summary")
     add_serve_parser(sub, parents)
+    add_refs_parser(sub, parents)
     return parser
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "inspect": run_inspect, "verify": run_verify, "serve": run_serve,
+    "inspect": run_inspect, "verify": run_verify, "serve": run_serve, "refs": run_refs,
 }
 
 

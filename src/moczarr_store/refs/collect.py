@@ -1,0 +1,261 @@
+"""The read plan as byte references: every chunk of the exported arrays, planned exactly as
+the store plans it, becomes a reference ``(object, offset, length)``, inline bytes, or
+nothing (the fill value).
+
+- ``Passthrough`` (``chunking="shard"``, and unsharded leaves in every mode): the whole
+  object, after its size (plain chunks) or its shard index (crc32c, bounds) is checked.
+- ``InnerRange`` (``"inner"``): the inner chunk's span in the verified shard index.
+- ``Reframe`` (``"leaf"``): the payload span when every inner chunk is present and stored in
+  order (one contiguous range); otherwise the re-framed bytes, inline.
+- ``Transcode`` (a leaf encoded otherwise than the view declares, e.g. a mixed writer run):
+  the bytes the store serves, re-encoded as declared, inline. A reference cannot carry a
+  re-encoding, and refusing would make mixed-writer hives unexportable.
+- ``Fabricate`` (``morton``, ``cell_ids``, windows): the computed bytes, inline.
+- ``Absent``: no reference; damage (debris, a dangling version) is warned as the store warns.
+
+Cost: per leaf its stamp (cached), per (leaf, field) the leaf array metadata where not
+already known, per referenced object one HEAD (size, ETag, mtime: the sources table), and
+one ranged GET of each shard index (``shard``/``leaf``/``inner`` modes). Inline chunks are
+read whole. Memory: the references (a few dozen bytes each) plus the inline bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..backend import ObjectStat
+from ..cache import AsyncCache
+from ..chunks import ABSENT, inner_span
+from ..errors import TruncatedChunkError
+from ..options import OptionError
+from ..read.execute import encoded_as_declared, execute, verified_index
+from ..read.plan import Absent, InnerRange, Passthrough, Reframe, plan_chunk
+from ..view.arrays import FabricatedArray, FieldArray
+
+if TYPE_CHECKING:
+    from ..session import HiveSession
+
+JOBS = 64  # chunks planned concurrently (the backend caps requests in flight)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One present chunk: a reference to ``source`` (a hive-relative object key) or
+    ``data`` (inline). ``info`` says which: ``ref``, or why the bytes are inline
+    (``fabricated``, ``transcoded``, ``reframed``)."""
+
+    coords: tuple[int, ...]
+    info: str
+    source: str | None = None
+    offset: int = 0
+    length: int = 0
+    data: bytes | None = None
+
+
+@dataclass
+class ArrayRefs:
+    """One virtual array: its published metadata and its present chunks."""
+
+    path: str
+    meta: dict
+    kind: str  # "field" or "coordinate"
+    grid: tuple[int, ...]
+    chunks: list[Chunk] = field(default_factory=list)
+
+    @property
+    def storage(self) -> str:
+        """``referenced`` (every present chunk a reference), ``inline``, ``mixed``, or
+        ``empty`` (no chunk present: every value is the fill value)."""
+        infos = {c.info == "ref" for c in self.chunks}
+        if not infos:
+            return "empty"
+        if infos == {True}:
+            return "referenced"
+        return "mixed" if len(infos) == 2 else "inline"
+
+
+@dataclass
+class Collected:
+    """What an export writes: groups, arrays, and the objects referenced."""
+
+    root: str  # the hive root URL, with a trailing slash
+    chunking: str
+    groups: dict[str, dict] = field(default_factory=dict)  # path -> attributes
+    arrays: dict[str, ArrayRefs] = field(default_factory=dict)
+    sources: dict[str, ObjectStat] = field(default_factory=dict)  # object key -> stat
+
+    def url(self, key: str) -> str:
+        """The source URL of hive-relative object ``key``."""
+        return self.root + key
+
+    def counts(self) -> dict[str, int]:
+        chunks = [c for a in self.arrays.values() for c in a.chunks]
+        refs = [c for c in chunks if c.info == "ref"]
+        inline = [c for c in chunks if c.info != "ref"]
+        return {
+            "arrays": len(self.arrays),
+            "groups": len(self.groups),
+            "chunks_referenced": len(refs),
+            "chunks_inline": len(inline),
+            "bytes_referenced": sum(c.length for c in refs),
+            "bytes_inline": sum(len(c.data or b"") for c in inline),
+            "sources": len(self.sources),
+        }
+
+
+def in_groups(path: str, groups: Iterable[str] | None) -> bool:
+    """Whether node ``path`` is under (or is) one of ``groups`` (none: everything)."""
+    wanted = [g.strip("/") for g in groups or ()]
+    return not wanted or any(not g or path == g or path.startswith(g + "/") for g in wanted)
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    parts = path.split("/")
+    for i in range(len(parts)):
+        yield "/".join(parts[:i])
+
+
+async def collect(
+    session: HiveSession,
+    root: str,
+    groups: Iterable[str] | None = None,
+    progress: Any = None,
+) -> Collected:
+    """Every chunk of every array under ``groups`` as a :class:`Chunk`, planned by the
+    store's read plan. ``progress`` (a ``tqdm``-like bar) is reset to the number of chunks
+    and updated as they are planned."""
+    view = await session.ensure_levels("")
+    out = Collected(root if root.endswith("/") else root + "/", session.options.chunking)
+    arrays = [view.arrays[p] for p in view.arrays if in_groups(p, groups)]
+    if not arrays:
+        raise OptionError(f"group={list(groups or [])!r} names no array of the hive")
+    keep = {a for array in arrays for a in _ancestors(array.path)}
+    keep |= {g for g in view.groups if g and in_groups(g, groups)}
+    out.groups = {g: view.groups[g].attrs for g in view.groups if g in keep}
+    for array in arrays:
+        kind = "coordinate" if isinstance(array, FabricatedArray) else "field"
+        out.arrays[array.path] = ArrayRefs(array.path, array.meta, kind, tuple(array.grid))
+    work = [(a, c) for a in arrays for c in itertools.product(*(range(n) for n in a.grid))]
+    if progress is not None:
+        progress.reset(total=len(work))
+    stats: AsyncCache[ObjectStat | None] = AsyncCache(1 << 22)
+    queue = iter(work)
+
+    async def worker() -> None:
+        for array, coords in queue:
+            chunk = await _chunk(session, array, coords, stats)
+            if chunk is not None:
+                out.arrays[array.path].chunks.append(chunk)
+                key = chunk.source
+                stat = None if key is None else stats.peek(key, None)
+                if key is not None and isinstance(stat, ObjectStat):
+                    out.sources[key] = stat
+            if progress is not None:
+                progress.update(1)
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(JOBS)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:  # the first failure ends the export: stop the other workers
+        for task in tasks:
+            task.cancel()
+        raise
+    for refs in out.arrays.values():
+        refs.chunks.sort(key=lambda c: c.coords)
+    return out
+
+
+async def _chunk(
+    session: HiveSession, array: Any, coords: tuple[int, ...], stats: AsyncCache
+) -> Chunk | None:
+    if isinstance(array, FabricatedArray):
+        return Chunk(coords, "fabricated", data=bytes(array.fabricate(coords)))
+    assert isinstance(array, FieldArray)
+    leaf = await session.leaves.resolve(array.leaf_path(coords), session.backend.get)
+    plan = plan_chunk(array, coords, leaf)
+    if isinstance(plan, Absent):
+        await execute(session, plan)  # damage is reported as the store reports it
+        return None
+    same = await encoded_as_declared(session, plan)
+    if not same:  # None: no such array in the leaf version (read, and reported, as missing)
+        return await _inline(session, plan, coords, "transcoded")
+    stat = await stats.get(plan.object, lambda: session.backend.stat(plan.object))
+    if stat is None:
+        return await _inline(session, plan, coords, "missing")
+    if isinstance(plan, Passthrough):
+        return await _whole(session, plan, coords, stat)
+    entries = await verified_index(session, plan)
+    if entries is None:  # gone since its HEAD
+        return await _inline(session, plan, coords, "missing")
+    if isinstance(plan, InnerRange):
+        span = inner_span(entries, plan.part)
+        if span is None:
+            return None
+        return Chunk(coords, "ref", plan.object, span.start, span.end - span.start)
+    assert isinstance(plan, Reframe)
+    payload = _contiguous(entries, plan.check.inner_nbytes or 0)
+    if payload is None:
+        return await _inline(session, plan, coords, "reframed")
+    if not payload:
+        return None
+    offset, length = payload
+    return Chunk(coords, "ref", plan.object, offset, length)
+
+
+async def _whole(session: HiveSession, plan: Passthrough, coords: tuple[int, ...],
+                 stat: ObjectStat) -> Chunk:
+    """A whole object: its shard index verified, or its size checked."""
+    check = plan.check
+    if check.shard_chunks:
+        await verified_index(session, plan)
+    elif check.nbytes is not None and stat.size != check.nbytes:
+        raise TruncatedChunkError(
+            f"{plan.object}: an uncompressed chunk of {check.nbytes} bytes was expected, "
+            f"the object has {stat.size}"
+        )
+    if stat.size == 0:
+        raise TruncatedChunkError(f"{plan.object}: the object is empty")
+    return Chunk(coords, "ref", plan.object, 0, stat.size)
+
+
+def _contiguous(entries: np.ndarray, step: int) -> tuple[int, ...] | None:
+    """``(offset, length)`` of a shard's inner chunks stored whole and in order; ``()``
+    when every inner chunk is absent; ``None`` when they cannot be one range."""
+    offsets, sizes = entries[:, 0], entries[:, 1]
+    if (offsets == np.uint64(ABSENT)).all():
+        return ()
+    if (offsets == np.uint64(ABSENT)).any() or not (sizes == step).all():
+        return None
+    if len(offsets) > 1 and not (np.diff(offsets.astype(np.int64)) == step).all():
+        return None
+    return int(offsets[0]), step * len(offsets)
+
+
+async def _inline(
+    session: HiveSession, plan: Passthrough | Reframe | InnerRange, coords: tuple[int, ...],
+    info: str,
+) -> Chunk | None:
+    """The chunk as the store serves it, inline; ``None`` when it reads as the fill value."""
+    data = await execute(session, plan)
+    if data is None:
+        return None
+    return Chunk(coords, info, data=bytes(memoryview(data).cast("B")))
+
+
+def published(remap: list[tuple[str, str]]) -> Callable[[str], str]:
+    """The publish rule: a URL with the longest matching prefix of ``remap`` replaced."""
+    rules = sorted(remap, key=lambda r: len(r[0]), reverse=True)
+
+    def apply(url: str) -> str:
+        for prefix, new in rules:
+            if url.startswith(prefix):
+                return new + url[len(prefix) :]
+        return url
+
+    return apply

@@ -1,0 +1,221 @@
+"""mdim-refs/0.2 exports (standard sqlite3; every Python): read back value for value."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from conftest import FIXTURES, fixture_roots
+from refs_read import assert_same, mdim_values, store_values
+
+from moczarr_store import HiveWarning, TruncatedChunkError
+from moczarr_store.cli import EXIT_MISSING, main
+from moczarr_store.options import OptionError
+from moczarr_store.refs import export_refs
+from moczarr_store.refs.collect import published
+
+NAMES = [p.name for p in fixture_roots()]
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HiveWarning)
+        yield
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_fixture_reads_back_identically(tmp_path, name, chunking):
+    out = tmp_path / "refs.sqlite"
+    report = export_refs(FIXTURES / name, "mdim-refs", out, chunking=chunking)
+    assert report.counts["chunks_referenced"] > 0
+    assert_same(mdim_values(out), store_values(FIXTURES / name))
+
+
+def test_schema_sources_and_journal_mode(tmp_path):
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "sharded", "mdim-refs", out)
+    db = sqlite3.connect(out)
+    assert dict(db.execute("SELECT key, value FROM meta"))["format_version"] == "mdim-refs/0.2"
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert not (tmp_path / "refs.sqlite-journal").exists()
+    root = (FIXTURES / "sharded").resolve().as_uri() + "/"
+    sources = db.execute("SELECT source, size, mtime, etag FROM sources").fetchall()
+    assert sources
+    for source, size, mtime, etag in sources:
+        path = source[len("file://") :]
+        assert source.startswith(root) and size == os.path.getsize(path)
+        assert mtime and etag is None
+    count = db.execute("SELECT * FROM arrays WHERE array = 'atl06/o7/count'").fetchone()
+    cols = [d[0] for d in db.execute("SELECT * FROM arrays").description]
+    row = dict(zip(cols, count, strict=True))
+    assert row["kind"] == "field" and row["storage"] == "referenced"
+    assert json.loads(row["dims"]) == ["cells"]
+    codec = json.loads(row["codec"])
+    assert codec[0]["name"] == "sharding_indexed"
+    morton = dict(zip(cols, db.execute(
+        "SELECT * FROM arrays WHERE array = 'atl06/o7/morton'").fetchone(), strict=True))
+    assert morton["kind"] == "coordinate" and morton["storage"] == "inline"
+    types = {r[1]: r[2] for r in db.execute('PRAGMA table_info("atl06/o7/count")')}
+    assert types["offset"] == "BIGINT" and types["size"] == "BIGINT"
+
+
+def test_remap_publishes_longest_prefix_and_leaves_sources(tmp_path):
+    root = (FIXTURES / "sharded").resolve().as_uri() + "/"
+    out = tmp_path / "refs.sqlite"
+    rules = [f"{root}=s3://short/", f"{root}4/4/=s3://long/"]
+    export_refs(FIXTURES / "sharded", "mdim-refs", out, remap=rules)
+    db = sqlite3.connect(out)
+    rows = db.execute(
+        'SELECT c.source, v.path FROM "atl06/o7/count" c JOIN "refs_atl06/o7/count" v '
+        "ON c.dim_0 = v.dim_0"
+    ).fetchall()
+    assert rows
+    for source, path in rows:
+        assert source.startswith(root)
+        rel = source[len(root) :]
+        want = f"s3://long/{rel[4:]}" if rel.startswith("4/4/") else f"s3://short/{rel}"
+        assert path == want
+    assert all(s.startswith(root) for (s,) in db.execute("SELECT source FROM sources"))
+
+
+def test_remap_to_a_copy_reads_there(tmp_path):
+    first = shutil.copytree(FIXTURES / "bare_versioned", tmp_path / "a" / "hive")
+    out = tmp_path / "refs.sqlite"
+    copy = tmp_path / "b" / "hive"
+    export_refs(first, "mdim-refs", out,
+                remap={first.resolve().as_uri() + "/": copy.resolve().as_uri() + "/"})
+    shutil.copytree(first, copy)
+    want = store_values(copy)
+    shutil.rmtree(first)
+    assert_same(mdim_values(out), want)
+
+
+def test_mixed_writers_chunks_are_inline_and_say_why(tmp_path):
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "mixed", "mdim-refs", out)
+    db = sqlite3.connect(out)
+    infos = {i for (i,) in db.execute('SELECT info FROM "atl06/o7/count"')}
+    assert infos == {"ref", "transcoded"}
+    assert db.execute(
+        "SELECT storage FROM arrays WHERE array = 'atl06/o7/count'").fetchone()[0] == "mixed"
+
+
+def test_group_narrows_the_export(tmp_path):
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "multiproduct", "mdim-refs", out, group=["atl06_a"])
+    arrays = {a for (a,) in sqlite3.connect(out).execute("SELECT array FROM arrays")}
+    assert arrays and all(a.startswith("atl06_a/") for a in arrays)
+    with pytest.raises(OptionError, match="names no array"):
+        export_refs(FIXTURES / "multiproduct", "mdim-refs", tmp_path / "x.sqlite",
+                    group=["nothing"])
+
+
+def test_refuses_an_existing_output_and_a_bad_remap(tmp_path):
+    out = tmp_path / "refs.sqlite"
+    out.write_bytes(b"")
+    with pytest.raises(FileExistsError):
+        export_refs(FIXTURES / "sharded", "mdim-refs", out)
+    with pytest.raises(OptionError, match="PREFIX=NEW"):
+        export_refs(FIXTURES / "sharded", "mdim-refs", tmp_path / "y.sqlite", remap=["nope"])
+
+
+def test_cli_json_summary(tmp_path, capsys):
+    out = tmp_path / "refs.sqlite"
+    assert main(["refs", str(FIXTURES / "sharded"), "--format", "mdim-refs", str(out),
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["format"] == "mdim-refs" and summary["chunks_referenced"] == 12
+    assert summary["sources"] == 12 and summary["bytes_on_disk"] == out.stat().st_size
+
+
+@pytest.mark.skipif(shutil.which("ogrinfo") is None,
+                    reason="GDAL's ogrinfo is not installed (apt gdal-bin)")
+def test_gdal_ogr_opens_tables_and_views(tmp_path):
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "sharded", "mdim-refs", out)
+    layers = subprocess.run(["ogrinfo", "-ro", "-q", str(out)], capture_output=True, text=True,
+                            check=True).stdout
+    for layer in ("meta", "sources", "arrays", "remap", "atl06/o7/count",
+                  "refs_atl06/o7/count"):
+        assert f": {layer} (" in layers, layer
+    shown = subprocess.run(["ogrinfo", "-ro", str(out), "refs_atl06/o7/count"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "Feature Count: 3" in shown
+    assert "offset: Integer64" in shown and "size: Integer64" in shown
+    assert shown.count("info (String) = ref") == 3
+
+
+def test_reference_formats_without_the_extra_say_how_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "virtualizarr", None)  # as on Python 3.11
+    out = tmp_path / "refs.json"
+    assert main(["refs", str(FIXTURES / "sharded"), "--format", "kerchunk-json",
+                 str(out)]) == EXIT_MISSING
+    err = capsys.readouterr().err
+    assert "needs the [export] extra" in err and "Python >= 3.12" in err
+    assert not out.exists()
+
+
+def _count_shards() -> list[int]:
+    """Present inner chunks of each ``count`` shard object of the sharded fixture, read
+    from its index (16 entries of two little-endian uint64, then a crc32c)."""
+    present = []
+    for path in sorted((FIXTURES / "sharded").rglob("7/count/c/0")):
+        index = np.frombuffer(path.read_bytes()[-(16 * 16 + 4):-4], dtype="<u8").reshape(-1, 2)
+        present.append(int((index[:, 0] != np.uint64(2**64 - 1)).sum()))
+    return present
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+def test_leaf_and_inner_references_follow_the_shard_index(tmp_path, chunking):
+    present = _count_shards()
+    full = sum(n == 16 for n in present)
+    assert 0 < full < len(present)  # the fixture has shards with gaps and without
+    want = {
+        "shard": {("ref", len(present))},  # whole shard objects
+        "leaf": {("ref", full), ("reframed", len(present) - full)},  # gaps: inline
+        "inner": {("ref", sum(present))},  # one reference per present inner chunk
+    }[chunking]
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "sharded", "mdim-refs", out, chunking=chunking)
+    db = sqlite3.connect(out)
+    assert set(db.execute('SELECT info, count(*) FROM "atl06/o7/count" GROUP BY info')) == want
+
+
+def test_published_takes_the_longest_prefix_whatever_the_order():
+    rules = [("file:///h/", "s3://a/"), ("file:///h/4/", "s3://b/"), ("file:///x", "s3://c/")]
+    for order in (rules, rules[::-1]):
+        publish = published(order)
+        assert publish("file:///h/4/1.zarr/c/0") == "s3://b/1.zarr/c/0"
+        assert publish("file:///h/-4/1.zarr/c/0") == "s3://a/-4/1.zarr/c/0"
+        assert publish("file:///other/c/0") == "file:///other/c/0"
+
+
+def test_a_truncated_chunk_fails_the_export_naming_it(hive_copy, tmp_path):
+    hive = hive_copy("bare_versioned")
+    chunk = next(hive.rglob("7/count/c/0"))
+    chunk.write_bytes(chunk.read_bytes()[:-8])
+    rel = chunk.relative_to(hive).as_posix()
+    with pytest.raises(TruncatedChunkError, match=f"{rel}: an uncompressed chunk of"):
+        export_refs(hive, "mdim-refs", tmp_path / "refs.sqlite")
+    assert not (tmp_path / "refs.sqlite").exists()
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+def test_a_corrupt_shard_index_fails_the_export_naming_it(hive_copy, tmp_path, chunking):
+    hive = hive_copy("sharded")
+    chunk = next(hive.rglob("7/count/c/0"))
+    data = bytearray(chunk.read_bytes())
+    data[-20] ^= 0xFF  # inside the index: its crc32c no longer checks
+    chunk.write_bytes(bytes(data))
+    rel = chunk.relative_to(hive).as_posix()
+    with pytest.raises(TruncatedChunkError, match=f"{rel}: the shard index does not check"):
+        export_refs(hive, "mdim-refs", tmp_path / "refs.sqlite", chunking=chunking)
