@@ -86,10 +86,11 @@ class MocHiveStore(Store):
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
+        geometry: str = "covered",
         **storage_options: Any,
     ) -> None:
         super().__init__(read_only=read_only)
-        self.options = OpenOptions.make(verify, chunking, window, aoi)
+        self.options = OpenOptions.make(verify, chunking, window, aoi, geometry)
         self.backend = Backend(source, storage_options, max_concurrency, follow_links)
         self._source = source
         self.session = HiveSession(self.backend, self.options)
@@ -144,6 +145,7 @@ class MocHiveStore(Store):
             window=options.window,
             aoi=options.aoi,
             chunking=options.chunking,
+            geometry=options.geometry,
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
             follow_links=backend.follow_links,

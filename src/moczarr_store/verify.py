@@ -44,7 +44,7 @@ from .hive.level import COORDINATE_NAMES, Level
 from .options import OptionError
 from .read.execute import Bytes, execute, leaf_array_meta
 from .read.plan import Absent, Fabricate, InnerRange, Passthrough, Reframe, plan_chunk
-from .view.arrays import FabricatedArray, FieldArray
+from .view.arrays import FabricatedArray, FieldArray, domain_position
 
 if TYPE_CHECKING:
     from .session import HiveSession
@@ -285,8 +285,8 @@ def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[i
     if array.windowed:
         ranges[0] = range(window, window + 1)
     if array.axis is not None:
-        per = array.chunks_per_leaf
-        ranges[array.windowed + array.axis] = range(index * per, (index + 1) * per)
+        per, node = array.chunks_per_leaf, domain_position(array.level, index, array.sphere)
+        ranges[array.windowed + array.axis] = range(node * per, (node + 1) * per)
     return itertools.product(*ranges)
 
 
@@ -329,14 +329,17 @@ async def _field_values(
 async def _coordinate_values(
     session: HiveSession, array: FabricatedArray, level: Level, index: int
 ) -> np.ndarray:
-    """The fabricated ``morton`` / ``cell_ids`` rows of node ``index``."""
+    """The fabricated ``morton`` / ``cell_ids`` rows of node ``index`` (a node spans
+    whole chunks of them)."""
     cells = level.cells_per_shard
-    start = index * cells
-    data = await execute(session, Fabricate(array.path, (start // array.rows,)))
-    if data is None:
-        raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
-    offset = start % array.rows
-    return np.frombuffer(data, dtype="<u8")[offset : offset + cells]
+    start = domain_position(level, index, session.options.geometry == "sphere") * cells
+    parts = []
+    for chunk in range(start // array.rows, (start + cells) // array.rows):
+        data = await execute(session, Fabricate(array.path, (chunk,)))
+        if data is None:
+            raise RuntimeError(f"{array.path}: no fabricated chunk {chunk}")
+        parts.append(np.frombuffer(data, dtype="<u8"))
+    return np.concatenate(parts)
 
 
 async def _read_json(session: HiveSession, key: str) -> dict | None:
