@@ -12,12 +12,11 @@ import mortie
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import FIXTURES
+from hostile import pristine, pristine_references
 
 from moczarr_store import HiveFormatError, MocHiveStore, cell_ranges, decode_cells, open_cells
 from moczarr_store.hive.ids import word_to_decimal
-
-from conftest import FIXTURES
-from hostile import pristine, pristine_references
 
 xdggs = pytest.importorskip("xdggs", reason="xdggs is in the test extra (pinned per Python)")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 import numpy as np
-from dataclasses import dataclass
 
 from ..hive.level import Level, Product
 from ..hive.roster import Hive
