@@ -4,6 +4,7 @@ hold moczarr's values."""
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 
 import numpy as np
@@ -13,6 +14,7 @@ from conftest import FIXTURES
 from hostile import pristine, pristine_references
 
 from moczarr_store import MocHiveStore, SphereTooLarge
+from moczarr_store.verify import verify_hive
 from moczarr_store.view import arrays
 
 FIXTURE_NAMES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "mixed_writers",
@@ -97,3 +99,16 @@ def test_the_bound_refuses_fine_orders_on_first_principles():
 def test_an_unknown_geometry_is_refused():
     with pytest.raises(ValueError, match="geometry='globe': expected one of"):
         MocHiveStore(FIXTURES / "sharded", geometry="globe")
+
+
+@pytest.mark.parametrize("name", ["sharded", "windowed", "pyramid2"])
+def test_verify_reads_the_same_objects_on_the_sphere(name):
+    def run(**options):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return asyncio.run(verify_hive(MocHiveStore(FIXTURES / name, **options)))
+
+    covered, sphere = run(), run(geometry="sphere")
+    assert sphere.ok and covered.ok
+    assert (sphere.objects, sphere.clean, sphere.arrays, sphere.nbytes) == (
+        covered.objects, covered.clean, covered.arrays, covered.nbytes)

@@ -150,3 +150,28 @@ def test_ranges_that_do_not_fit_the_dataset_are_refused():
         decode_cells(ds, np.array([[0, 1 << 40]], dtype="u8"))  # not a whole order-7 cell
     with pytest.raises(HiveFormatError, match="not a cell-order group"):
         cell_ranges(store, "atl06")
+
+
+def test_cell_id_selection_is_in_request_order_and_refuses_unknown_ids():
+    ref = pristine_references("sharded")[("atl06/o7", None)]
+    ds = open_cells(_store("sharded"), "atl06/o7")
+    rows = np.array([100, 3, 64, 3])  # out of order, repeated
+    ids = (ref.morton[rows] >> np.uint64(6 + 2 * 20)) - np.uint64(4**7)
+    for got in (ds.sel(cell_ids=ids), ds.sel(cell_ids=ids.tolist()),
+                ds.sel(morton=ref.morton[rows]), ds.sel(morton=ref.morton[rows].tolist())):
+        np.testing.assert_array_equal(got.cell_ids.values, ids)
+        np.testing.assert_array_equal(got.morton.values, ref.morton[rows])
+        np.testing.assert_array_equal(got["count"].values, ref.values["count"][rows])
+        assert "cell_ids" not in got.xindexes or (np.diff(rows) > 0).all()
+    absent = int(ids.max()) + 10**6
+    with pytest.raises(KeyError, match="1 of 2 cell ids are not in this domain"):
+        ds.sel(cell_ids=[int(ids[0]), absent])
+    with pytest.raises(KeyError, match="not in this domain"):
+        ds.sel(cell_ids=absent)
+    with pytest.raises(KeyError, match="non-negative integers"):
+        ds.sel(cell_ids=[-1])
+    sorted_pick = ds.sel(cell_ids=np.sort(np.unique(ids)))
+    assert type(sorted_pick.xindexes["cell_ids"]).__name__ == "HealpixIndex"
+    centres = sorted_pick.dggs.cell_centers().compute()
+    lat, _ = _geodetic(np.sort(np.unique(ref.morton[rows])))
+    np.testing.assert_allclose(centres["latitude"].values, lat, atol=1e-7)

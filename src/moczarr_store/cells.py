@@ -108,6 +108,8 @@ def _sub_chunks(chunks: tuple[int, ...] | None, start: int, stop: int) -> tuple[
 
 def _words_from_labels(labels: Any, order: int) -> tuple[np.ndarray, bool]:
     """Packed words from words or decimal ids (scalar or array); whether it was scalar."""
+    if isinstance(labels, (list, tuple)):  # element by element: numpy would make a mix text
+        labels = np.array([_word(v) for v in labels], dtype=_U64)
     array = np.asarray(labels)
     scalar = array.ndim == 0
     flat = array.reshape(-1)
@@ -120,6 +122,19 @@ def _words_from_labels(labels: Any, order: int) -> tuple[np.ndarray, bool]:
     else:
         raise KeyError(f"morton labels must be packed words or decimal ids, not {flat.dtype}")
     return words, scalar
+
+
+def _cell_ids_from_labels(labels: Any) -> tuple[np.ndarray, bool]:
+    """NESTED ids from integer labels (scalar or array); whether it was scalar."""
+    array = np.asarray(labels)
+    if array.dtype.kind not in "iu" or (array.dtype.kind == "i" and np.any(array < 0)):
+        raise KeyError(f"cell ids are non-negative integers, not {short_repr(labels)}")
+    return array.reshape(-1).astype(_U64), array.ndim == 0
+
+
+def short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _word(value: object) -> int:
@@ -226,23 +241,27 @@ def _healpix_index(ranges: np.ndarray, var: xr.Variable, chunks: tuple[int, ...]
             return {self._name: xr.Variable(self._dim, data, attrs=attrs)}
 
         def isel(self, indexers):
-            if np.ndim(indexers[self._dim]) == 0:  # one row: no index left (xdggs refuses ints)
+            indexer = indexers[self._dim]
+            if np.ndim(indexer) == 0:  # one row: no index left (xdggs refuses ints)
                 return None
+            if not isinstance(indexer, slice) and np.any(np.diff(np.asarray(indexer)) <= 0):
+                return None  # a pick out of order or repeated: no MOC holds it, values stay
             return super().isel(indexers)
 
         def sel(self, labels, method=None):
             label = labels[self._name]
-            if isinstance(label, slice) or np.ndim(label) != 0:
+            if isinstance(label, slice):
                 return super().sel(labels, method)
-            if isinstance(label, (bool, np.bool_)) or not isinstance(label, (int, np.integer)):
-                raise KeyError(f"{label!r} is not a cell id")
-            if label < 0:
-                raise KeyError(f"cell id {label} is negative")
-            found = super().sel({self._name: np.array([label], dtype=_U64)}, method)
-            rows = np.asarray(found.dim_indexers[self._dim])
-            if rows.size != 1:
-                raise KeyError(f"cell id {label} is not in this domain")
-            return IndexSelResult({self._dim: int(rows[0])})
+            if method is not None:
+                raise ValueError("cell ids are selected exactly (method=None)")
+            ids, scalar = _cell_ids_from_labels(label)
+            runs = Runs.from_ranges(self._index.ranges(), self._grid_info.level)
+            rows = runs.positions(ids + _U64(4**self._grid_info.level))
+            if (rows < 0).any():
+                first = int(ids[rows < 0][0])
+                raise KeyError(f"{int((rows < 0).sum())} of {ids.size} cell ids are not in "
+                               f"this domain (first: {first})")
+            return IndexSelResult({self._dim: int(rows[0]) if scalar else rows})
 
     moc = LazyMocIndex(index, dim=dim, name="cell_ids", grid_info=grid,
                        chunksizes={dim: chunks})

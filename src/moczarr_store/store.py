@@ -52,6 +52,11 @@ class MocHiveStore(Store):
         Scope windowed products to this one window (``("cells", ...)`` arrays).
     aoi
         Decimal ids or packed words (any orders): keep the nodes whose subtrees overlap.
+    geometry
+        ``"covered"`` (default): rows are the covered nodes' cells. ``"sphere"``: every
+        array at order ``o`` spans the ``12 * 4**o`` cells of the sphere (NESTED order);
+        uncovered nodes read as the fill value without a request (at most 2**24 chunks
+        along ``cells`` per array, else ``SphereTooLarge``).
     chunking
         How a sharded leaf array is chunked in the view: ``"shard"`` passes the shard
         object through, ``"leaf"`` presents it as one contiguous chunk (one request per
