@@ -16,6 +16,7 @@ the fields' chunk boundaries, only when read.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -84,17 +85,24 @@ class Runs:
         return Runs(self.order, starts, offsets)
 
 
+DEFAULT_ROWS = 65_536  # rows per chunk of a coordinate whose dataset has no dask chunks
+
+
 def _chunked(size: int, chunks: tuple[int, ...] | None, values) -> Any:
-    """A dask array of ``size`` rows, ``values(start, stop)`` per chunk (one chunk if
-    ``chunks`` is None): nothing is computed until read."""
+    """A dask array of ``size`` rows, ``values(start, stop)`` per chunk (``DEFAULT_ROWS``
+    rows each if ``chunks`` is None): nothing is computed until read."""
     import dask.array as da
 
     def block(block_info=None) -> np.ndarray:
         start, stop = block_info[None]["array-location"][0]
         return values(start, stop)
 
-    chunks = chunks if chunks is not None and sum(chunks) == size else (size,)
-    return da.map_blocks(block, chunks=(chunks,), dtype=_U64, meta=np.array((), dtype=_U64))
+    if chunks is None or sum(chunks) != size:
+        chunks = (DEFAULT_ROWS,) * (size // DEFAULT_ROWS) + ((size % DEFAULT_ROWS,) if size %
+                                                              DEFAULT_ROWS else ())
+    name = f"moczarr-cells-{uuid.uuid4().hex}"  # dask would hash the index in the closure
+    return da.map_blocks(block, chunks=(chunks,), dtype=_U64, meta=np.array((), dtype=_U64),
+                         name=name)
 
 
 def _sub_chunks(chunks: tuple[int, ...] | None, start: int, stop: int) -> tuple[int, ...] | None:
@@ -213,13 +221,13 @@ class MortonIndex(xr.Index):
 
 def _healpix_index(ranges: np.ndarray, var: xr.Variable, chunks: tuple[int, ...] | None):
     """xdggs's ``HealpixIndex`` of kind ``"moc"`` built from the ranges (no cell array)."""
-    import xdggs
-    from healpix_geo.nested import RangeMOCIndex
+    import xdggs  # type: ignore[import-untyped]
+    from healpix_geo.nested import RangeMOCIndex  # type: ignore[import-untyped]
 
     try:  # xdggs >= 0.7
-        from xdggs.healpix.moc_index import HealpixMocIndex
+        from xdggs.healpix.moc_index import HealpixMocIndex  # type: ignore[import-untyped]
     except ImportError:  # xdggs 0.6
-        from xdggs.healpix import HealpixMocIndex
+        from xdggs.healpix import HealpixMocIndex  # type: ignore[import-untyped]
 
     (dim,) = var.dims
     grid = xdggs.HealpixInfo.from_dict(dict(var.attrs))
