@@ -175,3 +175,15 @@ def test_cell_id_selection_is_in_request_order_and_refuses_unknown_ids():
     centres = sorted_pick.dggs.cell_centers().compute()
     lat, _ = _geodetic(np.sort(np.unique(ref.morton[rows])))
     np.testing.assert_allclose(centres["latitude"].values, lat, atol=1e-7)
+
+
+def test_a_morton_index_can_be_set_from_the_words():
+    from moczarr_store.cells import MortonIndex
+
+    ref = pristine_references("sharded")[("atl06/o7", None)]
+    ds = xr.open_zarr(_store("sharded"), group="atl06/o7").set_xindex("morton", MortonIndex)
+    assert ds.xindexes["morton"]._repr_inline_(80) == "MortonIndex(order=7, runs=2)"
+    got = ds.sel(morton=ref.morton[[7, 150]])
+    np.testing.assert_array_equal(got["count"].values, ref.values["count"][[7, 150]])
+    with pytest.raises(HiveFormatError, match="ascending"):
+        ds.isel(cells=[3, 1]).set_xindex("morton", MortonIndex)  # a pick drops the index

@@ -167,8 +167,24 @@ class MortonIndex(xr.Index):
         self.runs, self.dim, self.name, self.chunks = runs, dim, name, chunks
 
     @classmethod
-    def from_variables(cls, variables: Mapping[Any, xr.Variable], *, options: Mapping[str, Any]):
-        raise NotImplementedError("build a MortonIndex with moczarr_store.decode_cells(ds)")
+    def from_variables(cls, variables: Mapping[Any, xr.Variable], *, options: Mapping[str, Any]
+                       ) -> MortonIndex:
+        """``ds.set_xindex("morton", MortonIndex)``: from the words themselves (reads the
+        coordinate once, O(cells); :func:`decode_cells` needs only the runs)."""
+        (name, var), = variables.items()
+        words = np.asarray(var.values, dtype=_U64).reshape(-1)
+        orders = np.unique(words & _U64(0x3F))
+        if var.ndim != 1 or orders.size > 1:
+            raise HiveFormatError(f"{name}: a MortonIndex needs 1-d words of one order")
+        order = int(orders[0]) if orders.size else 0
+        ranks = words >> _U64(shift(order))
+        if np.any(np.diff(ranks.astype(np.int64)) <= 0):
+            raise HiveFormatError(f"{name}: a MortonIndex needs ascending words")
+        breaks = np.flatnonzero(np.diff(ranks.astype(np.int64)) != 1) + 1
+        starts = np.r_[0, breaks] if ranks.size else np.zeros(0, dtype=np.int64)
+        offsets = np.r_[starts, ranks.size].astype(np.int64)
+        chunks = var.chunks[0] if var.chunks else None
+        return cls(Runs(order, ranks[starts], offsets), var.dims[0], name, chunks)
 
     def create_variables(self, variables: Mapping[Any, xr.Variable] | None = None) -> dict:
         runs, order = self.runs, self.runs.order
