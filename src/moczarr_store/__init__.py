@@ -15,6 +15,7 @@ from .errors import (
     ObjectReadError,
     OptionError,
     OutsideRootError,
+    SphereTooLarge,
     TranscodeReadError,
     TruncatedChunkError,
     UnsupportedSpec,
@@ -39,10 +40,22 @@ __all__ = [
     "ObjectReadError",
     "OptionError",
     "OutsideRootError",
+    "SphereTooLarge",
     "TranscodeReadError",
     "TruncatedChunkError",
     "UnsupportedSpec",
     "UnusableCoverage",
     "aoi_mask",
+    "cell_ranges",
+    "decode_cells",
+    "open_cells",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name in ("cell_ranges", "decode_cells", "open_cells"):  # need xarray (and xdggs)
+        from . import cells
+
+        return getattr(cells, name)
+    raise AttributeError(f"module 'moczarr_store' has no attribute {name!r}")

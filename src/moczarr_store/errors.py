@@ -93,3 +93,7 @@ class LeafSchemaError(HiveFormatError):
 
 class EncodingError(HiveFormatError):
     """A leaf's values cannot be presented under the virtual array's encoding."""
+
+
+class SphereTooLarge(HiveFormatError):
+    """``geometry="sphere"`` would present a level in more chunks than the store allows."""

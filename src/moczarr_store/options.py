@@ -12,8 +12,10 @@ from .hive.paths import validate_window
 
 Verify = Literal["lazy", "open"]
 Chunking = Literal["shard", "leaf", "inner"]
+Geometry = Literal["covered", "sphere"]
 VERIFY_MODES: tuple[str, ...] = get_args(Verify)
 CHUNKINGS: tuple[str, ...] = get_args(Chunking)
+GEOMETRIES: tuple[str, ...] = get_args(Geometry)
 
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
@@ -30,6 +32,8 @@ class OpenOptions:
     ``chunking``: how a sharded leaf array is chunked in the view (``"shard"``, ``"leaf"``,
     ``"inner"``). ``window``: scope windowed products to this one window. ``aoi``: keep the
     nodes whose subtrees overlap these cells (decimal ids or packed words).
+    ``geometry``: ``"covered"`` (rows are the covered nodes' cells) or ``"sphere"`` (every
+    array at order ``o`` spans the ``12 * 4**o`` cells of the sphere in NESTED order).
     """
 
     verify: Verify = "lazy"
@@ -37,10 +41,12 @@ class OpenOptions:
     window: str | None = None
     aoi: tuple[str | int, ...] | None = None
     aoi_cells: Cells | None = field(default=None, compare=False, repr=False)
+    geometry: Geometry = "covered"
 
     def __post_init__(self) -> None:
         _choice("verify", self.verify, VERIFY_MODES)
         _choice("chunking", self.chunking, CHUNKINGS)
+        _choice("geometry", self.geometry, GEOMETRIES)
         if self.window is not None:
             try:
                 validate_window(self.window)
@@ -54,6 +60,7 @@ class OpenOptions:
         chunking: str = "leaf",
         window: str | None = None,
         aoi: Iterable[str | int] | str | int | None = None,
+        geometry: str = "covered",
     ) -> OpenOptions:
         """Options from loose arguments: the AOI is normalised and parsed once."""
         members = None if aoi is None else aoi_members(aoi)
@@ -63,7 +70,7 @@ class OpenOptions:
             raise OptionError(f"aoi: {err}") from None
         if isinstance(window, int) and not isinstance(window, bool):
             window = str(window)  # window=2019 means the label "2019"
-        return cls(verify, chunking, window, members, cells)  # type: ignore[arg-type]
+        return cls(verify, chunking, window, members, cells, geometry)  # type: ignore[arg-type]
 
     def describe(self) -> str:
         """The options that differ from the defaults, as keyword arguments (for ``repr``);
@@ -87,6 +94,8 @@ class OpenOptions:
             attrs["window"] = self.window
         if self.aoi is not None:
             attrs["aoi"] = [str(a) for a in self.aoi]
+        if self.geometry != "covered":
+            attrs["geometry"] = self.geometry
         return attrs
 
 

@@ -104,7 +104,7 @@ class HiveSession:
         self._hive = await load_hive(
             self.backend, self.leaves, opts.verify, opts.window, opts.aoi_cells
         )
-        self._view = View(self._hive, opts.view_attrs(), opts.chunking)
+        self._view = View(self._hive, opts.view_attrs(), opts.chunking, opts.geometry)
         for product in self._hive.products:
             for level in product.levels:
                 remember_template(self, level)

@@ -53,6 +53,11 @@ class MocHiveStore(Store):
         Scope windowed products to this one window (``("cells", ...)`` arrays).
     aoi
         Decimal ids or packed words (any orders): keep the nodes whose subtrees overlap.
+    geometry
+        ``"covered"`` (default): rows are the covered nodes' cells. ``"sphere"``: every
+        array at order ``o`` spans the ``12 * 4**o`` cells of the sphere (NESTED order);
+        uncovered nodes read as the fill value without a request (at most 2**24 chunks
+        along ``cells`` per array, else ``SphereTooLarge``).
     chunking
         How a sharded leaf array is chunked in the view: ``"shard"`` passes the shard
         object through, ``"leaf"`` presents it as one contiguous chunk (one request per
@@ -91,11 +96,12 @@ class MocHiveStore(Store):
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
+        geometry: str = "covered",
         storage_options: Mapping[str, Any] | None = None,
         **more_storage_options: Any,
     ) -> None:
         super().__init__(read_only=read_only)
-        self.options = OpenOptions.make(verify, chunking, window, aoi)
+        self.options = OpenOptions.make(verify, chunking, window, aoi, geometry)
         storage = storage_arguments(storage_options, more_storage_options)
         self.backend = Backend(source, storage, max_concurrency, follow_links, store_keywords())
         self._source = source
@@ -162,6 +168,7 @@ class MocHiveStore(Store):
             window=options.window,
             aoi=options.aoi,
             chunking=options.chunking,
+            geometry=options.geometry,
             max_concurrency=backend.max_concurrency,
             read_only=state["read_only"],
             follow_links=backend.follow_links,

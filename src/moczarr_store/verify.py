@@ -55,7 +55,7 @@ from .read.plan import (
     Reframe,
     plan_chunk,
 )
-from .view.arrays import FabricatedArray, FieldArray
+from .view.arrays import FabricatedArray, FieldArray, domain_position
 
 if TYPE_CHECKING:
     from .session import HiveSession
@@ -319,8 +319,8 @@ def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[i
     if array.windowed:
         ranges[0] = range(window, window + 1)
     if array.axis is not None:
-        per = array.chunks_per_leaf
-        ranges[array.windowed + array.axis] = range(index * per, (index + 1) * per)
+        per, node = array.chunks_per_leaf, domain_position(array.level, index, array.sphere)
+        ranges[array.windowed + array.axis] = range(node * per, (node + 1) * per)
     return itertools.product(*ranges)
 
 
@@ -513,21 +513,25 @@ class _LevelJob:
     async def _coordinate(
         self, session: HiveSession, array: FabricatedArray, index: int
     ) -> np.ndarray:
-        """The fabricated ``morton`` / ``cell_ids`` rows of node ``index`` (the chunk
-        holding them fabricated once for the consecutive nodes it spans)."""
+        """The fabricated ``morton`` / ``cell_ids`` rows of node ``index``: the chunks
+        spanning them, each fabricated once for the consecutive nodes it spans."""
         cells = self.level.cells_per_shard
-        start = index * cells
-        chunk = start // array.rows
-        slot = (array.path, chunk)
-        if slot not in self._fabricated:
-            if len(self._fabricated) >= self.FABRICATED:
-                self._fabricated.pop(next(iter(self._fabricated)))
-            self._fabricated[slot] = await execute(session, Fabricate(array.path, (chunk,)))
-        data = self._fabricated[slot]
-        if data is None:
-            raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
-        offset = start % array.rows
-        return np.frombuffer(memoryview(data), dtype="<u8")[offset : offset + cells]
+        start = domain_position(self.level, index, session.options.geometry == "sphere") * cells
+        first, stop = start // array.rows, -(-(start + cells) // array.rows)
+        parts = []
+        for chunk in range(first, stop):
+            slot = (array.path, chunk)
+            if slot not in self._fabricated:
+                if len(self._fabricated) >= self.FABRICATED:
+                    self._fabricated.pop(next(iter(self._fabricated)))
+                self._fabricated[slot] = await execute(session, Fabricate(array.path, (chunk,)))
+            data = self._fabricated[slot]
+            if data is None:
+                raise RuntimeError(f"{array.path}: no fabricated chunk {chunk}")
+            parts.append(np.frombuffer(memoryview(data), dtype="<u8"))
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        offset = start - first * array.rows
+        return rows[offset : offset + cells]
 
     def _mismatch(self, key: str, recorded: object, computed: str) -> ArrayProblem:
         name = key[len(self.prefix) :]

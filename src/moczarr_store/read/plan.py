@@ -163,5 +163,8 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
     array, coords = found
     if isinstance(array, FabricatedArray):
         return Fabricate(array.path, coords, byte_range)
-    leaf = await session.leaves.resolve(array.leaf_path(coords), session.backend.get)
+    path = array.leaf_path(coords)
+    if path is None:
+        return Absent("no object covers this node (geometry='sphere')")
+    leaf = await session.leaves.resolve(path, session.backend.get)
     return plan_chunk(array, coords, leaf, byte_range)

@@ -12,13 +12,14 @@ from zarr.codecs import ShardingCodec
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from ..errors import LeafSchemaError, MalformedMetadataError
+from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
 from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
 from ..hive.runs import RunEncoding
 
-FABRICATED_ROWS = 65_536
+SPHERE_MAX_CHUNKS = 2**24
+"""Chunks along ``cells`` an array of a ``geometry="sphere"`` level may have, at most."""
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
 _VLEN_UTF8 = {"name": "vlen-utf8", "configuration": {}}
 _DEFAULT_KEYS = {"name": "default", "configuration": {"separator": "/"}}
@@ -117,7 +118,7 @@ def _check_codecs(where: str, field: str, codecs: Any, rank: int) -> None:
 class LeafChunk:
     """Where a virtual chunk lives: a key below the data prefix of one shard's leaf."""
 
-    shard: int
+    shard: int | None  # None: a sphere node no object covers (geometry="sphere")
     window: str | None
     key: str
     path: str | None = None  # a fixed leaf (arrays with no cells axis: the template)
@@ -269,9 +270,10 @@ class FieldArray:
     """
 
     def __init__(
-        self, level: Level, name: str, leaf_meta: dict, coordinates: str, chunking: str = "shard"
+        self, level: Level, name: str, leaf_meta: dict, coordinates: str, chunking: str = "shard",
+        sphere: bool = False,
     ) -> None:
-        self.level, self.name = level, name
+        self.level, self.name, self.sphere = level, name, sphere
         self.path = f"{level.path}/{name}"
         where = f"{level.template_data or level.template}/{level.cell_order}/{name}"
         check_leaf_meta(leaf_meta, f"{where}/zarr.json")
@@ -303,7 +305,7 @@ class FieldArray:
                 if chunking == "inner":
                     chunks = list(inner["chunk_shape"])
             self.chunks_per_leaf = cells // chunks[self.axis]
-            shape[self.axis] = level.n_shards * cells
+            shape[self.axis] = domain_nodes(level, sphere) * cells
             attrs["coordinates"] = coordinates
             self.windowed = bool(level.windows)
         if self.windowed:
@@ -367,18 +369,34 @@ class FieldArray:
         """Whether a node may lack a leaf by design (a window it was not observed in)."""
         return self.windowed or self.level.window is not None
 
-    def leaf_path(self, coords: tuple[int, ...]) -> str:
-        """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in."""
+    @property
+    def chunk_rows(self) -> int | None:
+        """Rows along ``cells`` of a chunk as zarr reads it (of an inner chunk when a
+        shard passes through); ``None``: no cells axis."""
+        if self.axis is None:
+            return None
+        codecs = self.meta["codecs"]
+        if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
+            inner = codecs[0]["configuration"]["chunk_shape"]
+            return int(inner[self.windowed + self.axis])
+        return self.level.cells_per_shard // self.chunks_per_leaf
+
+    def leaf_path(self, coords: tuple[int, ...]) -> str | None:
+        """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in;
+        ``None`` for a sphere node no object covers (read as the fill value, no request)."""
         located = self.locate(coords)
-        return located.path or self.level.leaf_path(located.shard, located.window)
+        if located.path or located.shard is None:
+            return located.path
+        return self.level.leaf_path(located.shard, located.window)
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
-        window, shard, inner = self._leaf_coords(coords)
+        window, node, inner = self._leaf_coords(coords)
+        shard = covered_index(self.level, node) if self.sphere and node >= 0 else node
         part = None
         if self.mode == "inner":  # the shard object is the leaf's only chunk along cells
             part, inner[self.axis] = inner[self.axis], 0
         key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
-        if shard < 0:
+        if shard is not None and shard < 0:
             return LeafChunk(-1, None, key, self.level.template)
         return LeafChunk(shard, window, key, inner=part)
 
@@ -413,50 +431,100 @@ def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: 
     }
 
 
-def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
-    """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row.
+def domain_nodes(level: Level, sphere: bool) -> int:
+    """Nodes along ``cells``: the covered ones, or every node of the sphere."""
+    return 12 * 4**level.node_order if sphere else level.n_shards
 
-    A chunk holds whole shard subtrees: one broadcast add of each shard's first value
-    and the per-child steps (child ``i`` adds ``i`` to the rank, so ``i << shift`` to
-    the word: a child index never carries into the order bits).
+
+def domain_position(level: Level, index: int, sphere: bool) -> int:
+    """Where the level's ``index``-th object lies along ``cells`` (in nodes)."""
+    return int(level.shard_ranks[index]) - 4**level.node_order if sphere else index
+
+
+def covered_index(level: Level, node: int) -> int | None:
+    """The index among the level's objects of sphere node ``node`` (NESTED order), or
+    ``None`` when no object covers it. Cost: one binary search."""
+    rank = 4**level.node_order + node
+    index = int(np.searchsorted(level.shard_ranks, rank))
+    covered = index < level.n_shards and int(level.shard_ranks[index]) == rank
+    return index if covered else None
+
+
+def check_sphere(level: Level, rows: int) -> None:
+    """Refuse a sphere whose arrays would have more than ``SPHERE_MAX_CHUNKS`` chunks."""
+    nodes = domain_nodes(level, True)
+    chunks = nodes * (level.cells_per_shard // rows)
+    if chunks > SPHERE_MAX_CHUNKS:
+        raise SphereTooLarge(
+            f"{level.path}: geometry='sphere' would span {nodes:,} nodes of order "
+            f"{level.node_order} in {chunks:,} chunks of {rows:,} cells "
+            f"(12*4**{level.cell_order} cells), more than the {SPHERE_MAX_CHUNKS:,} chunks "
+            "allowed; open it with the default geometry='covered'"
+        )
+
+
+def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
+                    sphere: bool = False) -> FabricatedArray:
+    """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row, chunked by
+    ``rows`` (a divisor of the cells per node, so a chunk lies in one node's subtree).
+
+    A chunk is one add of its node's first value to the per-child steps (child ``i`` adds
+    ``i`` to the rank, so ``i << shift`` to the word: a child index never carries into the
+    order bits). Cost: ``rows`` words per chunk; nothing per node is kept on the sphere.
     """
     cells = level.cells_per_shard
-    rows = cells * max(1, min(FABRICATED_ROWS // cells, level.n_shards))
-    first_rank = np.asarray(level.shard_ranks, dtype="<u8") << np.uint64(2 * level.depth)
+    nodes = domain_nodes(level, sphere)
+    shift = np.uint64(6 + 2 * (27 - level.cell_order))
     steps = np.arange(cells, dtype="<u8")
     if kind == "morton":
-        shift = np.uint64(6 + 2 * (27 - level.cell_order))
-        first = (first_rank << shift) | np.uint64(level.cell_order)
         steps <<= shift
-    else:
-        first = first_rank - np.uint64(4**level.cell_order)
+
+    def first(node: int) -> np.uint64:
+        rank = 4**level.node_order + node if sphere else int(level.shard_ranks[node])
+        first_rank = np.uint64(rank << 2 * level.depth)
+        if kind == "morton":
+            return (first_rank << shift) | np.uint64(level.cell_order)
+        return first_rank - np.uint64(4**level.cell_order)
 
     def produce(start: int, stop: int, length: int) -> memoryview:
-        out = np.empty(length, dtype="<u8")
-        out[stop - start :] = 0
-        np.add(first[start // cells : stop // cells, None], steps,
-               out=out[: stop - start].reshape(-1, cells))
+        out = np.zeros(length, dtype="<u8")
+        node, offset = divmod(start, cells)
+        np.add(first(node), steps[offset : offset + stop - start], out=out[: stop - start])
         return memoryview(out).cast("B")
 
-    meta = _coordinate_meta(level.n_shards * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
+    meta = _coordinate_meta(nodes * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
     return FabricatedArray(meta, rows, produce)
+
+
+def cell_ranges(level: Level, sphere: bool = False) -> np.ndarray:
+    """The level's rows as contiguous ``[start, stop)`` ranges of NESTED ids at order 29
+    (what ``healpix_geo``'s ``RangeMOCIndex.from_ranges`` and xdggs's ``"ranges"``
+    compression take), one per run of consecutive nodes. Cost: O(nodes), 16 bytes per run."""
+    if sphere:
+        return np.array([[0, 12 * 4**29]], dtype="<u8")
+    nested = level.shard_ranks.astype("<u8") - np.uint64(4**level.node_order)
+    if not nested.size:
+        return np.zeros((0, 2), dtype="<u8")
+    breaks = np.flatnonzero(np.diff(nested) != 1) + 1
+    starts = nested[np.r_[0, breaks]]
+    stops = nested[np.r_[breaks - 1, nested.size - 1]] + np.uint64(1)
+    unit = np.uint64(2 * (29 - level.node_order))
+    return np.stack([starts << unit, stops << unit], axis=1)
 
 
 def window_labels(labels: tuple[str, ...]) -> FabricatedArray:
     """The window axis: labels in chronological order (vlen-utf8 strings)."""
-    payload = len(labels).to_bytes(4, "little") + b"".join(
-        len(b).to_bytes(4, "little") + b for b in (label.encode() for label in labels)
-    )
-    meta = _coordinate_meta(
-        len(labels), max(1, len(labels)), "string", "", _VLEN_UTF8, "window", {}
-    )
-    return FabricatedArray(meta, max(1, len(labels)), lambda *_: payload)
+    payloads = [
+        (1).to_bytes(4, "little") + len(b).to_bytes(4, "little") + b
+        for b in (label.encode() for label in labels)
+    ]
+    meta = _coordinate_meta(len(labels), 1, "string", "", _VLEN_UTF8, "window", {})
+    return FabricatedArray(meta, 1, lambda start, *_: payloads[start])
 
 
 def window_instants(instants: list[datetime]) -> FabricatedArray:
     """Window start or end instants, CF-encoded as int64 seconds since the epoch."""
-    values = np.array([int(i.timestamp()) for i in instants], dtype="<i8").tobytes()
+    values = np.array([int(i.timestamp()) for i in instants], dtype="<i8")
     attrs = {"units": "seconds since 1970-01-01T00:00:00+00:00", "calendar": "proleptic_gregorian"}
-    n = max(1, len(instants))
-    meta = _coordinate_meta(len(instants), n, "int64", 0, _BYTES_LE, "window", attrs)
-    return FabricatedArray(meta, n, lambda *_: values)
+    meta = _coordinate_meta(len(instants), 1, "int64", 0, _BYTES_LE, "window", attrs)
+    return FabricatedArray(meta, 1, lambda start, *_: values[start : start + 1].tobytes())

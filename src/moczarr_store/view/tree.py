@@ -6,9 +6,19 @@ import json
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..hive.level import Level, Product
 from ..hive.roster import Hive
-from .arrays import FabricatedArray, FieldArray, cell_coordinate, window_instants, window_labels
+from .arrays import (
+    FabricatedArray,
+    FieldArray,
+    cell_coordinate,
+    cell_ranges,
+    check_sphere,
+    window_instants,
+    window_labels,
+)
 
 Array = FieldArray | FabricatedArray
 INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})\Z")
@@ -28,24 +38,30 @@ def _encode(doc: dict) -> bytes:
     return json.dumps(doc, indent=1, allow_nan=False).encode()
 
 
-def cell_ids_attrs(cell_order: int) -> dict:
-    """Attributes that let xdggs decode ``cell_ids`` as HEALPix nested ids."""
-    return {
-        "grid_name": "healpix",
-        "level": cell_order,
-        "refinement_level": cell_order,
-        "indexing_scheme": "nested",
-        "standard_name": "healpix_nested_cell_id",
-    }
+def cell_ids_attrs(cell_order: int, group_attrs: dict) -> dict:
+    """xdggs's healpix attributes for ``cell_ids`` (``xdggs.decode(ds)`` reads exactly
+    these): NESTED ids at ``cell_order``, on the WGS84 ellipsoid when the hive declares
+    authalic WGS84 latitudes (mortie's default: cell centres are geodetic), else on the
+    sphere (latitudes used as spherical, as mortie's ``"geodetic-spherical"``)."""
+    attrs: dict = {"grid_name": "healpix", "level": cell_order, "indexing_scheme": "nested"}
+    dggs = group_attrs.get("dggs")
+    if isinstance(dggs, dict) and dggs.get("latitude") == "authalic-wgs84":
+        attrs["ellipsoid"] = "WGS84"
+    return attrs
 
 
 class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
-    def __init__(self, hive: Hive, options: dict, chunking: str = "leaf") -> None:
+    def __init__(
+        self, hive: Hive, options: dict, chunking: str = "leaf", geometry: str = "covered"
+    ) -> None:
         """The hierarchy of every level read so far; ``options`` is recorded in the root's
-        ``morton_hive_store`` attribute."""
+        ``morton_hive_store`` attribute. ``geometry="sphere"``: arrays span every node of
+        the sphere at their order (uncovered ones read as the fill value)."""
         self.chunking = chunking
+        self.sphere = geometry == "sphere"
+        self.levels: dict[str, Level] = {}
         self.groups: dict[str, Group] = {}
         self.arrays: dict[str, Array] = {}
         names = [p.name for p in hive.products]
@@ -84,7 +100,23 @@ class View:
         self.groups[path] = Group(attrs, [])
 
     def _add_level(self, level: Level) -> None:
-        fields = sorted(level.arrays)
+        names = sorted(level.arrays)
+        coordinates = ["morton", "cell_ids"]
+        if level.windows:
+            coordinates.append("window")
+            if all(level.window_bounds()):
+                coordinates += ["window_start", "window_end"]
+        cell_attrs = " ".join(c for c in coordinates if c != "window")
+        fields = {
+            name: FieldArray(level, name, level.arrays[name], cell_attrs, self.chunking,
+                             self.sphere)
+            for name in names
+        }
+        # the coordinates are chunked on every field's boundaries (the finest field chunk)
+        rows = min((f.chunk_rows for f in fields.values() if f.chunk_rows), default=None)
+        rows = rows or level.cells_per_shard
+        if self.sphere:
+            check_sphere(level, rows)
         self._add_group(
             level.path,
             {
@@ -98,20 +130,26 @@ class View:
                 },
             },
         )
-        coordinates = self._coordinates(level.path, level)
-        self.groups[level.path].children.extend([*coordinates, *fields])
-        cell_attrs = " ".join(c for c in coordinates if c != "window")
-        for name in fields:
-            self.arrays[f"{level.path}/{name}"] = FieldArray(
-                level, name, level.arrays[name], cell_attrs, self.chunking
-            )
+        self._add_coordinates(level, rows)
+        self.groups[level.path].children.extend([*coordinates, *names])
+        for name, array in fields.items():
+            self.arrays[f"{level.path}/{name}"] = array
+        self.levels[level.path] = level
 
-    def _coordinates(self, base: str, level: Level) -> list[str]:
-        """Add the fabricated coordinate arrays of one level; their names."""
+    def cell_ranges(self, path: str) -> np.ndarray | None:
+        """Level ``path``'s rows as ``[start, stop)`` NESTED ranges at order 29 (``None``:
+        no such level read). Cost: O(nodes)."""
+        level = self.levels.get(path)
+        return None if level is None else cell_ranges(level, self.sphere)
+
+    def _add_coordinates(self, level: Level, rows: int) -> None:
+        """Add the fabricated coordinate arrays of one level."""
+        sphere = self.sphere
         arrays = {
-            "morton": cell_coordinate(level, "morton", {}),
+            "morton": cell_coordinate(level, "morton", {}, rows, sphere),
             "cell_ids": cell_coordinate(
-                level, "cell_ids", cell_ids_attrs(level.cell_order)
+                level, "cell_ids", cell_ids_attrs(level.cell_order, level.group_attrs),
+                rows, sphere,
             ),
         }
         if level.windows:
@@ -121,9 +159,8 @@ class View:
                 arrays["window_start"] = window_instants([s for s, _ in spans])
                 arrays["window_end"] = window_instants([e for _, e in spans])
         for name, array in arrays.items():
-            array.path = f"{base}/{name}"
+            array.path = f"{level.path}/{name}"
             self.arrays[array.path] = array
-        return list(arrays)
 
     def _metadata(self, path: str) -> dict:
         if path in self.arrays:
