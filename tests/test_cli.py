@@ -247,7 +247,7 @@ def test_error_families(tmp_path, hive_copy, capsys, monkeypatch):
 
 
 def test_inspect_summarises_a_hive_full_of_debris(hive_copy, capsys):
-    """1,022 listed shards without a stamped leaf (base cell 4 has 1,024 order-5 shards;
+    """1,022 listed nodes without a stamped leaf (base cell 4 has 1,024 order-5 nodes;
     the fixture's two there are stamped): one line with the count and the first five."""
     root = hive_copy("bare_versioned")
     assert {p.name for p in root.glob("4/*/*/*/*/*/*.zarr")} == {"444111.zarr", "444112.zarr",

@@ -54,7 +54,7 @@ def test_open_and_levels_are_logged_with_request_counts(caplog):
 def test_damage_is_one_warning_per_kind_and_every_object_at_debug(hive_copy, caplog):
     root = hive_copy("bare_versioned")
     moc = json.loads((root / "coverage.moc").read_text())
-    moc["ranges"].append(["411111", "411144"])  # 16 listed shards without a leaf
+    moc["ranges"].append(["411111", "411144"])  # 16 listed nodes without a leaf
     (root / "coverage.moc").write_text(json.dumps(moc))
     with caplog.at_level(logging.DEBUG, logger=LOGGER), pytest.warns(HiveWarning) as caught:
         store = MocHiveStore(root)

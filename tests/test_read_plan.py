@@ -95,7 +95,7 @@ def _leaf_plans(store: MocHiveStore, leaf_path: str) -> list:
     """The plans of every field chunk of one leaf of ``sharded``'s order-7 level."""
     view = asyncio.run(store.view("atl06/o7"))
     level = view.arrays["atl06/o7/h_mean"].level
-    index = next(i for i in range(level.n_shards) if level.leaf_path(i, None) == leaf_path)
+    index = next(i for i in range(level.n_nodes) if level.object_path(i, None) == leaf_path)
     session = store.session
 
     async def plans():

@@ -245,7 +245,7 @@ def describe(store: MocHiveStore) -> list[str]:
             windows = f", windows=[{_first(list(level.windows), 8)}]" if level.windows else ""
             lines.append(
                 f"  /{level.path}  {level.artifact} objects at order"
-                f" {level.node_order}: {level.n_shards} nodes x {level.cells_per_shard} cells,"
+                f" {level.node_order}: {level.n_nodes} nodes x {level.cells_per_node} cells,"
                 f" coverage={level.coverage_source}{windows}"
             )
             if level.dropped:

@@ -83,7 +83,7 @@ class HiveSession:
                     view.add_level(product, level)
                     remember_template(self, level)
                     logger.debug("%s: read level %s (%d nodes); %d requests so far",
-                                 self.backend, level.path, level.n_shards,
+                                 self.backend, level.path, level.n_nodes,
                                  self.backend.stats.total)
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):
@@ -111,7 +111,7 @@ class HiveSession:
         logger.info(
             "opened %s (%s): levels %s, %d more declared; %d requests %s",
             self.backend, opts.describe() or "default options",
-            ", ".join(f"{lv.path} ({lv.n_shards} nodes)"
+            ", ".join(f"{lv.path} ({lv.n_nodes} nodes)"
                       for p in self._hive.products for lv in p.levels),
             sum(len(p.pending) for p in self._hive.products),
             self.backend.stats.total, dict(self.backend.stats.counts),

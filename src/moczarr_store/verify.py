@@ -408,9 +408,9 @@ class _LevelJob:
     def objects(self) -> Iterator[tuple[int, int, str]]:
         """``(node index, window position, object path)`` of every object, in order."""
         level = self.level
-        for index in range(level.n_shards):
+        for index in range(level.n_nodes):
             for position, window in enumerate(level.windows or (None,)):
-                yield index, position, level.leaf_path(index, window)
+                yield index, position, level.object_path(index, window)
 
     def served(self, name: str, path: str) -> bool:
         array = self.fields.get(name)
@@ -515,7 +515,7 @@ class _LevelJob:
     ) -> np.ndarray:
         """The fabricated ``morton`` / ``cell_ids`` rows of node ``index``: the chunks
         spanning them, each fabricated once for the consecutive nodes it spans."""
-        cells = self.level.cells_per_shard
+        cells = self.level.cells_per_node
         start = domain_position(self.level, index, session.options.geometry == "sphere") * cells
         first, stop = start // array.rows, -(-(start + cells) // array.rows)
         parts = []
@@ -625,7 +625,7 @@ async def verify_hive(
     if not work:
         raise OptionError(f"group={group!r} names no level of the hive")
     if progress is not None:
-        progress.reset(total=sum(j.level.n_shards * max(1, len(j.level.windows)) for j in work))
+        progress.reset(total=sum(j.level.n_nodes * max(1, len(j.level.windows)) for j in work))
     queue = ((job, *obj) for job in work for obj in job.objects())
     loop = asyncio.get_running_loop()
     pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="moczarr-verify")
@@ -644,7 +644,7 @@ async def verify_hive(
                 result = ObjectVerdict(job.level.path, path, "error", problems=[problem])
             if isinstance(result, Leaf):
                 by_design = result.state == "absent" and (job.level.windows or job.level.window)
-                if not by_design:  # a (shard, window) pair may have no leaf
+                if not by_design:  # a (node, window) pair may have no leaf
                     report.skip(result.path)
             else:
                 report.add(result)

@@ -4,11 +4,11 @@ Opening a product's source level costs a constant number of requests: the manife
 ``coverage.moc``, the stamp of the first stamped leaf, its cell-order group's ``zarr.json``
 and one ``zarr.json`` per array (named by the stamp's content hashes, else by one listing of
 the group). If the first listed leaves are not stamped, the template search stays
-bounded (``find_template``): no request per absent shard. Then a bounded sample of the writer
+bounded (``find_template``): no request per absent node. Then a bounded sample of the writer
 runs (``runs.py``: at most 7 more stamps, and one ``zarr.json`` per array of each further run
 seen). Other leaves are not touched unless every stamp must be known: ``verify="open"``
 (moczarr's exact debris semantics), or a view scoped to one window of a windowed product
-(whose rows are the shards stamped in it).
+(whose rows are the nodes stamped in it).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Level:
     manifest: Manifest
     cell_order: int
     node_order: int
-    shard_ranks: np.ndarray  # ranks of the objects' nodes at node_order, ascending
+    node_ranks: np.ndarray  # ranks of the objects' nodes at node_order, ascending
     coverage_source: str
     artifact: str = "source"  # "source" | "overview" | "column"
     fold: bool = False  # the all-time folds (all.zarr) of a windowed product
@@ -91,20 +91,20 @@ class Level:
         return f"{self.product}/{'all_time/' if self.fold else ''}o{self.cell_order}"
 
     @property
-    def n_shards(self) -> int:
-        return int(self.shard_ranks.size)
+    def n_nodes(self) -> int:
+        return int(self.node_ranks.size)
 
     @property
     def depth(self) -> int:
         return self.cell_order - self.node_order
 
     @property
-    def cells_per_shard(self) -> int:
+    def cells_per_node(self) -> int:
         return 4**self.depth
 
-    def leaf_path(self, index: int, window: str | None = None) -> str:
+    def object_path(self, index: int, window: str | None = None) -> str:
         """Hive-relative path of the ``index``-th object (in ``window``)."""
-        decimal = rank_to_decimal(int(self.shard_ranks[index]), self.node_order)
+        decimal = rank_to_decimal(int(self.node_ranks[index]), self.node_order)
         window = window or self.window
         stem = "all" if self.fold or window is None else window
         if self.artifact == "overview":
@@ -124,11 +124,11 @@ class Level:
     def window_bounds(self) -> list[tuple[datetime, datetime] | None]:
         return [bounds(self.manifest, label) for label in self.windows]
 
-    def leaf_pairs(self) -> Iterator[tuple[int, str]]:
+    def object_pairs(self) -> Iterator[tuple[int, str]]:
         """``(node index, object path)`` of every object the view may read, in order."""
-        for index in range(self.n_shards):
+        for index in range(self.n_nodes):
             for window in self.windows or (None,):
-                yield index, self.leaf_path(index, window)
+                yield index, self.object_path(index, window)
 
 
 @dataclass
@@ -162,7 +162,7 @@ def _warn(message: str) -> None:
 
 
 async def _coverage(backend, root: str, manifest: Manifest) -> tuple[np.ndarray, dict] | None:
-    """The root MOC's shard ranks and envelope; ``None`` (with a warning) if unusable.
+    """The root MOC's node ranks and envelope; ``None`` (with a warning) if unusable.
 
     Cost: one ranged GET of at most the coverage byte cap (plus one byte)."""
     where = _join(root, COVERAGE_NAME)
@@ -174,7 +174,7 @@ async def _coverage(backend, root: str, manifest: Manifest) -> tuple[np.ndarray,
             return parse_root_coverage(payload, manifest.shard_order, where)
         except ValueError as err:  # UnusableCoverage and MalformedMetadataError included
             reason = f"is unusable ({err})"
-    _warn(f"root coverage {where} {reason}; discovering shards with the digit-tree walk")
+    _warn(f"root coverage {where} {reason}; discovering nodes with the digit-tree walk")
     return None
 
 
@@ -328,8 +328,8 @@ async def find_template(
     ``DEFAULT_TEMPLATE_PROBES``) in all.
     """
     limit = DEFAULT_TEMPLATE_PROBES if max_probes is None else max_probes
-    total = level.n_shards * max(1, len(level.windows))
-    pairs = (path for _, path in level.leaf_pairs())
+    total = level.n_nodes * max(1, len(level.windows))
+    pairs = (path for _, path in level.object_pairs())
     probed: set[str] = set()
     for size in (1, TEMPLATE_BATCH):
         batch = [path for _, path in zip(range(size), pairs, strict=False)]
@@ -367,7 +367,7 @@ async def _walked_template(
     """The template among the level's objects that exist, found by walking the digit
     tree in domain order, and how many existing objects were probed."""
     grouping = 1 if level.artifact == "overview" else level.manifest.path_grouping
-    walk = existing_objects(backend, level.root, level.shard_ranks, level.node_order, grouping)
+    walk = existing_objects(backend, level.root, level.node_ranks, level.node_order, grouping)
     batch: list[str] = []
     size, seen = TEMPLATE_BATCH, 0
     async with aclosing(walk):
@@ -379,9 +379,9 @@ async def _walked_template(
             except Exception as err:
                 detail = (str(err).splitlines() or [type(err).__name__])[0]
                 raise _ListingFailed(detail) from err
-            index = int(np.searchsorted(level.shard_ranks, np.uint64(rank)))
+            index = int(np.searchsorted(level.node_ranks, np.uint64(rank)))
             for window in level.windows or (None,):
-                path = level.leaf_path(index, window)
+                path = level.object_path(index, window)
                 if path.rsplit("/", 1)[-1] in names and path not in probed:
                     batch.append(path)
             if len(batch) >= size:
@@ -408,13 +408,13 @@ def warn_dangling(leaf: Leaf, group: str) -> None:
 PROVENANCE = ("role", "zagg_overview", "zagg_column")
 
 
-async def verify_all(backend, leaves: LeafCache, level: Level) -> None:
-    """Read every leaf's stamp; drop shards with no readable leaf in any window.
+async def drop_unstamped(backend, leaves: LeafCache, level: Level) -> None:
+    """Read every leaf's stamp; drop nodes with no readable leaf in any window.
 
     On overview and column levels every object's provenance (role, zagg_overview or
     zagg_column) is kept in the group attrs under ``zagg_objects``.
     """
-    keep = np.zeros(level.n_shards, dtype=bool)
+    keep = np.zeros(level.n_nodes, dtype=bool)
     dropped: list[str] = []
     provenance: dict[str, dict] = {}
     cell_order = level.cell_order
@@ -436,10 +436,10 @@ async def verify_all(backend, leaves: LeafCache, level: Level) -> None:
             attrs = level.group_attrs if path == level.template else (leaf.attrs or {})
             provenance[path] = {"object": path, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
 
-    pairs = list(level.leaf_pairs())
+    pairs = list(level.object_pairs())
     for start in range(0, len(pairs), VERIFY_BATCH):
         await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
-    level.shard_ranks = level.shard_ranks[keep]
+    level.node_ranks = level.node_ranks[keep]
     level.dropped = sorted(dropped)
     if provenance:
         level.group_attrs["zagg_objects"] = [provenance[p] for _, p in pairs if p in provenance]
@@ -463,7 +463,7 @@ async def _window_labels(backend, level: Level, envelope: dict | None, walked) -
     return labels
 
 
-async def open_source(
+async def load_source(
     backend,
     leaves: LeafCache,
     name: str,
@@ -473,7 +473,7 @@ async def open_source(
     window: str | None = None,
     aoi: Cells | None = None,
 ) -> tuple[Level, np.ndarray | None]:
-    """The product's source level, and the root MOC's shard ranks (``None``: walked)."""
+    """The product's source level, and the root MOC's node ranks (``None``: walked)."""
     windowed = schedule(manifest) is not None
     scoped = window if windowed else None
     coverage = await _coverage(backend, root, manifest)
@@ -498,7 +498,7 @@ async def open_source(
     await fill_schema(backend, leaves, level, aoi)
     restrict(level, aoi)
     if verify == "open" or scoped is not None:
-        await verify_all(backend, leaves, level)
+        await drop_unstamped(backend, leaves, level)
     if verify == "open" and source == "moc":
         await warn_if_stale(backend, leaves, level, ranks)
     return level, (ranks if source == "moc" else None)
@@ -519,7 +519,7 @@ async def warn_if_stale(backend, leaves: LeafCache, level: Level, listed: np.nda
     unlisted = np.setdiff1d(_walked_ranks(walked, level.window, bool(level.windows)), listed)
     probe = Level(level.product, level.root, manifest, level.cell_order, level.node_order,
                   unlisted, "walk", windows=level.windows, window=level.window)
-    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, p in probe.leaf_pairs()))
+    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, p in probe.object_pairs()))
     stale = sorted(leaf.path for leaf in found if leaf.state == "stamped")
     if stale:
         _warn(
@@ -533,8 +533,8 @@ def restrict(level: Level, aoi: Cells | None) -> None:
     """Keep the nodes whose subtrees overlap the AOI (after the schema was found)."""
     if aoi is None:
         return
-    level.shard_ranks = in_view(level, aoi).shard_ranks
-    if not level.n_shards:
+    level.node_ranks = in_view(level, aoi).node_ranks
+    if not level.n_nodes:
         _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
 
 
@@ -542,7 +542,7 @@ def in_view(level: Level, aoi: Cells | None) -> Level:
     """The level as the AOI will cut it (a copy; ``level`` itself when there is no AOI)."""
     if aoi is None:
         return level
-    return replace(level, shard_ranks=level.shard_ranks[overlaps(level.shard_ranks,
+    return replace(level, node_ranks=level.node_ranks[overlaps(level.node_ranks,
                                                                  level.node_order, aoi)])
 
 
@@ -559,7 +559,7 @@ async def fill_schema(backend, leaves: LeafCache, level: Level, aoi: Cells | Non
             return False
         raise NoCoverageError(
             f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
-            f"the {level.n_shards:,} {level.coverage_source}-listed shards ({searched}), so "
+            f"the {level.n_nodes:,} {level.coverage_source}-listed nodes ({searched}), so "
             "it has no schema"
         )
     leaf, level.group_attrs, level.arrays = found

@@ -2,7 +2,7 @@
 
 ``zagg-pyramid/1`` declares ancestor orders ``k``; each stores cells at ``c - (s - k)``
 in ``all.zarr`` (or ``{window}.zarr``) objects at the order-``k`` ancestors of the root
-MOC's shards. ``zagg-pyramid/2`` declares a fixed ladder ``[{node, cells}]``: ladder
+MOC's nodes. ``zagg-pyramid/2`` declares a fixed ladder ``[{node, cells}]``: ladder
 rungs are the same ancestor objects holding group ``{r}/``, and the leaf entry's cells
 are served by the §4.6 leaf columns (``all.pyramid.zarr`` beside each leaf).
 
@@ -21,7 +21,7 @@ import numpy as np
 from .aoi import Cells
 from .jsonio import is_int
 from .leaves import LeafCache
-from .level import HiveWarning, Level, fill_schema, restrict, verify_all
+from .level import HiveWarning, Level, fill_schema, restrict, drop_unstamped
 from .paths import short
 from .windows import schedule
 
@@ -140,5 +140,5 @@ async def resolve_level(
         return False
     restrict(level, aoi)
     if verify == "open" or level.window is not None:
-        await verify_all(backend, leaves, level)
+        await drop_unstamped(backend, leaves, level)
     return True

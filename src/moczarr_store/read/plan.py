@@ -163,7 +163,7 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
     array, coords = found
     if isinstance(array, FabricatedArray):
         return Fabricate(array.path, coords, byte_range)
-    path = array.leaf_path(coords)
+    path = array.object_path(coords)
     if path is None:
         return Absent("no object covers this node (geometry='sphere')")
     leaf = await session.leaves.resolve(path, session.backend.get)

@@ -177,7 +177,7 @@ async def _chunk(
     if isinstance(array, FabricatedArray):
         return Chunk(coords, "fabricated", data=bytes(array.fabricate(coords)))
     assert isinstance(array, FieldArray)
-    leaf = await session.leaves.resolve(array.leaf_path(coords), session.backend.get)
+    leaf = await session.leaves.resolve(array.object_path(coords), session.backend.get)
     plan = plan_chunk(array, coords, leaf)
     if isinstance(plan, Absent):
         await execute(session, plan)  # damage is reported as the store reports it

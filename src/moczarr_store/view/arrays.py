@@ -116,7 +116,7 @@ def _check_codecs(where: str, field: str, codecs: Any, rank: int) -> None:
 
 @dataclass(frozen=True)
 class LeafChunk:
-    """Where a virtual chunk lives: a key below the data prefix of one shard's leaf."""
+    """Where a virtual chunk lives: a key below the data prefix of one node's leaf."""
 
     shard: int | None  # None: a sphere node no object covers (geometry="sphere")
     window: str | None
@@ -286,7 +286,7 @@ class FieldArray:
         names = list(leaf_meta.get("dimension_names") or [None] * len(shape))
         self.axis = names.index("cells") if "cells" in names else (0 if names[0] is None else None)
         dims = [n or ("cells" if i == self.axis else f"dim_{i}") for i, n in enumerate(names)]
-        cells = level.cells_per_shard
+        cells = level.cells_per_node
         self.chunks_per_leaf = 1
         attrs = dict(leaf_meta.get("attributes") or {})
         codecs = leaf_meta.get("codecs")
@@ -348,13 +348,13 @@ class FieldArray:
         inner = list(coords)
         if self.axis is None:
             return window, -1, inner
-        shard, inner[self.axis] = divmod(coords[self.axis], self.chunks_per_leaf)
-        return window, shard, inner
+        node, inner[self.axis] = divmod(coords[self.axis], self.chunks_per_leaf)
+        return window, node, inner
 
     def leaf_region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The region of the leaf array that virtual chunk ``coords`` covers."""
         chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"][self.windowed:]
-        _window, _shard, inner = self._leaf_coords(coords)
+        _window, _node, inner = self._leaf_coords(coords)
         return tuple(slice(i * n, (i + 1) * n) for i, n in zip(inner, chunks, strict=True))
 
     @property
@@ -379,15 +379,15 @@ class FieldArray:
         if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
             inner = codecs[0]["configuration"]["chunk_shape"]
             return int(inner[self.windowed + self.axis])
-        return self.level.cells_per_shard // self.chunks_per_leaf
+        return self.level.cells_per_node // self.chunks_per_leaf
 
-    def leaf_path(self, coords: tuple[int, ...]) -> str | None:
+    def object_path(self, coords: tuple[int, ...]) -> str | None:
         """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in;
         ``None`` for a sphere node no object covers (read as the fill value, no request)."""
         located = self.locate(coords)
-        if located.path or located.shard is None:
+        if located.path or located.node is None:
             return located.path
-        return self.level.leaf_path(located.shard, located.window)
+        return self.level.object_path(located.node, located.window)
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window, node, inner = self._leaf_coords(coords)
@@ -398,7 +398,7 @@ class FieldArray:
         key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
         if shard is not None and shard < 0:
             return LeafChunk(-1, None, key, self.level.template)
-        return LeafChunk(shard, window, key, inner=part)
+        return LeafChunk(node, window, key, inner=part)
 
 
 class FabricatedArray:
@@ -433,27 +433,27 @@ def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: 
 
 def domain_nodes(level: Level, sphere: bool) -> int:
     """Nodes along ``cells``: the covered ones, or every node of the sphere."""
-    return 12 * 4**level.node_order if sphere else level.n_shards
+    return 12 * 4**level.node_order if sphere else level.n_nodes
 
 
 def domain_position(level: Level, index: int, sphere: bool) -> int:
     """Where the level's ``index``-th object lies along ``cells`` (in nodes)."""
-    return int(level.shard_ranks[index]) - 4**level.node_order if sphere else index
+    return int(level.node_ranks[index]) - 4**level.node_order if sphere else index
 
 
 def covered_index(level: Level, node: int) -> int | None:
     """The index among the level's objects of sphere node ``node`` (NESTED order), or
     ``None`` when no object covers it. Cost: one binary search."""
     rank = 4**level.node_order + node
-    index = int(np.searchsorted(level.shard_ranks, rank))
-    covered = index < level.n_shards and int(level.shard_ranks[index]) == rank
+    index = int(np.searchsorted(level.node_ranks, rank))
+    covered = index < level.n_nodes and int(level.node_ranks[index]) == rank
     return index if covered else None
 
 
 def check_sphere(level: Level, rows: int) -> None:
     """Refuse a sphere whose arrays would have more than ``SPHERE_MAX_CHUNKS`` chunks."""
     nodes = domain_nodes(level, True)
-    chunks = nodes * (level.cells_per_shard // rows)
+    chunks = nodes * (level.cells_per_node // rows)
     if chunks > SPHERE_MAX_CHUNKS:
         raise SphereTooLarge(
             f"{level.path}: geometry='sphere' would span {nodes:,} nodes of order "
@@ -472,7 +472,7 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
     ``i`` to the rank, so ``i << shift`` to the word: a child index never carries into the
     order bits). Cost: ``rows`` words per chunk; nothing per node is kept on the sphere.
     """
-    cells = level.cells_per_shard
+    cells = level.cells_per_node
     nodes = domain_nodes(level, sphere)
     shift = np.uint64(6 + 2 * (27 - level.cell_order))
     steps = np.arange(cells, dtype="<u8")
@@ -480,7 +480,7 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
         steps <<= shift
 
     def first(node: int) -> np.uint64:
-        rank = 4**level.node_order + node if sphere else int(level.shard_ranks[node])
+        rank = 4**level.node_order + node if sphere else int(level.node_ranks[node])
         first_rank = np.uint64(rank << 2 * level.depth)
         if kind == "morton":
             return (first_rank << shift) | np.uint64(level.cell_order)
@@ -502,7 +502,7 @@ def cell_ranges(level: Level, sphere: bool = False) -> np.ndarray:
     compression take), one per run of consecutive nodes. Cost: O(nodes), 16 bytes per run."""
     if sphere:
         return np.array([[0, 12 * 4**29]], dtype="<u8")
-    nested = level.shard_ranks.astype("<u8") - np.uint64(4**level.node_order)
+    nested = level.node_ranks.astype("<u8") - np.uint64(4**level.node_order)
     if not nested.size:
         return np.zeros((0, 2), dtype="<u8")
     breaks = np.flatnonzero(np.diff(nested) != 1) + 1

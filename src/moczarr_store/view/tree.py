@@ -114,7 +114,7 @@ class View:
         }
         # the coordinates are chunked on every field's boundaries (the finest field chunk)
         rows = min((f.chunk_rows for f in fields.values() if f.chunk_rows), default=None)
-        rows = rows or level.cells_per_shard
+        rows = rows or level.cells_per_node
         if self.sphere:
             check_sphere(level, rows)
         self._add_group(
@@ -125,8 +125,8 @@ class View:
                 "morton_hive_store": {
                     "coverage": level.coverage_source,
                     "objects": level.artifact,
-                    "shards": level.n_shards,
-                    "cells_per_shard": level.cells_per_shard,
+                    "shards": level.n_nodes,
+                    "cells_per_shard": level.cells_per_node,
                 },
             },
         )
