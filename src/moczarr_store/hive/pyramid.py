@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import HiveWarning
 from .aoi import Cells
 from .jsonio import is_int
 from .leaves import LeafCache
-from .level import HiveWarning, Level, fill_schema, restrict, verify_all
+from .level import Level
+from .load import drop_outside_aoi, drop_unstamped, fill_schema
 from .paths import short
 from .windows import schedule
 
@@ -138,7 +140,7 @@ async def resolve_level(
         return False
     if not _admissible(level):
         return False
-    restrict(level, aoi)
+    drop_outside_aoi(level, aoi)
     if verify == "open" or level.window is not None:
-        await verify_all(backend, leaves, level)
+        await drop_unstamped(backend, leaves, level)
     return True

@@ -6,11 +6,12 @@ import asyncio
 import warnings
 from dataclasses import dataclass
 
-from ..errors import HiveFormatError
+from ..errors import HiveFormatError, HiveWarning
 from .aoi import Cells
 from .jsonio import read_document
 from .leaves import LeafCache
-from .level import HiveWarning, Level, Product, open_source
+from .level import Level, Product
+from .load import load_source
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
 from .paths import BASE_RE, is_product_name, validate_window
 from .pyramid import declare_pyramid, resolve_level
@@ -112,7 +113,7 @@ async def load_hive(
 
 
 async def _open_product(backend, leaves, name, root, manifest, verify, window, aoi) -> Product:
-    source, moc_ranks = await open_source(
+    source, moc_ranks = await load_source(
         backend, leaves, name, root, manifest, verify, window, aoi
     )
     product = Product(name, root, manifest, [source], declare_pyramid(source, moc_ranks))

@@ -64,7 +64,7 @@ def probe_paths(level: Level, count: int = RUN_PROBES) -> list[str]:
 async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:
     """The object's leaf when it is stamped; a malformed stamp is left for its reads to
     report (``None`` here). A stamp not cached yet is read without caching it: the cache
-    keeps only a slim leaf, and a later full read (``verify_all``) needs its attributes."""
+    keeps only a slim leaf, and a later full read (``drop_unstamped``) needs its attributes."""
     leaf = leaves.peek(path)
     if not isinstance(leaf, Leaf):
         try:
