@@ -224,7 +224,7 @@ def measure_requests(hive: Path, group: str, field: str, part: slice, where: str
         array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
         level = store.session.hive.products[0].levels[0]
         scan = part if mode == "inner" else slice(0, array.shape[0])
-        leaves = (scan.stop - scan.start) // level.cells_per_shard
+        leaves = (scan.stop - scan.start) // level.cells_per_node
         store.request_stats.reset()
         array[scan]
         cold = store.request_stats.total
@@ -475,12 +475,12 @@ def run(
     only: tuple[str, ...] = MEASURES,
 ) -> None:
     level = asyncio.run(MocHiveStore(hive).hive()).products[0].levels[0]
-    cells, leaves = level.cells_per_shard, min(subset or level.n_shards, level.n_shards)
+    cells, leaves = level.cells_per_node, min(subset or level.n_nodes, level.n_nodes)
     part = slice(0, leaves * cells)
-    where = "whole hive" if leaves == level.n_shards else f"first {leaves:,} leaves"
+    where = "whole hive" if leaves == level.n_nodes else f"first {leaves:,} leaves"
     print(machine())
     print(
-        f"# hive {hive}: {level.n_shards} leaves x {cells} cells, group {group}, "
+        f"# hive {hive}: {level.n_nodes} leaves x {cells} cells, group {group}, "
         f"field {field}; slow anchors and modes on the {where}\n"
     )
     print("| measure | ours | anchor | ratio |\n|---|---|---|---|")
@@ -530,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     options = {"subset": args.subset, "only": args.only}
     scales = {
         k: v
-        for k, v in (("100,000 shards", args.scale100k), ("1,000,000 shards", args.scale1m))
+        for k, v in (("100,000 nodes", args.scale100k), ("1,000,000 nodes", args.scale1m))
         if v
     }
     if args.quick:

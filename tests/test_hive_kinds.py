@@ -76,8 +76,8 @@ def test_levels_are_told_apart_by_identity_on_every_python():
     all-time levels share a cell order, and opening it failed."""
     hive = asyncio.run(MocHiveStore(FIXTURES / "windowed_explicit").hive())
     level = hive.products[0].levels[0]
-    assert level.shard_ranks.size > 1
-    twin = dataclasses.replace(level, shard_ranks=level.shard_ranks.copy())
+    assert level.node_ranks.size > 1
+    twin = dataclasses.replace(level, node_ranks=level.node_ranks.copy())
     assert twin != level
     assert level in [twin, level] and twin not in [level]
 

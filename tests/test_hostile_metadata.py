@@ -594,17 +594,17 @@ def _tiny_hive(root: Path, shard_order: int, ranges: list, extra: dict | None = 
     return root
 
 
-HUGE = [["1" + "1" * 13, "1" + "4" * 13]]  # one base cell at order 13: 4**13 = 67,108,864 shards
+HUGE = [["1" + "1" * 13, "1" + "4" * 13]]  # one base cell at order 13: 4**13 = 67,108,864 nodes
 
 
-def test_a_tiny_moc_listing_67m_shards_is_unusable_before_anything_is_expanded(tmp_path):
+def test_a_tiny_moc_listing_67m_nodes_is_unusable_before_anything_is_expanded(tmp_path):
     root = _tiny_hive(tmp_path / "huge", 13, HUGE)
     assert (root / "coverage.moc").stat().st_size < 140
     tracemalloc.start()
     try:
-        with (pytest.warns(HiveWarning, match="lists 67,108,864 shards, more than the "
+        with (pytest.warns(HiveWarning, match="lists 67,108,864 nodes, more than the "
                                               "16,777,216 this reader expands"),
-              _raises(NoCoverageError, "no committed leaf among the 0 walk-listed shards")):
+              _raises(NoCoverageError, "no committed leaf among the 0 walk-listed nodes")):
             zarr.open_group(MocHiveStore(root), mode="r")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -612,7 +612,7 @@ def test_a_tiny_moc_listing_67m_shards_is_unusable_before_anything_is_expanded(t
     assert peak < 16 << 20  # expanding would take 67 M x 8 bytes = 512 MiB at least
 
 
-def test_a_moc_listing_too_many_shards_cannot_be_walked_around_on_plain_http(tmp_path,
+def test_a_moc_listing_too_many_nodes_cannot_be_walked_around_on_plain_http(tmp_path,
                                                                              http_root):
     root = _tiny_hive(tmp_path / "huge", 13, HUGE)
     store = MocHiveStore(http_root(root), **http_options())
@@ -622,15 +622,15 @@ def test_a_moc_listing_too_many_shards_cannot_be_walked_around_on_plain_http(tmp
         zarr.open_group(store, mode="r")
 
 
-def test_the_shard_limit_is_a_module_default_and_a_keyword(hive_copy, monkeypatch):
+def test_the_node_limit_is_a_module_default_and_a_keyword(hive_copy, monkeypatch):
     root = hive_copy("bare_versioned")
-    payload = (root / "coverage.moc").read_bytes()  # 4 shards
-    with _raises(UnusableCoverage, "coverage.moc: lists 4 shards, more than the 3 this reader"):
-        coverage.parse_root_coverage(payload, 5, "coverage.moc", max_shards=3)
-    assert coverage.parse_root_coverage(payload, 5, "coverage.moc", max_shards=4)[0].size == 4
+    payload = (root / "coverage.moc").read_bytes()  # 4 nodes
+    with _raises(UnusableCoverage, "coverage.moc: lists 4 nodes, more than the 3 this reader"):
+        coverage.parse_root_coverage(payload, 5, "coverage.moc", max_nodes=3)
+    assert coverage.parse_root_coverage(payload, 5, "coverage.moc", max_nodes=4)[0].size == 4
     with _raises(UnusableCoverage, "coverage.moc: the document is larger than the 10-byte"):
         coverage.parse_root_coverage(payload, 5, "coverage.moc", max_bytes=10)
-    monkeypatch.setattr(coverage, "DEFAULT_MAX_COVERAGE_SHARDS", 3)
+    monkeypatch.setattr(coverage, "DEFAULT_MAX_COVERAGE_NODES", 3)
     with pytest.warns(HiveWarning, match="more than the 3 this reader expands.*digit-tree walk"):
         got = _open(root, verify="open")
     _equal(moczarr.open_hive(str(_walk_copy(root))), got)
@@ -653,7 +653,7 @@ _RSS = textwrap.dedent("""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         level = asyncio.run(MocHiveStore(sys.argv[1]).hive()).products[0].levels[0]
-    print(json.dumps({"peak_mib": (status("VmHWM:") - before) / 2**20, "shards": level.n_shards,
+    print(json.dumps({"peak_mib": (status("VmHWM:") - before) / 2**20, "nodes": level.n_nodes,
                       "source": level.coverage_source, "template": level.template,
                       "warnings": [str(w.message)[:300] for w in caught]}))
 """)
@@ -668,8 +668,8 @@ def _decimals(order: int, ranks: np.ndarray) -> np.ndarray:
 
 
 def _big_moc_hive(root: Path, n_ranges: int) -> Path:
-    """An order-12 hive whose root MOC lists ``n_ranges`` single shards (35 bytes each) and
-    whose first listed shard is a real leaf."""
+    """An order-12 hive whose root MOC lists ``n_ranges`` single nodes (35 bytes each) and
+    whose first listed node is a real leaf."""
     ranks = np.arange(n_ranges, dtype=np.uint64) * np.uint64(2)
     ids = _decimals(12, ranks)
     body = b",".join(b'["%s","%s"]' % (d, d) for d in ids)
@@ -694,7 +694,7 @@ def test_a_huge_moc_document_is_parsed_in_bounded_memory(tmp_path):
     size = (root / "coverage.moc").stat().st_size
     assert 20 << 20 < size < coverage.DEFAULT_MAX_COVERAGE_BYTES
     got = _peak(root)
-    assert got["source"] == "moc" and got["shards"] == 750_000
+    assert got["source"] == "moc" and got["nodes"] == 750_000
     assert got["peak_mib"] < 16 * size / 2**20, got  # ~12x the document, never GBs
 
 
@@ -702,7 +702,7 @@ def test_a_moc_document_over_the_byte_cap_is_refused_before_parsing(tmp_path):
     root = _big_moc_hive(tmp_path / "big", 1_150_000)
     assert (root / "coverage.moc").stat().st_size > 36 << 20  # 32 MiB is the cap
     got = _peak(root)
-    assert got["source"] == "walk" and got["shards"] == 1
+    assert got["source"] == "walk" and got["nodes"] == 1
     assert any("is larger than the 33,554,432-byte limit" in w for w in got["warnings"]), got
     assert got["peak_mib"] < 2 * coverage.DEFAULT_MAX_COVERAGE_BYTES / 2**20, got  # one read
 
@@ -744,13 +744,13 @@ def _nth(index: int) -> str:
     return rank_to_decimal(decimal_to_rank(FIRST) + index, 9)
 
 
-def test_the_template_is_found_by_listing_not_by_probing_every_shard(tmp_path):
+def test_the_template_is_found_by_listing_not_by_probing_every_node(tmp_path):
     root = _listed(tmp_path / "listed")
     rel = _copy_leaf(root, _nth(N_LISTED - 1), 11)
     store = MocHiveStore(root)
     ds = xr.open_zarr(store, group="atl06/o11")
     level_ = asyncio.run(store.hive()).products[0].levels[0]
-    assert level_.template == rel and level_.n_shards == N_LISTED
+    assert level_.template == rel and level_.n_nodes == N_LISTED
     counts = store.request_stats.counts
     # one LIST per directory on the way to the leaf: the root, its base cell, 9 digits
     assert counts["list"] == 11
@@ -763,11 +763,11 @@ def test_the_template_is_found_by_listing_not_by_probing_every_shard(tmp_path):
     np.testing.assert_array_equal(ds["count"][-16:].values, leaf_count)
 
 
-def test_no_committed_leaf_among_200k_listed_shards_costs_a_bounded_search(tmp_path):
+def test_no_committed_leaf_among_200k_listed_nodes_costs_a_bounded_search(tmp_path):
     root = _listed(tmp_path / "listed")
     leaves = [_copy_leaf(root, _nth(index), 11, stamped=False) for index in range(20)]
     store = MocHiveStore(root)
-    with _raises(NoCoverageError, "no committed leaf among the 200,000 moc-listed shards (the "
+    with _raises(NoCoverageError, "no committed leaf among the 200,000 moc-listed nodes (the "
                                   "first 9 of 200,000 objects probed, then the digit-tree walk "
                                   "found 11 other existing objects, none committed)"):
         zarr.open_group(store, mode="r")

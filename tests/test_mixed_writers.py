@@ -112,7 +112,7 @@ def test_a_leaf_rewritten_wider_after_open_is_an_error_naming_it(hive_copy):
 
 
 def _hive_of(root, tmp_path, leaves: list[str]) -> None:
-    """Make ``root`` (a copy of mixed_writers) list 12 consecutive shards from 444111 on,
+    """Make ``root`` (a copy of mixed_writers) list 12 consecutive nodes from 444111 on,
     the ``i``-th a copy of fixture leaf ``leaves[i]`` (stamp and arrays)."""
     sources = {name: tmp_path / name for name in set(leaves)}
     for name, stash in sources.items():

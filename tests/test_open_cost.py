@@ -18,9 +18,9 @@ from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 SHARD_ORDER = 5
 
 
-def _coverage_of(n_shards: int, first: str) -> dict:
-    """A root MOC listing ``n_shards`` consecutive order-5 shards from ``first`` on."""
-    ranks = np.arange(decimal_to_rank(first), decimal_to_rank(first) + n_shards)
+def _coverage_of(n_nodes: int, first: str) -> dict:
+    """A root MOC listing ``n_nodes`` consecutive order-5 nodes from ``first`` on."""
+    ranks = np.arange(decimal_to_rank(first), decimal_to_rank(first) + n_nodes)
     ranges, start = [], ranks[0]
     for prev, rank in zip(ranks[:-1], ranks[1:], strict=True):
         if rank >> 10 != prev >> 10:  # a new base cell starts a new range
@@ -31,7 +31,7 @@ def _coverage_of(n_shards: int, first: str) -> dict:
 
 
 def _synthetic_10k(root) -> None:
-    """10,000 listed shards whose first is a copy of a real leaf; the rest do not exist."""
+    """10,000 listed nodes whose first is a copy of a real leaf; the rest do not exist."""
     (root / "coverage.moc").write_text(json.dumps(_coverage_of(10_000, "111111")))
     shutil.copytree(root / "4/4/4/1/1/1/444111.zarr", root / "1/1/1/1/1/1/111111.zarr")
 
@@ -48,13 +48,13 @@ def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
     _synthetic_10k(root)
     many, store = _open_requests(root)
     product = asyncio.run(store.hive()).products[0].levels[0]
-    assert product.n_shards == 10_000
+    assert product.n_nodes == 10_000
     n = len(product.arrays)
     # manifest + coverage + one stamp + group zarr.json + one per array (the stamp's content
     # hashes name the arrays, so the group is not listed), then the writer-run sample: the
     # 3 other stamps of the 4 leaves, and the arrays of 444112's second run (run 2)
     assert few == 4 + n + 3 + n
-    # 10,000 shards: the sample is 7 more stamps (all absent), never more
+    # 10,000 nodes: the sample is 7 more stamps (all absent), never more
     assert many == 4 + n + 7
     assert store.request_stats.counts["list"] == 0
 
@@ -76,7 +76,7 @@ def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
 def _writer_runs(level) -> tuple[int, int]:
     """``(objects, writer runs)`` of a level of at most 8 objects, read from the fixture on
     disk: a versioned object's run is its ``current`` run id, an unversioned one its own."""
-    objects = [path for _, path in level.leaf_pairs()]
+    objects = [path for _, path in level.object_pairs()]
     assert len(objects) <= 8  # every object is in the open's writer-run sample
     runs = set()
     for path in objects:
@@ -140,7 +140,7 @@ def test_reads_beyond_open_touch_only_the_leaves_they_need(hive_copy):
     total, store = _open_requests(root)
     ds = xr.open_zarr(store, group="atl06/o7")
     with pytest.warns(HiveWarning, match="111112.zarr has no commit stamp"):
-        assert int(ds["count"][:32].sum()) > 0  # rows of the first two shards
+        assert int(ds["count"][:32].sum()) > 0  # rows of the first two nodes
     # one chunk GET for the template leaf (its stamp is cached), one stamp GET for the
     # absent second leaf, nothing else
     assert store.request_stats.total == total + 2

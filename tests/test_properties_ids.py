@@ -135,28 +135,28 @@ def test_word_to_decimal_agrees_with_mortie_on_any_word(word):
 
 
 @st.composite
-def shard_sets(draw):
+def node_sets(draw):
     order = draw(st.integers(0, MAX_ORDER))
     depth = draw(st.integers(0, min(5, MAX_ORDER - order)))
-    shards = draw(st.lists(decimals(order=order), min_size=1, max_size=4))
-    total = len(shards) * 4**depth
+    nodes = draw(st.lists(decimals(order=order), min_size=1, max_size=4))
+    total = len(nodes) * 4**depth
     start = draw(st.integers(0, total))
     stop = draw(st.integers(start, total))
-    return order, depth, shards, start, stop
+    return order, depth, nodes, start, stop
 
 
 @SETTINGS
-@given(shard_sets())
+@given(node_sets())
 def test_child_ranks_match_mortie_children(case):
-    order, depth, shards, start, stop = case
-    shard_words = _u64([m_word(s) for s in shards])
-    shard_ranks = ids.words_to_ranks(shard_words, order)
-    assert shard_ranks.tolist() == [ids.decimal_to_rank(s) for s in shards]
+    order, depth, nodes, start, stop = case
+    node_words = _u64([m_word(s) for s in nodes])
+    node_ranks = ids.words_to_ranks(node_words, order)
+    assert node_ranks.tolist() == [ids.decimal_to_rank(s) for s in nodes]
     expected = np.concatenate(
-        [np.atleast_1d(mortie.generate_morton_children(w, order + depth)) for w in shard_words]
+        [np.atleast_1d(mortie.generate_morton_children(w, order + depth)) for w in node_words]
     ).astype(np.uint64)
-    assert expected.size == len(shards) * 4**depth
-    ranks = ids.child_ranks(shard_ranks, depth, start, stop)
+    assert expected.size == len(nodes) * 4**depth
+    ranks = ids.child_ranks(node_ranks, depth, start, stop)
     assert ranks.dtype == np.uint64
     words = ids.ranks_to_words(ranks, order + depth)
     np.testing.assert_array_equal(words, expected[start:stop])
@@ -258,7 +258,7 @@ def test_pyramid_columns_are_never_leaves():
 
 
 def _ranges_of(words: np.ndarray, order: int) -> list[list[str]]:
-    """Inclusive ranges (decimal strings) of consecutive shards within one base cell.
+    """Inclusive ranges (decimal strings) of consecutive nodes within one base cell.
 
     Ranks come from mortie's NESTED ids, decimals from mortie's ``decimal_repr``.
     """
@@ -275,7 +275,7 @@ def _ranges_of(words: np.ndarray, order: int) -> list[list[str]]:
 
 
 def _parse(payload: bytes, order: int) -> np.ndarray:
-    """The shard ranks ``parse_root_coverage`` returns (newer versions add the envelope)."""
+    """The node ranks ``parse_root_coverage`` returns (newer versions add the envelope)."""
     got = parse_root_coverage(payload, order, "coverage.moc")
     return got[0] if isinstance(got, tuple) else got
 
@@ -289,7 +289,7 @@ def _envelope(ranges, order, **extra) -> bytes:
 @st.composite
 def coverages(draw, min_size=0):
     order = draw(st.integers(0, 10))
-    # cluster shards so that multi-shard ranges are common
+    # cluster nodes so that multi-node ranges are common
     seeds = draw(st.lists(decimals(order=order), min_size=min_size, max_size=8))
     words = []
     for seed in seeds:
@@ -307,7 +307,7 @@ def coverages(draw, min_size=0):
 
 @SETTINGS
 @given(coverages(), st.randoms(use_true_random=False))
-def test_parse_root_coverage_returns_exactly_the_shards(case, rnd):
+def test_parse_root_coverage_returns_exactly_the_nodes(case, rnd):
     order, words = case
     ranges = _ranges_of(words, order)
     expected = m_nested(words) + np.uint64(4**order) if words.size else _u64([])

@@ -234,8 +234,8 @@ def _expected_object(key: str) -> bytes | None:
         (HIVE / ORACLE.leaves[0] / str(ORACLE.cell_order) / name / "zarr.json").read_text()
     )
     per_leaf = leaf_meta["shape"][0] // leaf_meta["chunk_grid"]["configuration"]["chunk_shape"][0]
-    shard, inner = divmod(k, per_leaf)
-    path = HIVE / ORACLE.leaves[shard] / str(ORACLE.cell_order) / name / "c" / str(inner)
+    node, inner = divmod(k, per_leaf)
+    path = HIVE / ORACLE.leaves[node] / str(ORACLE.cell_order) / name / "c" / str(inner)
     return path.read_bytes()
 
 

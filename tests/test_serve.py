@@ -148,7 +148,7 @@ def test_absent_chunk_is_404():
         grid = zarr.open_group(store, path="atl06/o7", mode="r")["count"].cdata_shape
     keys = [f"atl06/o7/count/c/{w}/{k}" for w in range(grid[0]) for k in range(grid[1])]
     absent = [k for k in keys if isinstance(sync(plan_key(store.session, k)), Absent)]
-    assert absent, "the windowed fixture has (shard, window) pairs without a leaf"
+    assert absent, "the windowed fixture has (node, window) pairs without a leaf"
     with Served(create_app(FIXTURES / "windowed")) as server:
         for key in absent:
             assert fetch(server, f"/{key}")[0] == 404, key

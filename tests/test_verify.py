@@ -388,7 +388,7 @@ def test_progress_counts_every_object():
 
     bar = Bar()
     asyncio.run(verify_hive(MocHiveStore(FIXTURES / "windowed"), progress=bar))
-    # 3 shards x 2 windows: 4 stamped leaves and 2 (shard, window) pairs with no leaf
+    # 3 nodes x 2 windows: 4 stamped leaves and 2 (node, window) pairs with no leaf
     assert bar.total == bar.done == 6
 
 

@@ -43,7 +43,7 @@ def describe(store: MocHiveStore) -> list[str]:
         for level in product.levels:
             lines.append(
                 f"  /{level.path}  {level.artifact} objects at order"
-                f" {level.node_order}: {level.n_shards} nodes x {level.cells_per_shard} cells,"
+                f" {level.node_order}: {level.n_nodes} nodes x {level.cells_per_node} cells,"
                 f" coverage={level.coverage_source}"
                 + (f", windows={list(level.windows)}" if level.windows else "")
             )

@@ -46,7 +46,7 @@ class MocHiveStore(Store):
     verify
         ``"lazy"`` (default) reads leaf stamps the first time a leaf's chunk is
         requested: debris and dangling pointers read as missing, with a warning.
-        ``"open"`` reads every stamp at open and drops those shards from the domain,
+        ``"open"`` reads every stamp at open and drops those nodes from the domain,
         exactly as ``moczarr.open_hive`` does.
     window
         Scope windowed products to this one window (``("cells", ...)`` arrays).

@@ -330,7 +330,7 @@ async def _coordinate_values(
     session: HiveSession, array: FabricatedArray, level: Level, index: int
 ) -> np.ndarray:
     """The fabricated ``morton`` / ``cell_ids`` rows of node ``index``."""
-    cells = level.cells_per_shard
+    cells = level.cells_per_node
     start = index * cells
     data = await execute(session, Fabricate(array.path, (start // array.rows,)))
     if data is None:
@@ -377,9 +377,9 @@ class _LevelJob:
     def objects(self) -> Iterator[tuple[int, int, str]]:
         """``(node index, window position, object path)`` of every object, in order."""
         level = self.level
-        for index in range(level.n_shards):
+        for index in range(level.n_nodes):
             for position, window in enumerate(level.windows or (None,)):
-                yield index, position, level.leaf_path(index, window)
+                yield index, position, level.object_path(index, window)
 
     def served(self, name: str, path: str) -> bool:
         array = self.fields.get(name)
@@ -539,7 +539,7 @@ async def verify_hive(
     if not work:
         raise OptionError(f"group={group!r} names no level of the hive")
     if progress is not None:
-        progress.reset(total=sum(j.level.n_shards * max(1, len(j.level.windows)) for j in work))
+        progress.reset(total=sum(j.level.n_nodes * max(1, len(j.level.windows)) for j in work))
     queue = ((job, *obj) for job in work for obj in job.objects())
 
     async def worker() -> None:
@@ -551,7 +551,7 @@ async def verify_hive(
                 result = ObjectVerdict(job.level.path, path, "error", problems=[problem])
             if isinstance(result, Leaf):
                 by_design = result.state == "absent" and (job.level.windows or job.level.window)
-                if not by_design:  # a (shard, window) pair may have no leaf
+                if not by_design:  # a (node, window) pair may have no leaf
                     report.skip(result.path)
             else:
                 report.add(result)

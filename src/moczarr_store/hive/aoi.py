@@ -47,7 +47,7 @@ def aoi_mask(morton: np.ndarray, aoi) -> np.ndarray:
     """Rows of a ``cells`` axis (its ``morton`` words) that overlap ``aoi``.
 
     ``ds.isel(cells=aoi_mask(ds.morton.values, aoi))`` cuts an AOI-restricted view (which
-    keeps whole shard subtrees) down to moczarr's cell-exact rows.
+    keeps whole node subtrees) down to moczarr's cell-exact rows.
     """
     words = np.asarray(morton, dtype=np.uint64)
     if words.size == 0:

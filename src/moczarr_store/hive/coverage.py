@@ -1,4 +1,4 @@
-"""Root ``coverage.moc``: the JSON ranges MOC that names a product's shards."""
+"""Root ``coverage.moc``: the JSON ranges MOC that names a product's nodes."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ MOC_SPEC = "morton-moc/1"
 DEFAULT_MAX_COVERAGE_BYTES = 32 << 20
 """A larger root MOC is unusable (walked around): parsing one costs up to ~12x its size in
 memory (the ranges as Python lists of strings), so at most ~400 MiB."""
-DEFAULT_MAX_COVERAGE_SHARDS = 1 << 24
-"""A root MOC listing more shards is unusable: the domain costs 8 bytes per shard."""
+DEFAULT_MAX_COVERAGE_NODES = 1 << 24
+"""A root MOC listing more nodes is unusable: the domain costs 8 bytes per node."""
 
 
 def parse_root_coverage(
@@ -23,21 +23,21 @@ def parse_root_coverage(
     shard_order: int,
     where: str,
     *,
-    max_shards: int | None = None,
+    max_nodes: int | None = None,
     max_bytes: int | None = None,
 ) -> tuple[np.ndarray, dict]:
-    """Shard ranks listed by a root MOC, ascending (= packed-word order) and unique, and
+    """Node ranks listed by a root MOC, ascending (= packed-word order) and unique, and
     the envelope without its ranges.
 
     An envelope that is absent in effect (not JSON, an unknown spec, another order,
-    over ``max_bytes``, or listing more than ``max_shards`` shards, counted from the
+    over ``max_bytes``, or listing more than ``max_nodes`` nodes, counted from the
     range bounds before anything is expanded) raises :class:`UnusableCoverage` (the
     caller walks instead); a malformed range raises :class:`MalformedMetadataError`
     naming ``where``. The limits default to the module's ``DEFAULT_MAX_COVERAGE_*``.
     Cost: up to ~12x the payload in memory while parsing (singleton ranges: Python lists
-    of strings), then 8 bytes per listed shard.
+    of strings), then 8 bytes per listed node.
     """
-    max_shards = DEFAULT_MAX_COVERAGE_SHARDS if max_shards is None else max_shards
+    max_nodes = DEFAULT_MAX_COVERAGE_NODES if max_nodes is None else max_nodes
     max_bytes = DEFAULT_MAX_COVERAGE_BYTES if max_bytes is None else max_bytes
     env = load_json(payload, where, max_bytes, max_depth=None, error=UnusableCoverage)
     if not isinstance(env, dict):
@@ -60,17 +60,17 @@ def parse_root_coverage(
     del ranges
     bounds = _merged(bounds.reshape(-1, 2))
     total = float((bounds[:, 1] - bounds[:, 0] + np.uint64(1)).sum(dtype=np.float64))
-    if total > max_shards:
+    if total > max_nodes:
         raise UnusableCoverage(
-            f"{where}: lists {total:,.0f} shards, more than the {max_shards:,} this reader "
-            "expands (max_shards)"
+            f"{where}: lists {total:,.0f} nodes, more than the {max_nodes:,} this reader "
+            "expands (max_nodes)"
         )
     return _expand(bounds), env
 
 
 def _bounds_at_once(ranges: list, order: int) -> np.ndarray | None:
     """The ``[lo, hi]`` rank rows of well-formed ranges, parsed as one byte string (a
-    million-shard MOC has ~10^5 ranges); ``None`` if any range is not well formed.
+    million-node MOC has ~10^5 ranges); ``None`` if any range is not well formed.
 
     Cost: the endpoints' characters twice (a string and its bytes) and a few arrays of
     8 bytes per endpoint; no string or array per endpoint or per digit.

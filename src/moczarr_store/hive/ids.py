@@ -82,15 +82,15 @@ def ranks_to_nested(ranks: np.ndarray, order: int) -> np.ndarray:
     return np.asarray(ranks, dtype=_U64) - _U64(4**order)
 
 
-def child_ranks(shard_ranks: np.ndarray, depth: int, start: int, stop: int) -> np.ndarray:
-    """Ranks of rows ``[start, stop)`` of the concatenated shard subtrees.
+def child_ranks(node_ranks: np.ndarray, depth: int, start: int, stop: int) -> np.ndarray:
+    """Ranks of rows ``[start, stop)`` of the concatenated node subtrees.
 
-    Row ``r`` is child ``r % 4**depth`` of shard ``r // 4**depth``.
+    Row ``r`` is child ``r % 4**depth`` of node ``r // 4**depth``.
     """
     rows = np.arange(start, stop, dtype=_U64)
-    per_shard = _U64(4**depth)
-    shards = np.asarray(shard_ranks, dtype=_U64)[(rows // per_shard).astype(np.intp)]
-    return (shards << _U64(2 * depth)) + rows % per_shard
+    per_node = _U64(4**depth)
+    nodes = np.asarray(node_ranks, dtype=_U64)[(rows // per_node).astype(np.intp)]
+    return (nodes << _U64(2 * depth)) + rows % per_node
 
 
 _DIGIT_TO_QUAT = str.maketrans("1234", "0123")

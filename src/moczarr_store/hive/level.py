@@ -35,7 +35,7 @@ class Level:
     manifest: Manifest
     cell_order: int
     node_order: int
-    shard_ranks: np.ndarray  # ranks of the objects' nodes at node_order, ascending
+    node_ranks: np.ndarray  # ranks of the objects' nodes at node_order, ascending
     coverage_source: str
     artifact: str = "source"  # "source" | "overview" | "column"
     fold: bool = False  # the all-time folds (all.zarr) of a windowed product
@@ -55,20 +55,20 @@ class Level:
         return f"{self.product}/{'all_time/' if self.fold else ''}o{self.cell_order}"
 
     @property
-    def n_shards(self) -> int:
-        return int(self.shard_ranks.size)
+    def n_nodes(self) -> int:
+        return int(self.node_ranks.size)
 
     @property
     def depth(self) -> int:
         return self.cell_order - self.node_order
 
     @property
-    def cells_per_shard(self) -> int:
+    def cells_per_node(self) -> int:
         return 4**self.depth
 
-    def leaf_path(self, index: int, window: str | None = None) -> str:
+    def object_path(self, index: int, window: str | None = None) -> str:
         """Hive-relative path of the ``index``-th object (in ``window``)."""
-        decimal = rank_to_decimal(int(self.shard_ranks[index]), self.node_order)
+        decimal = rank_to_decimal(int(self.node_ranks[index]), self.node_order)
         window = window or self.window
         stem = "all" if self.fold or window is None else window
         if self.artifact == "overview":
@@ -88,11 +88,11 @@ class Level:
     def window_bounds(self) -> list[tuple[datetime, datetime] | None]:
         return [bounds(self.manifest, label) for label in self.windows]
 
-    def leaf_pairs(self) -> Iterator[tuple[int, str]]:
+    def object_pairs(self) -> Iterator[tuple[int, str]]:
         """``(node index, object path)`` of every object the view may read, in order."""
-        for index in range(self.n_shards):
+        for index in range(self.n_nodes):
             for window in self.windows or (None,):
-                yield index, self.leaf_path(index, window)
+                yield index, self.object_path(index, window)
 
 
 @dataclass

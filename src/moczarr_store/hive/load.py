@@ -59,7 +59,7 @@ def _warn(message: str) -> None:
 async def _coverage(
     backend: HiveIO, root: str, manifest: Manifest
 ) -> tuple[np.ndarray, dict] | None:
-    """The root MOC's shard ranks and envelope; ``None`` (with a warning) if unusable.
+    """The root MOC's node ranks and envelope; ``None`` (with a warning) if unusable.
 
     Cost: one ranged GET of at most the coverage byte cap (plus one byte)."""
     where = _join(root, COVERAGE_NAME)
@@ -71,7 +71,7 @@ async def _coverage(
             return parse_root_coverage(payload, manifest.shard_order, where)
         except ValueError as err:  # UnusableCoverage and MalformedMetadataError included
             reason = f"is unusable ({err})"
-    _warn(f"root coverage {where} {reason}; discovering shards with the digit-tree walk")
+    _warn(f"root coverage {where} {reason}; discovering nodes with the digit-tree walk")
     return None
 
 
@@ -94,14 +94,14 @@ def _walked_ranks(walked: dict[int, set], window: str | None, windowed: bool) ->
 
 
 async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> None:
-    """Read every object's stamp; drop from ``level`` (in place) the shards with no
+    """Read every object's stamp; drop from ``level`` (in place) the nodes with no
     readable object in any window, and record them in ``level.dropped``. Cost: one stamp GET
     per (node, window) object, ``VERIFY_BATCH`` at a time.
 
     On overview and column levels every object's provenance (role, zagg_overview or
     zagg_column) is kept in the group attrs under ``zagg_objects``.
     """
-    keep = np.zeros(level.n_shards, dtype=bool)
+    keep = np.zeros(level.n_nodes, dtype=bool)
     dropped: list[str] = []
     provenance: dict[str, dict] = {}
     cell_order = level.cell_order
@@ -123,10 +123,10 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
             attrs = level.group_attrs if path == level.template else (leaf.attrs or {})
             provenance[path] = {"object": path, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
 
-    pairs = list(level.leaf_pairs())
+    pairs = list(level.object_pairs())
     for start in range(0, len(pairs), VERIFY_BATCH):
         await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
-    level.shard_ranks = level.shard_ranks[keep]
+    level.node_ranks = level.node_ranks[keep]
     level.dropped = sorted(dropped)
     if provenance:
         level.group_attrs["zagg_objects"] = [provenance[p] for _, p in pairs if p in provenance]
@@ -160,7 +160,7 @@ async def load_source(
     window: str | None = None,
     aoi: Cells | None = None,
 ) -> tuple[Level, np.ndarray | None]:
-    """The product's source level, loaded and settled, and the root MOC's shard ranks
+    """The product's source level, loaded and settled, and the root MOC's node ranks
     (``None``: walked)."""
     windowed = schedule(manifest) is not None
     scoped = window if windowed else None
@@ -206,7 +206,7 @@ async def warn_if_stale(
     unlisted = np.setdiff1d(_walked_ranks(walked, level.window, bool(level.windows)), listed)
     probe = Level(level.product, level.root, manifest, level.cell_order, level.node_order,
                   unlisted, "walk", windows=level.windows, window=level.window)
-    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, p in probe.leaf_pairs()))
+    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, p in probe.object_pairs()))
     stale = sorted(leaf.path for leaf in found if leaf.state == "stamped")
     if stale:
         _warn(
@@ -221,8 +221,8 @@ def drop_outside_aoi(level: Level, aoi: Cells | None) -> None:
     schema was found). No I/O."""
     if aoi is None:
         return
-    level.shard_ranks = in_view(level, aoi).shard_ranks
-    if not level.n_shards:
+    level.node_ranks = in_view(level, aoi).node_ranks
+    if not level.n_nodes:
         _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
 
 
@@ -230,7 +230,7 @@ def in_view(level: Level, aoi: Cells | None) -> Level:
     """The level as the AOI will cut it (a copy; ``level`` itself when there is no AOI)."""
     if aoi is None:
         return level
-    return replace(level, shard_ranks=level.shard_ranks[overlaps(level.shard_ranks,
+    return replace(level, node_ranks=level.node_ranks[overlaps(level.node_ranks,
                                                                  level.node_order, aoi)])
 
 
@@ -250,7 +250,7 @@ async def fill_schema(
             return False
         raise NoCoverageError(
             f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
-            f"the {level.n_shards:,} {level.coverage_source}-listed shards ({searched}), so "
+            f"the {level.n_nodes:,} {level.coverage_source}-listed nodes ({searched}), so "
             "it has no schema"
         )
     leaf, level.group_attrs, level.arrays = found

@@ -27,7 +27,7 @@ class Manifest:
 
     @property
     def depth(self) -> int:
-        """Cell-order levels below a shard: each leaf holds ``4**depth`` cells."""
+        """Cell-order levels below a node: each leaf holds ``4**depth`` cells."""
         return self.cell_order - self.shard_order
 
     @property

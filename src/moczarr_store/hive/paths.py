@@ -104,7 +104,7 @@ def group_digits(tail: str, path_grouping: int) -> list[str]:
 
 
 def leaf_path(decimal: str, window: str | None = None, path_grouping: int = 1) -> str:
-    """Store-relative path of the leaf of shard ``decimal`` (and ``window``)."""
+    """Store-relative path of the leaf of node ``decimal`` (and ``window``)."""
     match = DECIMAL_RE.match(decimal)
     if match is None:
         raise ValueError(f"{decimal!r} is not a morton decimal id")

@@ -2,7 +2,7 @@
 
 ``zagg-pyramid/1`` declares ancestor orders ``k``; each stores cells at ``c - (s - k)``
 in ``all.zarr`` (or ``{window}.zarr``) objects at the order-``k`` ancestors of the root
-MOC's shards. ``zagg-pyramid/2`` declares a fixed ladder ``[{node, cells}]``: ladder
+MOC's nodes. ``zagg-pyramid/2`` declares a fixed ladder ``[{node, cells}]``: ladder
 rungs are the same ancestor objects holding group ``{r}/``, and the leaf entry's cells
 are served by the §4.6 leaf columns (``all.pyramid.zarr`` beside each leaf).
 

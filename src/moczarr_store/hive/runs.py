@@ -53,12 +53,12 @@ def probe_paths(level: Level, count: int = RUN_PROBES) -> list[str]:
     """Up to ``count`` object paths spread evenly over the level's (node, window) pairs,
     the first and the last included; computed, not listed (no request)."""
     windows = level.windows or (None,)
-    total = level.n_shards * len(windows)
+    total = level.n_nodes * len(windows)
     if total <= count:
         picks = list(range(total))
     else:
         picks = sorted({round(i * (total - 1) / (count - 1)) for i in range(count)})
-    return [level.leaf_path(i // len(windows), windows[i % len(windows)]) for i in picks]
+    return [level.object_path(i // len(windows), windows[i % len(windows)]) for i in picks]
 
 
 async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:

@@ -168,8 +168,8 @@ async def find_template(
     ``DEFAULT_TEMPLATE_PROBES``) in all.
     """
     limit = DEFAULT_TEMPLATE_PROBES if max_probes is None else max_probes
-    total = level.n_shards * max(1, len(level.windows))
-    pairs = (path for _, path in level.leaf_pairs())
+    total = level.n_nodes * max(1, len(level.windows))
+    pairs = (path for _, path in level.object_pairs())
     probed: set[str] = set()
     for size in (1, TEMPLATE_BATCH):
         batch = [path for _, path in zip(range(size), pairs, strict=False)]
@@ -207,7 +207,7 @@ async def _walked_template(
     """The template among the level's objects that exist, found by walking the digit
     tree in domain order, and how many existing objects were probed."""
     grouping = 1 if level.artifact == "overview" else level.manifest.path_grouping
-    walk = existing_objects(backend, level.root, level.shard_ranks, level.node_order, grouping)
+    walk = existing_objects(backend, level.root, level.node_ranks, level.node_order, grouping)
     batch: list[str] = []
     size, seen = TEMPLATE_BATCH, 0
     async with aclosing(walk):
@@ -219,9 +219,9 @@ async def _walked_template(
             except Exception as err:
                 detail = (str(err).splitlines() or [type(err).__name__])[0]
                 raise _ListingFailed(detail) from err
-            index = int(np.searchsorted(level.shard_ranks, np.uint64(rank)))
+            index = int(np.searchsorted(level.node_ranks, np.uint64(rank)))
             for window in level.windows or (None,):
-                path = level.leaf_path(index, window)
+                path = level.object_path(index, window)
                 if path.rsplit("/", 1)[-1] in names and path not in probed:
                     batch.append(path)
             if len(batch) >= size:

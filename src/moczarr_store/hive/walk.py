@@ -3,7 +3,7 @@
 ``walk_leaves`` lists the whole tree level by level to find the leaves, when a product
 has no usable root ``coverage.moc`` (or a windowed one whose window labels nothing else
 names). ``existing_objects`` lists, lazily and in domain order, only the directories
-that hold listed nodes: the template search uses it to skip shards that do not exist.
+that hold listed nodes: the template search uses it to skip nodes that do not exist.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _is_node(name: str, at_root: bool, path_grouping: int) -> bool:
 async def walk_leaves(
     backend, root: str, shard_order: int, path_grouping: int
 ) -> dict[int, set[str | None]]:
-    """Shard rank -> window labels (``None``: unwindowed) of every leaf found.
+    """Node rank -> window labels (``None``: unwindowed) of every leaf found.
 
     Overview objects (``all.zarr``), columns (``*.pyramid.zarr``) and leaves of another
     order are skipped. Debris is found too: the caller decides what a stamp says.

@@ -163,5 +163,5 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
     array, coords = found
     if isinstance(array, FabricatedArray):
         return Fabricate(array.path, coords, byte_range)
-    leaf = await session.leaves.resolve(array.leaf_path(coords), session.backend.get)
+    leaf = await session.leaves.resolve(array.object_path(coords), session.backend.get)
     return plan_chunk(array, coords, leaf, byte_range)

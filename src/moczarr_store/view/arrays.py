@@ -115,9 +115,9 @@ def _check_codecs(where: str, field: str, codecs: Any, rank: int) -> None:
 
 @dataclass(frozen=True)
 class LeafChunk:
-    """Where a virtual chunk lives: a key below the data prefix of one shard's leaf."""
+    """Where a virtual chunk lives: a key below the data prefix of one node's leaf."""
 
-    shard: int
+    node: int
     window: str | None
     key: str
     path: str | None = None  # a fixed leaf (arrays with no cells axis: the template)
@@ -284,7 +284,7 @@ class FieldArray:
         names = list(leaf_meta.get("dimension_names") or [None] * len(shape))
         self.axis = names.index("cells") if "cells" in names else (0 if names[0] is None else None)
         dims = [n or ("cells" if i == self.axis else f"dim_{i}") for i, n in enumerate(names)]
-        cells = level.cells_per_shard
+        cells = level.cells_per_node
         self.chunks_per_leaf = 1
         attrs = dict(leaf_meta.get("attributes") or {})
         codecs = leaf_meta.get("codecs")
@@ -303,7 +303,7 @@ class FieldArray:
                 if chunking == "inner":
                     chunks = list(inner["chunk_shape"])
             self.chunks_per_leaf = cells // chunks[self.axis]
-            shape[self.axis] = level.n_shards * cells
+            shape[self.axis] = level.n_nodes * cells
             attrs["coordinates"] = coordinates
             self.windowed = bool(level.windows)
         if self.windowed:
@@ -346,13 +346,13 @@ class FieldArray:
         inner = list(coords)
         if self.axis is None:
             return window, -1, inner
-        shard, inner[self.axis] = divmod(coords[self.axis], self.chunks_per_leaf)
-        return window, shard, inner
+        node, inner[self.axis] = divmod(coords[self.axis], self.chunks_per_leaf)
+        return window, node, inner
 
     def leaf_region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The region of the leaf array that virtual chunk ``coords`` covers."""
         chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"][self.windowed:]
-        _window, _shard, inner = self._leaf_coords(coords)
+        _window, _node, inner = self._leaf_coords(coords)
         return tuple(slice(i * n, (i + 1) * n) for i, n in zip(inner, chunks, strict=True))
 
     @property
@@ -367,20 +367,20 @@ class FieldArray:
         """Whether a node may lack a leaf by design (a window it was not observed in)."""
         return self.windowed or self.level.window is not None
 
-    def leaf_path(self, coords: tuple[int, ...]) -> str:
+    def object_path(self, coords: tuple[int, ...]) -> str:
         """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in."""
         located = self.locate(coords)
-        return located.path or self.level.leaf_path(located.shard, located.window)
+        return located.path or self.level.object_path(located.node, located.window)
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
-        window, shard, inner = self._leaf_coords(coords)
+        window, node, inner = self._leaf_coords(coords)
         part = None
         if self.mode == "inner":  # the shard object is the leaf's only chunk along cells
             part, inner[self.axis] = inner[self.axis], 0
         key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
-        if shard < 0:
+        if node < 0:
             return LeafChunk(-1, None, key, self.level.template)
-        return LeafChunk(shard, window, key, inner=part)
+        return LeafChunk(node, window, key, inner=part)
 
 
 class FabricatedArray:
@@ -416,13 +416,13 @@ def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: 
 def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
     """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row.
 
-    A chunk holds whole shard subtrees: one broadcast add of each shard's first value
+    A chunk holds whole node subtrees: one broadcast add of each node's first value
     and the per-child steps (child ``i`` adds ``i`` to the rank, so ``i << shift`` to
     the word: a child index never carries into the order bits).
     """
-    cells = level.cells_per_shard
-    rows = cells * max(1, min(FABRICATED_ROWS // cells, level.n_shards))
-    first_rank = np.asarray(level.shard_ranks, dtype="<u8") << np.uint64(2 * level.depth)
+    cells = level.cells_per_node
+    rows = cells * max(1, min(FABRICATED_ROWS // cells, level.n_nodes))
+    first_rank = np.asarray(level.node_ranks, dtype="<u8") << np.uint64(2 * level.depth)
     steps = np.arange(cells, dtype="<u8")
     if kind == "morton":
         shift = np.uint64(6 + 2 * (27 - level.cell_order))
@@ -438,7 +438,7 @@ def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
                out=out[: stop - start].reshape(-1, cells))
         return memoryview(out).cast("B")
 
-    meta = _coordinate_meta(level.n_shards * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
+    meta = _coordinate_meta(level.n_nodes * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
     return FabricatedArray(meta, rows, produce)
 
 
