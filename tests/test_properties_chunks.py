@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moczarr_store.chunks import TruncatedChunkError, reframe
-from moczarr_store.view.arrays import ChunkCheck
+from moczarr_store.chunks import ChunkCheck, TruncatedChunkError, reframe
 
 ABSENT = 2**64 - 1
 

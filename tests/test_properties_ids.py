@@ -167,6 +167,19 @@ def test_child_ranks_match_mortie_children(case):
 
 
 @SETTINGS
+@given(st.integers(0, MAX_ORDER).flatmap(
+    lambda o: st.tuples(st.just(o), st.integers(0, o),
+                        st.lists(decimals(order=o), min_size=1, max_size=8))))
+def test_ancestor_ranks_match_mortie_clip2order(case):
+    order, depth, cells = case
+    words = _u64([m_word(d) for d in cells])
+    got = ids.ancestor_ranks(ids.words_to_ranks(words, order), depth)
+    assert got.dtype == np.uint64
+    expected = np.atleast_1d(mortie.clip2order(order - depth, words)).astype(np.uint64)
+    np.testing.assert_array_equal(ids.ranks_to_words(got, order - depth), expected)
+
+
+@SETTINGS
 @given(st.integers(0, MAX_ORDER).flatmap(lambda o: st.lists(decimals(order=o), min_size=2,
                                                               max_size=30, unique=True)))
 def test_word_order_is_rank_order_is_nested_order(decimals_at_one_order):

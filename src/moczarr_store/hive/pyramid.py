@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import HiveWarning
 from .aoi import Cells
+from .ids import ancestor_ranks
 from .jsonio import is_int
 from .leaves import LeafCache
 from .level import Level
@@ -119,7 +120,7 @@ def declare_pyramid(source: Level, moc_ranks: np.ndarray | None) -> list[Level]:
             _omit(f"{source.product}/o{cell_order}", "ancestor paths of a grouped tree are "
                   "unsettled")
             continue
-        ranks = np.unique(moc_ranks >> np.uint64(2 * (source.node_order - node_order)))
+        ranks = np.unique(ancestor_ranks(moc_ranks, source.node_order - node_order))
         variants: list[dict[str, Any]] = [{"windows": source.windows, "window": source.window}]
         if artifact == "overview" and windowed and all_time and source.window is None:
             variants.append({"fold": True})

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..backend import BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
+    ChunkCheck,
     check_chunk,
     inner_span,
     load_index,
@@ -35,7 +36,7 @@ from ..errors import (
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
 from ..transcode import encoding, transcode
-from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray, check_leaf_meta
+from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta
 from .plan import (
     Absent,
     Document,

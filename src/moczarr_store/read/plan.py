@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..chunks import ChunkCheck
 from ..hive.leaves import Leaf
-from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray
+from ..view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest

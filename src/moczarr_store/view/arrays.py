@@ -12,7 +12,9 @@ from zarr.codecs import ShardingCodec
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
+from ..chunks import chunk_check, fill_number
 from ..errors import LeafSchemaError, MalformedMetadataError
+from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
 from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
@@ -124,77 +126,6 @@ class LeafChunk:
     inner: int | None = None  # the inner chunk of the shard object (chunking="inner")
 
 
-@dataclass(frozen=True)
-class ChunkCheck:
-    """What the store knows about a leaf chunk object's bytes, to verify or re-frame them."""
-
-    nbytes: int | None = None  # exact size of an uncompressed plain chunk
-    shard_chunks: int | None = None  # inner chunks of a sharding_indexed object
-    index_at_end: bool = True
-    index_crc: bool = False
-    inner_nbytes: int | None = None  # size of an uncompressed inner chunk
-    inner_fill: bytes = b""  # the bytes of an inner chunk of fill values
-
-    @property
-    def index_nbytes(self) -> int:
-        return 16 * (self.shard_chunks or 0) + (4 if self.index_crc else 0)
-
-
-def _itemsize(data_type: object) -> int | None:
-    try:
-        return np.dtype(data_type).itemsize if isinstance(data_type, str) else None
-    except TypeError:
-        return None
-
-
-def chunk_check(meta: dict) -> ChunkCheck:
-    codecs = meta.get("codecs") or []
-    chunk_shape = meta["chunk_grid"]["configuration"]["chunk_shape"]
-    if len(codecs) == 1 and codecs[0].get("name") == "bytes":
-        size = _itemsize(meta.get("data_type"))
-        return ChunkCheck(nbytes=None if size is None else size * math.prod(chunk_shape))
-    if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
-        conf = codecs[0].get("configuration", {})
-        inner = conf.get("chunk_shape") or chunk_shape
-        index_codecs = [c.get("name") for c in conf.get("index_codecs", [])]
-        if index_codecs not in (["bytes"], ["bytes", "crc32c"]):
-            return ChunkCheck()
-        plain = _plain_bytes(conf.get("codecs") or [], meta)
-        return ChunkCheck(
-            shard_chunks=math.prod(o // i for o, i in zip(chunk_shape, inner, strict=True)),
-            index_at_end=conf.get("index_location", "end") == "end",
-            index_crc=index_codecs[-1] == "crc32c",
-            inner_nbytes=None if plain is None else plain.itemsize * math.prod(inner),
-            inner_fill=b"" if plain is None else np.full(
-                math.prod(inner), _fill(meta.get("fill_value"), plain), dtype=plain).tobytes(),
-        )
-    return ChunkCheck()
-
-
-def _plain_bytes(codecs: list[dict], meta: dict) -> np.dtype | None:
-    """The on-disk dtype when ``codecs`` is a lone fixed-size ``bytes`` codec."""
-    if len(codecs) != 1 or codecs[0].get("name") != "bytes":
-        return None
-    try:
-        dtype = np.dtype(meta.get("data_type"))
-    except TypeError:
-        return None
-    if dtype.kind not in "biuf" or dtype.itemsize == 0:
-        return None
-    endian = (codecs[0].get("configuration") or {}).get("endian", "little")
-    return dtype.newbyteorder("<" if endian == "little" else ">")
-
-
-def _fill(value: object, dtype: np.dtype) -> object:
-    """A zarr v3 fill value as a number ("NaN", "Infinity" and hex bit patterns too)."""
-    if isinstance(value, str) and value.startswith("0x"):
-        bits = np.array(int(value, 16), dtype=f"u{dtype.itemsize}")
-        return bits.view(dtype.newbyteorder("="))[()]
-    if isinstance(value, str):
-        return float(value.replace("Infinity", "inf"))
-    return value
-
-
 def _numeric(data_type: object) -> np.dtype | None:
     """A bool, integer or float data type; ``None`` for any other (or a malformed one)."""
     try:
@@ -206,7 +137,7 @@ def _numeric(data_type: object) -> np.dtype | None:
 
 def _fill_json(value: object, source: np.dtype, target: np.dtype) -> object:
     """A zarr v3 fill value of ``source`` as the same value of ``target`` (safe casts only)."""
-    cast = np.asarray(_fill(value, source), dtype=source).astype(target, casting="safe")[()]
+    cast = np.asarray(fill_number(value, source), dtype=source).astype(target, casting="safe")[()]
     if target.kind == "f":
         if np.isnan(cast):
             return "NaN"
@@ -414,28 +345,18 @@ def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: 
 
 
 def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
-    """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row.
-
-    A chunk holds whole node subtrees: one broadcast add of each node's first value
-    and the per-child steps (child ``i`` adds ``i`` to the rank, so ``i << shift`` to
-    the word: a child index never carries into the order bits).
+    """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row: the ranks of
+    the node subtrees' cells (``ids.child_ranks``) as words or NESTED ids. Cost per chunk
+    of ``FABRICATED_ROWS`` rows: ~1 ms of numpy, no I/O.
     """
     cells = level.cells_per_node
     rows = cells * max(1, min(FABRICATED_ROWS // cells, level.n_nodes))
-    first_rank = np.asarray(level.node_ranks, dtype="<u8") << np.uint64(2 * level.depth)
-    steps = np.arange(cells, dtype="<u8")
-    if kind == "morton":
-        shift = np.uint64(6 + 2 * (27 - level.cell_order))
-        first = (first_rank << shift) | np.uint64(level.cell_order)
-        steps <<= shift
-    else:
-        first = first_rank - np.uint64(4**level.cell_order)
+    to_values = ranks_to_words if kind == "morton" else ranks_to_nested
 
     def produce(start: int, stop: int, length: int) -> memoryview:
-        out = np.empty(length, dtype="<u8")
-        out[stop - start :] = 0
-        np.add(first[start // cells : stop // cells, None], steps,
-               out=out[: stop - start].reshape(-1, cells))
+        out = np.zeros(length, dtype="<u8")
+        ranks = child_ranks(level.node_ranks, level.depth, start, stop)
+        out[: stop - start] = to_values(ranks, level.cell_order)
         return memoryview(out).cast("B")
 
     meta = _coordinate_meta(level.n_nodes * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
