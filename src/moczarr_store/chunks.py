@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import google_crc32c
 import numpy as np
@@ -24,10 +24,14 @@ from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
 from .errors import TruncatedChunkError
 
+if TYPE_CHECKING:
+    from .backend import ByteRequest, BytesLike
+    from .cache import AsyncCache
+
 ABSENT = 2**64 - 1
 _ABSENT = np.uint64(ABSENT)
 
-ReadSized = Callable[[str, Any], Awaitable[tuple[Any, int] | None]]
+ReadSized = Callable[[str, "ByteRequest | None"], Awaitable["tuple[BytesLike, int] | None"]]
 
 
 @dataclass(frozen=True)
@@ -259,8 +263,9 @@ def check_span(entries: np.ndarray | None, byte_range: RangeByteRequest, data, k
         )
 
 
-async def shard_passthrough(read_sized: ReadSized, indexes, key: str, check: ChunkCheck,
-                            byte_range) -> Any:
+async def shard_passthrough(read_sized: ReadSized, indexes: AsyncCache[np.ndarray | None],
+                            key: str, check: ChunkCheck,
+                            byte_range: ByteRequest | None) -> BytesLike | None:
     """A leaf chunk object (or a range of it) passed through as it is, checked.
 
     A whole object: its index (or its size, unsharded). A shard's index alone: against the

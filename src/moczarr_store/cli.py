@@ -7,7 +7,7 @@ import json
 import sys
 import warnings
 
-from tqdm import tqdm  # type: ignore[import-untyped]
+from tqdm import tqdm
 from zarr.core.sync import sync
 
 from .backend import redact
@@ -49,7 +49,7 @@ def describe(store: MocHiveStore) -> list[str]:
             )
             if level.dropped:
                 lines.append(f"    debris/dangling objects dropped: {', '.join(level.dropped)}")
-            for child in view.children(level.path):
+            for child in view.children(level.path) or []:
                 array = view.arrays[f"{level.path}/{child}"]
                 meta = array.meta
                 chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]

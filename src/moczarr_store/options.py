@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 from .errors import HiveFormatError
 from .hive.aoi import Cells, aoi_members, parse_aoi
@@ -65,11 +65,12 @@ class OpenOptions:
             cells = None if members is None else parse_aoi(members)
         except (TypeError, ValueError) as err:
             raise OptionError(f"aoi: {err}") from None
-        return cls(verify, chunking, window, members, cells)  # type: ignore[arg-type]
+        # verify and chunking are checked against their Literal choices in __post_init__
+        return cls(cast(Verify, verify), cast(Chunking, chunking), window, members, cells)
 
-    def view_attrs(self) -> dict:
+    def view_attrs(self) -> dict[str, object]:
         """What the root group's ``morton_hive_store`` attribute records of these options."""
-        attrs: dict = {"verify": self.verify, "chunking": self.chunking}
+        attrs: dict[str, object] = {"verify": self.verify, "chunking": self.chunking}
         if self.window is not None:
             attrs["window"] = self.window
         if self.aoi is not None:

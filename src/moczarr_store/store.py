@@ -138,7 +138,8 @@ class MocHiveStore(Store):
     def __setstate__(self, state: dict) -> None:
         backend: Backend = state["backend"]
         options: OpenOptions = state["options"]
-        self.__init__(  # type: ignore[misc]
+        type(self).__init__(
+            self,
             state["source"],
             verify=options.verify,
             window=options.window,
@@ -196,7 +197,7 @@ class MocHiveStore(Store):
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
         data = await execute(self.session, await plan_key(self.session, key, byte_range))
-        return None if data is None else prototype.buffer.from_bytes(data)
+        return None if data is None else prototype.buffer.from_bytes(memoryview(data))
 
     async def get_partial_values(
         self,

@@ -266,7 +266,8 @@ class _Decoder:
         """A plain chunk's values (``None``: the fill value)."""
         if data is None:
             return np.full(self.shape, self.meta.fill_value, dtype=self.dtype)
-        return np.frombuffer(data, dtype=self.plain).reshape(self.shape)
+        assert self.plain is not None, "plain_chunk reads plain (bytes-only) encodings"
+        return np.frombuffer(memoryview(data), dtype=self.plain).reshape(self.shape)
 
     async def __call__(self, data: Bytes | None) -> np.ndarray:
         if self.plain is not None:
@@ -336,7 +337,7 @@ async def _coordinate_values(
     if data is None:
         raise RuntimeError(f"{array.path}: no fabricated chunk at row {start}")
     offset = start % array.rows
-    return np.frombuffer(data, dtype="<u8")[offset : offset + cells]
+    return np.frombuffer(memoryview(data), dtype="<u8")[offset : offset + cells]
 
 
 async def _read_json(session: HiveSession, key: str) -> dict | None:

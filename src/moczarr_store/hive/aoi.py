@@ -20,7 +20,7 @@ Cells = list[tuple[int, int]]  # (rank, order)
 
 def aoi_members(aoi: Iterable[str | int] | str | int) -> tuple[str | int, ...]:
     """AOI members as plain ``str`` decimal ids and ``int`` packed words."""
-    members = [aoi] if isinstance(aoi, str | int | np.integer) else list(np.ravel(aoi))
+    members = [aoi] if isinstance(aoi, str | int | np.integer) else list(np.ravel(np.asarray(aoi)))
     return tuple(str(m) if isinstance(m, str | np.str_) else m for m in members)
 
 

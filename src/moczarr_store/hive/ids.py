@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import numpy.typing as npt
 
 MAX_ORDER = 27
 DECIMAL_RE = re.compile(r"^(-?[1-6])([1-4]{0,27})\Z")
@@ -99,7 +100,7 @@ def child_ranks(node_ranks: np.ndarray, depth: int, start: int, stop: int) -> np
     return (nodes << bits) | (rows & _U64(4**depth - 1))
 
 
-def ancestor_ranks(ranks: np.ndarray, depth: int) -> np.ndarray:
+def ancestor_ranks(ranks: npt.ArrayLike, depth: int) -> np.ndarray:
     """Ranks of the ancestors ``depth`` orders above ``ranks`` (a node's parent at 1)."""
     return np.asarray(ranks, dtype=_U64) >> _U64(2 * depth)
 

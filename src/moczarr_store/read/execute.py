@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..backend import BytesLike, slice_bytes
+from ..backend import ByteRequest, BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
     ChunkCheck,
@@ -35,8 +35,8 @@ from ..errors import (
 )
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
-from ..transcode import encoding, transcode
-from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta
+from ..transcode import transcode
+from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
 from .plan import (
     Absent,
     Document,
@@ -52,10 +52,10 @@ from .plan import (
 if TYPE_CHECKING:
     from ..session import HiveSession
 
-Bytes = BytesLike | bytearray | memoryview
+Bytes = BytesLike
+T = TypeVar("T")
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
-_DECLARED: weakref.WeakKeyDictionary[FieldArray, tuple] = weakref.WeakKeyDictionary()
 
 
 async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
@@ -105,7 +105,7 @@ def _fields(plan: LeafRead) -> dict[str, Any]:
     return {name: getattr(plan, name) for name in LeafRead.__dataclass_fields__}
 
 
-async def _capture(coro) -> Any:
+async def _capture(coro: Awaitable[T]) -> T | Exception:
     """The coroutine's value, or the exception it raised (judged once the leaf's metadata
     says whether these bytes were read under the right encoding)."""
     try:
@@ -122,19 +122,11 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
         if payload is None:
             return None
         meta = check_leaf_meta(load_json(payload, plan.meta), plan.meta)
-        return _SAME if encoding(meta) == _declared(array) else meta
+        return _SAME if encoding(meta) == array.declared_encoding else meta
 
     if not plan.immutable:
         return await load()
     return await session.leaf_metas.get(plan.meta, load)
-
-
-def _declared(array: FieldArray) -> tuple:
-    """The encoding the view declares for ``array``, computed once per array."""
-    found = _DECLARED.get(array)
-    if found is None:
-        found = _DECLARED[array] = encoding(array.source_meta)
-    return found
 
 
 async def _no_array(session: HiveSession, plan: LeafRead, array: FieldArray, data: Any) -> None:
@@ -164,7 +156,7 @@ async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray
         session.problems.note(array.level.path, "no-group", plan.leaf)
 
 
-async def leaf_array_meta(session: HiveSession, plan: LeafRead) -> dict | None:
+async def leaf_array_meta(session: HiveSession, plan: LeafRead) -> dict[str, Any] | None:
     """The leaf array's own metadata, as the executor establishes it (``None``: the leaf
     version has no such array). Cost: none when known (immutable versions), else one GET."""
     array = session.view.arrays[plan.array]
@@ -188,16 +180,20 @@ def remember_template(session: HiveSession, level: Level) -> None:
             except MalformedMetadataError:
                 continue
             if isinstance(array, FieldArray):
-                same = encoding(meta) == _declared(array)
+                same = encoding(meta) == array.declared_encoding
                 session.leaf_metas.put(key, _SAME if same else meta)
 
 
-async def _read(session: HiveSession, key: str, byte_range=None) -> Bytes | None:
+async def _read(
+    session: HiveSession, key: str, byte_range: ByteRequest | None = None
+) -> Bytes | None:
     got = await _read_sized(session, key, byte_range)
     return None if got is None else got[0]
 
 
-async def _read_sized(session: HiveSession, key: str, byte_range=None):
+async def _read_sized(
+    session: HiveSession, key: str, byte_range: ByteRequest | None = None
+) -> tuple[BytesLike, int] | None:
     """``(bytes, object size)`` or ``None``; a failure is an error naming the object."""
     try:
         return await session.backend.get_sized(key, byte_range)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +26,12 @@ FABRICATED_ROWS = 65_536
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
 _VLEN_UTF8 = {"name": "vlen-utf8", "configuration": {}}
 _DEFAULT_KEYS = {"name": "default", "configuration": {"separator": "/"}}
+ENCODING_KEYS = ("shape", "data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
+
+
+def encoding(meta: dict[str, Any]) -> tuple[str, ...]:
+    """What of a leaf array's metadata decides its chunks' bytes, comparable as a value."""
+    return tuple(json.dumps(meta.get(k), sort_keys=True) for k in ENCODING_KEYS)
 
 
 def check_leaf_meta(meta: object, where: str) -> dict:
@@ -218,7 +226,7 @@ class FieldArray:
         cells = level.cells_per_node
         self.chunks_per_leaf = 1
         attrs = dict(leaf_meta.get("attributes") or {})
-        codecs = leaf_meta.get("codecs")
+        codecs: list[dict] = leaf_meta["codecs"]  # a list: checked by check_leaf_meta
         self.windowed = False
         self.check = chunk_check(leaf_meta)
         self.mode = "shard"
@@ -227,7 +235,7 @@ class FieldArray:
                 raise LeafSchemaError(
                     f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
                 )
-            if self._reframes(chunking, leaf_meta, chunks, cells):
+            if self._reframes(chunking, leaf_meta, chunks, cells, self.axis):
                 self.mode = chunking
                 inner = codecs[0]["configuration"]
                 codecs = inner.get("codecs") or [_BYTES_LE]
@@ -254,18 +262,20 @@ class FieldArray:
         self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
         self.group = f"{level.cell_order}/{name}"
 
-    def _reframes(self, chunking: str, leaf_meta: dict, chunks: list[int], cells: int) -> bool:
+    def _reframes(
+        self, chunking: str, leaf_meta: dict, chunks: list[int], cells: int, axis: int
+    ) -> bool:
         """Whether this array can be presented leaf- or inner-chunked, as asked.
 
         That needs one sharding_indexed object per leaf whose inner chunks split only
         the cells axis; ``leaf`` also needs fixed-size (uncompressed) inner chunks.
         """
         codecs = leaf_meta.get("codecs") or []
-        if chunking == "shard" or not self.check.shard_chunks or chunks[self.axis] != cells:
+        if chunking == "shard" or not self.check.shard_chunks or chunks[axis] != cells:
             return False
         inner = codecs[0]["configuration"].get("chunk_shape") or chunks
         if any(i != o for d, (i, o) in enumerate(zip(inner, chunks, strict=True))
-               if d != self.axis):
+               if d != axis):
             return False
         return chunking == "inner" or self.check.inner_nbytes is not None
 
@@ -293,6 +303,12 @@ class FieldArray:
         through; any other is re-encoded."""
         return self.source
 
+    @functools.cached_property
+    def declared_encoding(self) -> tuple[str, ...]:
+        """The encoding of ``source_meta``: a leaf array encoded so is passed through
+        (computed once per array)."""
+        return encoding(self.source)
+
     @property
     def windowed_view(self) -> bool:
         """Whether a node may lack a leaf by design (a window it was not observed in)."""
@@ -306,7 +322,8 @@ class FieldArray:
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window, node, inner = self._leaf_coords(coords)
         part = None
-        if self.mode == "inner":  # the shard object is the leaf's only chunk along cells
+        if self.mode == "inner" and self.axis is not None:  # inner mode has a cells axis;
+            # the shard object is the leaf's only chunk along it
             part, inner[self.axis] = inner[self.axis], 0
         key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
         if node < 0:
@@ -357,7 +374,7 @@ def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
         out = np.zeros(length, dtype="<u8")
         ranks = child_ranks(level.node_ranks, level.depth, start, stop)
         out[: stop - start] = to_values(ranks, level.cell_order)
-        return memoryview(out).cast("B")
+        return out.data.cast("B")
 
     meta = _coordinate_meta(level.n_nodes * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
     return FabricatedArray(meta, rows, produce)
