@@ -8,7 +8,7 @@ import sys
 import warnings
 
 from tqdm import tqdm
-from zarr.core.sync import sync
+from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
 from .backend import redact
 from .options import CHUNKINGS, VERIFY_MODES

@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import (
     ByteRequest,
     OffsetByteRequest,
@@ -20,7 +21,6 @@ from zarr.abc.store import (
     Store,
     SuffixByteRequest,
 )
-from zarr.core.buffer import Buffer, BufferPrototype
 
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend
 from .diagnostics import Problem

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 import numpy as np
 from zarr.abc.store import Store
 from zarr.api.asynchronous import open_array
-from zarr.core.buffer import default_buffer_prototype
+from zarr.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 from .errors import EncodingError, TranscodeReadError

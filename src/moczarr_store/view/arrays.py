@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 from zarr.codecs import ShardingCodec
+
+# zarr internals with no public equivalent in zarr 3.1.6 and 3.4.2: the check of a codec
+# chain, and the v3 array metadata class
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
