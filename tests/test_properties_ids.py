@@ -147,6 +147,8 @@ def node_sets(draw):
 
 @SETTINGS
 @given(node_sets())
+@example((5, 5, ["411113", "-411111"], 3, 40))  # a few rows of a big subtree: per row
+@example((5, 2, ["411113", "-411111", "-411112"], 5, 47))  # rows over small subtrees: broadcast
 def test_child_ranks_match_mortie_children(case):
     order, depth, nodes, start, stop = case
     node_words = _u64([m_word(s) for s in nodes])

@@ -91,13 +91,20 @@ def ranks_to_nested(ranks: np.ndarray, order: int) -> np.ndarray:
 def child_ranks(node_ranks: np.ndarray, depth: int, start: int, stop: int) -> np.ndarray:
     """Ranks of rows ``[start, stop)`` of the concatenated node subtrees.
 
-    Row ``r`` is child ``r % 4**depth`` of node ``r // 4**depth``. Cost: a few passes
-    over ``stop - start`` uint64 values (shifts and masks, no division).
+    Row ``r`` is child ``r % 4**depth`` of node ``r // 4**depth``. Cost: one broadcast of
+    the nodes' first children over their child steps (a few passes over ``stop - start``
+    uint64 values); per row (shifts and masks) when the rows cover a small part of few
+    large subtrees.
     """
-    rows = np.arange(start, stop, dtype=_U64)
-    bits = _U64(2 * depth)
-    nodes = np.asarray(node_ranks, dtype=_U64)[(rows >> bits).astype(np.intp)]
-    return (nodes << bits) | (rows & _U64(4**depth - 1))
+    per, bits = 4**depth, _U64(2 * depth)
+    first, last = start // per, -(-stop // per)  # the nodes the rows fall in
+    if (last - first) * per > 2 * (stop - start) + 64:
+        rows = np.arange(start, stop, dtype=_U64)
+        nodes = np.asarray(node_ranks, dtype=_U64)[(rows >> bits).astype(np.intp)]
+        return (nodes << bits) | (rows & _U64(per - 1))
+    block = (np.asarray(node_ranks, dtype=_U64)[first:last, None] << bits) | np.arange(
+        per, dtype=_U64)
+    return block.ravel()[start - first * per : stop - first * per]
 
 
 def ancestor_ranks(ranks: npt.ArrayLike, depth: int) -> np.ndarray:

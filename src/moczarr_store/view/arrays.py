@@ -374,10 +374,11 @@ def cell_coordinate(level: Level, kind: str, attrs: dict) -> FabricatedArray:
     to_values = ranks_to_words if kind == "morton" else ranks_to_nested
 
     def produce(start: int, stop: int, length: int) -> memoryview:
-        out = np.zeros(length, dtype="<u8")
         ranks = child_ranks(level.node_ranks, level.depth, start, stop)
-        out[: stop - start] = to_values(ranks, level.cell_order)
-        return out.data.cast("B")
+        values = to_values(ranks, level.cell_order).astype("<u8", copy=False)
+        if values.size < length:  # the last chunk: zero past the domain's end
+            values = np.concatenate([values, np.zeros(length - values.size, dtype="<u8")])
+        return values.data.cast("B")
 
     meta = _coordinate_meta(level.n_nodes * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
     return FabricatedArray(meta, rows, produce)
