@@ -30,6 +30,7 @@ from moczarr_store import MocHiveStore, TruncatedChunkError
 from moczarr_store.backend import slice_bytes
 from moczarr_store.cache import AsyncCache
 from moczarr_store.chunks import (
+    ChunkCheck,
     check_chunk,
     index_range,
     inner_span,
@@ -37,7 +38,6 @@ from moczarr_store.chunks import (
     reframe,
     shard_passthrough,
 )
-from moczarr_store.view.arrays import ChunkCheck
 
 ABSENT = 2**64 - 1
 KEY = "4/4/4/1/1/44411.zarr/7/count/c/0"

@@ -38,7 +38,7 @@ from moczarr_store import (
     NoCoverageError,
     UnusableCoverage,
 )
-from moczarr_store.hive import coverage, level, windows
+from moczarr_store.hive import coverage, template, windows
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 from moczarr_store.hive.jsonio import MAX_DEPTH, load_json
 from moczarr_store.hive.paths import validate_node_name
@@ -780,7 +780,7 @@ def test_no_committed_leaf_among_200k_listed_nodes_costs_a_bounded_search(tmp_pa
 
 def test_the_template_search_on_plain_http_probes_up_to_a_limit(tmp_path, http_root,
                                                                  monkeypatch):
-    monkeypatch.setattr(level, "DEFAULT_TEMPLATE_PROBES", 300)
+    monkeypatch.setattr(template, "DEFAULT_TEMPLATE_PROBES", 300)
     root = _listed(tmp_path / "listed")
     store = MocHiveStore(http_root(root), **http_options())
     with _raises(NoCoverageError, "(the first 300 of 200,000 objects probed (the probe limit); "

@@ -9,8 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moczarr_store.chunks import TruncatedChunkError, check_each_entry, in_order, reframe
-from moczarr_store.view.arrays import ChunkCheck
+from moczarr_store.chunks import (
+    ChunkCheck,
+    TruncatedChunkError,
+    check_each_entry,
+    in_order,
+    reframe,
+)
 
 ABSENT = 2**64 - 1
 

@@ -147,6 +147,8 @@ def node_sets(draw):
 
 @SETTINGS
 @given(node_sets())
+@example((5, 5, ["411113", "-411111"], 3, 40))  # a few rows of a big subtree: per row
+@example((5, 2, ["411113", "-411111", "-411112"], 5, 47))  # rows over small subtrees: broadcast
 def test_child_ranks_match_mortie_children(case):
     order, depth, nodes, start, stop = case
     node_words = _u64([m_word(s) for s in nodes])
@@ -164,6 +166,19 @@ def test_child_ranks_match_mortie_children(case):
         nested = ids.ranks_to_nested(ranks, order + depth)
         assert nested.dtype == np.uint64
         np.testing.assert_array_equal(nested, m_nested(expected[start:stop]))
+
+
+@SETTINGS
+@given(st.integers(0, MAX_ORDER).flatmap(
+    lambda o: st.tuples(st.just(o), st.integers(0, o),
+                        st.lists(decimals(order=o), min_size=1, max_size=8))))
+def test_ancestor_ranks_match_mortie_clip2order(case):
+    order, depth, cells = case
+    words = _u64([m_word(d) for d in cells])
+    got = ids.ancestor_ranks(ids.words_to_ranks(words, order), depth)
+    assert got.dtype == np.uint64
+    expected = np.atleast_1d(mortie.clip2order(order - depth, words)).astype(np.uint64)
+    np.testing.assert_array_equal(ids.ranks_to_words(got, order - depth), expected)
 
 
 @SETTINGS

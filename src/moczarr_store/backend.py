@@ -164,7 +164,7 @@ def normalize_url(url: str | os.PathLike) -> str:
     return text.rstrip("/") if not text.startswith("file://") else text.rstrip("/") or text
 
 
-def slice_bytes(data: bytes, byte_range) -> bytes | memoryview:
+def slice_bytes(data: BytesLike, byte_range: ByteRequest | None) -> BytesLike:
     """``data`` cut to a zarr ``ByteRequest`` (end-exclusive; suffix clamps at 0)."""
     if byte_range is None:
         return data
@@ -498,8 +498,8 @@ class Backend:
 
     def __setstate__(self, state: dict) -> None:
         source = state["instance"] if state["instance"] is not None else state["url"]
-        self.__init__(source, state["options"], state["max_concurrency"],
-                      state.get("follow_links", False))
+        type(self).__init__(self, source, state["options"], state["max_concurrency"],
+                            state.get("follow_links", False))
 
     def recipe(self) -> tuple:
         """What identifies this backend: equal recipes read the same objects."""

@@ -1,5 +1,6 @@
-"""Byte-level helpers of the data path: shard index checks, passthrough chunk checks and
-the re-framing of a shard into one chunk.
+"""Byte-level helpers of the data path: what a leaf array's metadata says its chunk objects'
+bytes must be (``chunk_check``), shard index checks, passthrough chunk checks and the
+re-framing of a shard into one chunk.
 
 A shard index entry is ``(offset, nbytes)``, two little-endian uint64 words. An entry is
 absent when both words are ``2**64 - 1``; any other entry must be a non-empty span of the
@@ -13,20 +14,98 @@ object. All arithmetic is on uint64 words compared before they are added: nothin
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import google_crc32c
 import numpy as np
 from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
 from .errors import TruncatedChunkError
-from .view.arrays import ChunkCheck
+
+if TYPE_CHECKING:
+    from .backend import ByteRequest, BytesLike
+    from .cache import AsyncCache
 
 ABSENT = 2**64 - 1
 _ABSENT = np.uint64(ABSENT)
 
-ReadSized = Callable[[str, Any], Awaitable[tuple[Any, int] | None]]
+ReadSized = Callable[[str, "ByteRequest | None"], Awaitable["tuple[BytesLike, int] | None"]]
+
+
+@dataclass(frozen=True)
+class ChunkCheck:
+    """What the store knows about a leaf chunk object's bytes, to verify or re-frame them."""
+
+    nbytes: int | None = None  # exact size of an uncompressed plain chunk
+    shard_chunks: int | None = None  # inner chunks of a sharding_indexed object
+    index_at_end: bool = True
+    index_crc: bool = False
+    inner_nbytes: int | None = None  # size of an uncompressed inner chunk
+    inner_fill: bytes = b""  # the bytes of an inner chunk of fill values
+
+    @property
+    def index_nbytes(self) -> int:
+        return 16 * (self.shard_chunks or 0) + (4 if self.index_crc else 0)
+
+
+def _itemsize(data_type: object) -> int | None:
+    try:
+        return np.dtype(data_type).itemsize if isinstance(data_type, str) else None
+    except TypeError:
+        return None
+
+
+def chunk_check(meta: dict) -> ChunkCheck:
+    """What a leaf array's metadata (checked) says its chunk objects' bytes must be."""
+    codecs = meta.get("codecs") or []
+    chunk_shape = meta["chunk_grid"]["configuration"]["chunk_shape"]
+    if len(codecs) == 1 and codecs[0].get("name") == "bytes":
+        size = _itemsize(meta.get("data_type"))
+        return ChunkCheck(nbytes=None if size is None else size * math.prod(chunk_shape))
+    if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
+        conf = codecs[0].get("configuration", {})
+        inner = conf.get("chunk_shape") or chunk_shape
+        index_codecs = [c.get("name") for c in conf.get("index_codecs", [])]
+        if index_codecs not in (["bytes"], ["bytes", "crc32c"]):
+            return ChunkCheck()
+        plain = _plain_bytes(conf.get("codecs") or [], meta)
+        return ChunkCheck(
+            shard_chunks=math.prod(o // i for o, i in zip(chunk_shape, inner, strict=True)),
+            index_at_end=conf.get("index_location", "end") == "end",
+            index_crc=index_codecs[-1] == "crc32c",
+            inner_nbytes=None if plain is None else plain.itemsize * math.prod(inner),
+            inner_fill=b"" if plain is None else np.full(
+                math.prod(inner), fill_number(meta.get("fill_value"), plain), dtype=plain
+            ).tobytes(),
+        )
+    return ChunkCheck()
+
+
+def _plain_bytes(codecs: list[dict], meta: dict) -> np.dtype | None:
+    """The on-disk dtype when ``codecs`` is a lone fixed-size ``bytes`` codec."""
+    if len(codecs) != 1 or codecs[0].get("name") != "bytes":
+        return None
+    try:
+        dtype = np.dtype(meta.get("data_type"))
+    except TypeError:
+        return None
+    if dtype.kind not in "biuf" or dtype.itemsize == 0:
+        return None
+    endian = (codecs[0].get("configuration") or {}).get("endian", "little")
+    return dtype.newbyteorder("<" if endian == "little" else ">")
+
+
+def fill_number(value: object, dtype: np.dtype) -> object:
+    """A zarr v3 fill value as a number ("NaN", "Infinity" and hex bit patterns too)."""
+    if isinstance(value, str) and value.startswith("0x"):
+        bits = np.array(int(value, 16), dtype=f"u{dtype.itemsize}")
+        return bits.view(dtype.newbyteorder("="))[()]
+    if isinstance(value, str):
+        return float(value.replace("Infinity", "inf"))
+    return value
 
 
 def _bad(key: str, what: str) -> TruncatedChunkError:
@@ -213,8 +292,9 @@ def check_span(entries: np.ndarray | None, byte_range: RangeByteRequest, data, k
         )
 
 
-async def shard_passthrough(read_sized: ReadSized, indexes, key: str, check: ChunkCheck,
-                            byte_range) -> Any:
+async def shard_passthrough(read_sized: ReadSized, indexes: AsyncCache[np.ndarray | None],
+                            key: str, check: ChunkCheck,
+                            byte_range: ByteRequest | None) -> BytesLike | None:
     """A leaf chunk object (or a range of it) passed through as it is, checked.
 
     A whole object: its index (or its size, unsharded). A shard's index alone: against the

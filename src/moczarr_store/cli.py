@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from tqdm import tqdm  # type: ignore[import-untyped]
-from zarr.core.sync import sync
+from tqdm import tqdm
+from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
 from .backend import redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
@@ -251,7 +251,7 @@ def describe(store: MocHiveStore) -> list[str]:
             if level.dropped:
                 lines.append(f"    {len(level.dropped):,} debris/dangling objects dropped: "
                              f"{_first(level.dropped)}")
-            for child in view.children(level.path):
+            for child in view.children(level.path) or []:
                 array = view.arrays[f"{level.path}/{child}"]
                 meta = array.meta
                 chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 from .errors import OptionError
 from .hive.aoi import Cells, aoi_members, parse_aoi
@@ -70,7 +70,9 @@ class OpenOptions:
             raise OptionError(f"aoi: {err}") from None
         if isinstance(window, int) and not isinstance(window, bool):
             window = str(window)  # window=2019 means the label "2019"
-        return cls(verify, chunking, window, members, cells, geometry)  # type: ignore[arg-type]
+        # verify and chunking are checked against their Literal choices in __post_init__
+        return cls(cast(Verify, verify), cast(Chunking, chunking), window, members, cells,
+                   cast(Geometry, geometry))
 
     def describe(self) -> str:
         """The options that differ from the defaults, as keyword arguments (for ``repr``);
@@ -87,9 +89,9 @@ class OpenOptions:
                 parts.append(f"{f.name}={value!r}")
         return ", ".join(parts)
 
-    def view_attrs(self) -> dict:
+    def view_attrs(self) -> dict[str, object]:
         """What the root group's ``morton_hive_store`` attribute records of these options."""
-        attrs: dict = {"verify": self.verify, "chunking": self.chunking}
+        attrs: dict[str, object] = {"verify": self.verify, "chunking": self.chunking}
         if self.window is not None:
             attrs["window"] = self.window
         if self.aoi is not None:

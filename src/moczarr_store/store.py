@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
+from zarr.abc.buffer import Buffer, BufferPrototype
 from zarr.abc.store import (
     ByteRequest,
     OffsetByteRequest,
@@ -20,7 +21,6 @@ from zarr.abc.store import (
     Store,
     SuffixByteRequest,
 )
-from zarr.core.buffer import Buffer, BufferPrototype
 
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend
 from .diagnostics import Problem
@@ -162,7 +162,8 @@ class MocHiveStore(Store):
     def __setstate__(self, state: dict) -> None:
         backend: Backend = state["backend"]
         options: OpenOptions = state["options"]
-        self.__init__(  # type: ignore[misc]
+        type(self).__init__(
+            self,
             state["source"],
             verify=options.verify,
             window=options.window,
@@ -221,7 +222,7 @@ class MocHiveStore(Store):
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
         data = await execute(self.session, await plan_key(self.session, key, byte_range))
-        return None if data is None else prototype.buffer.from_bytes(data)
+        return None if data is None else prototype.buffer.from_bytes(memoryview(data))
 
     async def get_partial_values(
         self,

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
 import numpy as np
 from zarr.abc.store import Store
 from zarr.api.asynchronous import open_array
-from zarr.core.buffer import default_buffer_prototype
+from zarr.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 from .errors import EncodingError, TranscodeReadError
 from .view.arrays import FieldArray
-
-ENCODING_KEYS = ("shape", "data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
-
-
 
 
 class _BackendStore(Store):
@@ -57,15 +54,18 @@ class _BackendStore(Store):
     async def delete(self, key):
         raise ValueError("read-only")
 
-    async def list(self):
+    # never listed: the array is opened by path
+    async def list(self) -> AsyncIterator[str]:
         raise NotImplementedError
         yield
 
-    list_prefix = list_dir = list  # never listed: the array is opened by path
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        raise NotImplementedError
+        yield
 
-
-def encoding(meta: dict) -> tuple:
-    return tuple(json.dumps(meta.get(k), sort_keys=True) for k in ENCODING_KEYS)
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        raise NotImplementedError
+        yield
 
 
 

@@ -35,16 +35,19 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-from zarr.core.array import AsyncArray
-from zarr.core.buffer import default_buffer_prototype
+from zarr import AsyncArray
+from zarr.buffer import default_buffer_prototype
+
+# zarr internals with no public equivalent in zarr 3.1.6 and 3.4.2: zarr.dtype.parse_dtype
+# falls back to numpy's reading of a string a v3 document does not name; metadata classes
+# are not exported
 from zarr.core.dtype import get_data_type_from_json
 from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import MemoryStore, StorePath
 
-from .errors import MalformedMetadataError
+from .errors import MalformedMetadataError, OptionError
 from .hive.leaves import Leaf, parse_leaf
 from .hive.level import COORDINATE_NAMES, Level
-from .options import OptionError
 from .read.execute import Bytes, execute, read_leaf_chunks
 from .read.plan import (
     Absent,

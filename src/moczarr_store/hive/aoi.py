@@ -6,14 +6,22 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .ids import DECIMAL_RE, decimal_order, decimal_to_rank, shift, word_order
+from .ids import (
+    DECIMAL_RE,
+    ancestor_ranks,
+    decimal_order,
+    decimal_to_rank,
+    shift,
+    word_order,
+    words_to_ranks,
+)
 
 Cells = list[tuple[int, int]]  # (rank, order)
 
 
 def aoi_members(aoi: Iterable[str | int] | str | int) -> tuple[str | int, ...]:
     """AOI members as plain ``str`` decimal ids and ``int`` packed words."""
-    members = [aoi] if isinstance(aoi, str | int | np.integer) else list(np.ravel(aoi))
+    members = [aoi] if isinstance(aoi, str | int | np.integer) else list(np.ravel(np.asarray(aoi)))
     return tuple(str(m) if isinstance(m, str | np.str_) else m for m in members)
 
 
@@ -54,9 +62,9 @@ def overlaps(ranks: np.ndarray, order: int, aoi: Cells) -> np.ndarray:
     keep = np.zeros(ranks.size, dtype=bool)
     for rank, member_order in aoi:
         if member_order <= order:  # the member contains whole cells
-            keep |= (ranks >> np.uint64(2 * (order - member_order))) == np.uint64(rank)
+            keep |= ancestor_ranks(ranks, order - member_order) == np.uint64(rank)
         else:  # the member lies inside one cell
-            keep |= ranks == np.uint64(rank >> (2 * (member_order - order)))
+            keep |= ranks == ancestor_ranks(np.uint64(rank), member_order - order)
     return keep
 
 
@@ -70,4 +78,4 @@ def aoi_mask(morton: np.ndarray, aoi) -> np.ndarray:
     if words.size == 0:
         return np.zeros(0, dtype=bool)
     order = word_order(int(words[0]))
-    return overlaps(words >> np.uint64(shift(order)), order, parse_aoi(aoi))
+    return overlaps(words_to_ranks(words, order), order, parse_aoi(aoi))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MalformedMetadataError, UnusableCoverage
-from .ids import DECIMAL_RE
+from .ids import DECIMAL_RE, match_rank
 from .jsonio import is_int, load_json
 from .paths import short
 
@@ -151,10 +151,4 @@ def _endpoint(end: str, order: int, where: str) -> tuple[str, int]:
         raise MalformedMetadataError(
             f"{where}: range endpoint {short(end)} is not an order-{order} id"
         )
-    base, tail = match.groups()
-    base_cell = int(base) - 1 if base[0] != "-" else 5 - int(base)
-    rank = int(tail.translate(_QUATERNARY), 4) if tail else 0
-    return base, ((base_cell + 1) << (2 * order)) + rank
-
-
-_QUATERNARY = str.maketrans("1234", "0123")
+    return match.group(1), match_rank(match)

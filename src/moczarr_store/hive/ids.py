@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import numpy.typing as npt
 
 MAX_ORDER = 27
 DECIMAL_RE = re.compile(r"^(-?[1-6])([1-4]{0,27})\Z")
@@ -41,6 +42,11 @@ def decimal_to_rank(decimal: str) -> int:
     match = DECIMAL_RE.match(decimal)
     if match is None:
         raise ValueError(f"{decimal!r} is not a morton decimal id")
+    return match_rank(match)
+
+
+def match_rank(match: re.Match[str]) -> int:
+    """Global rank ``K`` of a :data:`DECIMAL_RE` match (a parser that has matched already)."""
     base, tail = match.groups()
     base_cell = int(base) - 1 if base[0] != "-" else 5 - int(base)
     rank = int(tail.translate(_DIGIT_TO_QUAT), 4) if tail else 0
@@ -85,12 +91,25 @@ def ranks_to_nested(ranks: np.ndarray, order: int) -> np.ndarray:
 def child_ranks(node_ranks: np.ndarray, depth: int, start: int, stop: int) -> np.ndarray:
     """Ranks of rows ``[start, stop)`` of the concatenated node subtrees.
 
-    Row ``r`` is child ``r % 4**depth`` of node ``r // 4**depth``.
+    Row ``r`` is child ``r % 4**depth`` of node ``r // 4**depth``. Cost: one broadcast of
+    the nodes' first children over their child steps (a few passes over ``stop - start``
+    uint64 values); per row (shifts and masks) when the rows cover a small part of few
+    large subtrees.
     """
-    rows = np.arange(start, stop, dtype=_U64)
-    per_node = _U64(4**depth)
-    nodes = np.asarray(node_ranks, dtype=_U64)[(rows // per_node).astype(np.intp)]
-    return (nodes << _U64(2 * depth)) + rows % per_node
+    per, bits = 4**depth, _U64(2 * depth)
+    first, last = start // per, -(-stop // per)  # the nodes the rows fall in
+    if (last - first) * per > 2 * (stop - start) + 64:
+        rows = np.arange(start, stop, dtype=_U64)
+        nodes = np.asarray(node_ranks, dtype=_U64)[(rows >> bits).astype(np.intp)]
+        return (nodes << bits) | (rows & _U64(per - 1))
+    block = (np.asarray(node_ranks, dtype=_U64)[first:last, None] << bits) | np.arange(
+        per, dtype=_U64)
+    return block.ravel()[start - first * per : stop - first * per]
+
+
+def ancestor_ranks(ranks: npt.ArrayLike, depth: int) -> np.ndarray:
+    """Ranks of the ancestors ``depth`` orders above ``ranks`` (a node's parent at 1)."""
+    return np.asarray(ranks, dtype=_U64) >> _U64(2 * depth)
 
 
 _DIGIT_TO_QUAT = str.maketrans("1234", "0123")

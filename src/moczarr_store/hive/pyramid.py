@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import HiveWarning
 from .aoi import Cells
+from .ids import ancestor_ranks
 from .jsonio import is_int
 from .leaves import LeafCache
-from .level import HiveWarning, Level, fill_schema, restrict, drop_unstamped
+from .level import Level
+from .load import drop_outside_aoi, drop_unstamped, fill_schema
 from .paths import short
 from .windows import schedule
 
@@ -117,7 +120,7 @@ def declare_pyramid(source: Level, moc_ranks: np.ndarray | None) -> list[Level]:
             _omit(f"{source.product}/o{cell_order}", "ancestor paths of a grouped tree are "
                   "unsettled")
             continue
-        ranks = np.unique(moc_ranks >> np.uint64(2 * (source.node_order - node_order)))
+        ranks = np.unique(ancestor_ranks(moc_ranks, source.node_order - node_order))
         variants: list[dict[str, Any]] = [{"windows": source.windows, "window": source.window}]
         if artifact == "overview" and windowed and all_time and source.window is None:
             variants.append({"fold": True})
@@ -138,7 +141,7 @@ async def resolve_level(
         return False
     if not _admissible(level):
         return False
-    restrict(level, aoi)
+    drop_outside_aoi(level, aoi)
     if verify == "open" or level.window is not None:
         await drop_unstamped(backend, leaves, level)
     return True

@@ -6,11 +6,12 @@ import asyncio
 import warnings
 from dataclasses import dataclass
 
-from ..errors import HiveFormatError, NotAHiveError, OptionError
+from ..errors import HiveFormatError, HiveWarning, NotAHiveError, OptionError
 from .aoi import Cells
 from .jsonio import read_document
 from .leaves import LeafCache
-from .level import HiveWarning, Level, Product, load_source
+from .level import Level, Product
+from .load import load_source
 from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
 from .paths import BASE_RE, is_product_name, validate_window
 from .pyramid import declare_pyramid, resolve_level

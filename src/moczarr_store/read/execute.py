@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..backend import BytesLike, slice_bytes
+from ..backend import ByteRequest, BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
+    ChunkCheck,
     check_chunk,
     inner_span,
     load_index,
@@ -37,8 +37,8 @@ from ..errors import (
 )
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
-from ..transcode import encoding, transcode
-from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray, check_leaf_meta
+from ..transcode import transcode
+from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
 from .plan import (
     Absent,
     Document,
@@ -54,13 +54,12 @@ from .plan import (
 if TYPE_CHECKING:
     from ..session import HiveSession
 
-Bytes = BytesLike | bytearray | memoryview
+Bytes = BytesLike
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
-_DECLARED: weakref.WeakKeyDictionary[FieldArray, tuple] = weakref.WeakKeyDictionary()
 CHECKED_METAS = 256  # distinct leaf array documents remembered by content
 CHECKED_MAX_BYTES = 1 << 16
-_CHECKED: OrderedDict[bytes, tuple[dict, tuple]] = OrderedDict()
+_CHECKED: OrderedDict[bytes, tuple[dict[str, Any], tuple[Any, ...]]] = OrderedDict()
 _CHECKED_LOCK = threading.Lock()
 
 
@@ -120,14 +119,16 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
 
 async def read_leaf_chunks(
     session: HiveSession, plans: list[Passthrough | Reframe | InnerRange]
-) -> list[tuple[Bytes | None, dict | None] | Exception]:
+) -> list[tuple[Bytes | None, dict[str, Any] | None] | Exception]:
     """Each plan's bytes, exactly as :func:`execute` serves them, with the leaf array
     metadata they were established under (``None``: the leaf version holds no such
     array); all read concurrently, a failure returned in its plan's place. For consumers
     that read many arrays of one leaf at once (``verify``). Cost: as many ``execute``
     calls, one task each."""
 
-    async def one(plan: Passthrough | Reframe | InnerRange):
+    async def one(
+        plan: Passthrough | Reframe | InnerRange,
+    ) -> tuple[Bytes | None, dict[str, Any] | None] | Exception:
         try:
             data, meta = await _established(session, plan)
         except Exception as err:
@@ -162,14 +163,14 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
         if payload is None:
             return None
         meta, coded = _checked_meta(payload, plan.meta)
-        return _SAME if coded == _declared(array) else meta
+        return _SAME if coded == array.declared_encoding else meta
 
     if not plan.immutable:
         return await load()
     return await session.leaf_metas.get(plan.meta, load)
 
 
-def _checked_meta(payload: Bytes, key: str) -> tuple[dict, tuple]:
+def _checked_meta(payload: Bytes, key: str) -> tuple[dict[str, Any], tuple[Any, ...]]:
     """A leaf array's ``zarr.json`` parsed and checked, with its encoding. Leaves written
     by one run hold byte-identical documents, so a document seen before (an LRU of
     ``CHECKED_METAS`` up to ``CHECKED_MAX_BYTES`` each, keyed by its bytes) is not parsed
@@ -188,14 +189,6 @@ def _checked_meta(payload: Bytes, key: str) -> tuple[dict, tuple]:
             _CHECKED[content] = found
             if len(_CHECKED) > CHECKED_METAS:
                 _CHECKED.popitem(last=False)
-    return found
-
-
-def _declared(array: FieldArray) -> tuple:
-    """The encoding the view declares for ``array``, computed once per array."""
-    found = _DECLARED.get(array)
-    if found is None:
-        found = _DECLARED[array] = encoding(array.source_meta)
     return found
 
 
@@ -260,16 +253,20 @@ def remember_template(session: HiveSession, level: Level) -> None:
             except MalformedMetadataError:
                 continue
             if isinstance(array, FieldArray):
-                same = encoding(meta) == _declared(array)
+                same = encoding(meta) == array.declared_encoding
                 session.leaf_metas.put(key, _SAME if same else meta)
 
 
-async def _read(session: HiveSession, key: str, byte_range=None) -> Bytes | None:
+async def _read(
+    session: HiveSession, key: str, byte_range: ByteRequest | None = None
+) -> Bytes | None:
     got = await _read_sized(session, key, byte_range)
     return None if got is None else got[0]
 
 
-async def _read_sized(session: HiveSession, key: str, byte_range=None):
+async def _read_sized(
+    session: HiveSession, key: str, byte_range: ByteRequest | None = None
+) -> tuple[BytesLike, int] | None:
     """``(bytes, object size)`` or ``None``; a failure is an error naming the object."""
     try:
         return await session.backend.get_sized(key, byte_range)

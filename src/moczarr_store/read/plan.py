@@ -12,10 +12,11 @@ executor establishes the leaf's encoding from it before any byte is served.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..chunks import ChunkCheck
 from ..hive.leaves import Leaf
-from ..view.arrays import ChunkCheck, FabricatedArray, FieldArray
+from ..view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -98,7 +99,7 @@ class Transcode(LeafRead):
     """The leaf array's values decoded under its own metadata and re-encoded as the
     virtual array declares (the leaf's encoding differs from the declared one)."""
 
-    leaf_meta: dict = field(default_factory=dict, compare=False, repr=False)
+    leaf_meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 Plan = Document | Fabricate | Absent | Passthrough | Reframe | InnerRange | Transcode

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from ..options import OptionError
+from ..errors import OptionError
 from ..verify import public_source
 from .collect import Collected, collect, published
 

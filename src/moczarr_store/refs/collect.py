@@ -32,8 +32,7 @@ import numpy as np
 from ..backend import ObjectStat
 from ..cache import AsyncCache
 from ..chunks import ABSENT, inner_span
-from ..errors import TruncatedChunkError
-from ..options import OptionError
+from ..errors import OptionError, TruncatedChunkError
 from ..read.execute import encoded_as_declared, execute, verified_index
 from ..read.plan import Absent, InnerRange, Passthrough, Reframe, plan_chunk
 from ..view.arrays import FabricatedArray, FieldArray
@@ -177,7 +176,10 @@ async def _chunk(
     if isinstance(array, FabricatedArray):
         return Chunk(coords, "fabricated", data=bytes(array.fabricate(coords)))
     assert isinstance(array, FieldArray)
-    leaf = await session.leaves.resolve(array.object_path(coords), session.backend.get)
+    path = array.object_path(coords)
+    if path is None:  # a sphere node no object covers: the fill value, no reference
+        return None
+    leaf = await session.leaves.resolve(path, session.backend.get)
     plan = plan_chunk(array, coords, leaf)
     if isinstance(plan, Absent):
         await execute(session, plan)  # damage is reported as the store reports it

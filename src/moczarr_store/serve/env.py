@@ -18,7 +18,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 
-from ..options import OptionError
+from ..errors import OptionError
 from ..storage import from_json, to_json
 from .app import create_app
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..cache import AsyncCache
-from ..options import OptionError
+from ..errors import OptionError
 from ..store import MocHiveStore
 
 DEFAULT_STAMP_TTL = 60.0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -9,10 +11,15 @@ from typing import Any
 
 import numpy as np
 from zarr.codecs import ShardingCodec
+
+# zarr internals with no public equivalent in zarr 3.1.6 and 3.4.2: the check of a codec
+# chain, and the v3 array metadata class
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
+from ..chunks import chunk_check, fill_number
 from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
+from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
 from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
@@ -23,6 +30,12 @@ SPHERE_MAX_CHUNKS = 2**24
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
 _VLEN_UTF8 = {"name": "vlen-utf8", "configuration": {}}
 _DEFAULT_KEYS = {"name": "default", "configuration": {"separator": "/"}}
+ENCODING_KEYS = ("shape", "data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
+
+
+def encoding(meta: dict[str, Any]) -> tuple[str, ...]:
+    """What of a leaf array's metadata decides its chunks' bytes, comparable as a value."""
+    return tuple(json.dumps(meta.get(k), sort_keys=True) for k in ENCODING_KEYS)
 
 
 def check_leaf_meta(meta: object, where: str) -> dict:
@@ -118,82 +131,11 @@ def _check_codecs(where: str, field: str, codecs: Any, rank: int) -> None:
 class LeafChunk:
     """Where a virtual chunk lives: a key below the data prefix of one node's leaf."""
 
-    shard: int | None  # None: a sphere node no object covers (geometry="sphere")
+    node: int | None  # None: a sphere node no object covers (geometry="sphere")
     window: str | None
     key: str
     path: str | None = None  # a fixed leaf (arrays with no cells axis: the template)
     inner: int | None = None  # the inner chunk of the shard object (chunking="inner")
-
-
-@dataclass(frozen=True)
-class ChunkCheck:
-    """What the store knows about a leaf chunk object's bytes, to verify or re-frame them."""
-
-    nbytes: int | None = None  # exact size of an uncompressed plain chunk
-    shard_chunks: int | None = None  # inner chunks of a sharding_indexed object
-    index_at_end: bool = True
-    index_crc: bool = False
-    inner_nbytes: int | None = None  # size of an uncompressed inner chunk
-    inner_fill: bytes = b""  # the bytes of an inner chunk of fill values
-
-    @property
-    def index_nbytes(self) -> int:
-        return 16 * (self.shard_chunks or 0) + (4 if self.index_crc else 0)
-
-
-def _itemsize(data_type: object) -> int | None:
-    try:
-        return np.dtype(data_type).itemsize if isinstance(data_type, str) else None
-    except TypeError:
-        return None
-
-
-def chunk_check(meta: dict) -> ChunkCheck:
-    codecs = meta.get("codecs") or []
-    chunk_shape = meta["chunk_grid"]["configuration"]["chunk_shape"]
-    if len(codecs) == 1 and codecs[0].get("name") == "bytes":
-        size = _itemsize(meta.get("data_type"))
-        return ChunkCheck(nbytes=None if size is None else size * math.prod(chunk_shape))
-    if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
-        conf = codecs[0].get("configuration", {})
-        inner = conf.get("chunk_shape") or chunk_shape
-        index_codecs = [c.get("name") for c in conf.get("index_codecs", [])]
-        if index_codecs not in (["bytes"], ["bytes", "crc32c"]):
-            return ChunkCheck()
-        plain = _plain_bytes(conf.get("codecs") or [], meta)
-        return ChunkCheck(
-            shard_chunks=math.prod(o // i for o, i in zip(chunk_shape, inner, strict=True)),
-            index_at_end=conf.get("index_location", "end") == "end",
-            index_crc=index_codecs[-1] == "crc32c",
-            inner_nbytes=None if plain is None else plain.itemsize * math.prod(inner),
-            inner_fill=b"" if plain is None else np.full(
-                math.prod(inner), _fill(meta.get("fill_value"), plain), dtype=plain).tobytes(),
-        )
-    return ChunkCheck()
-
-
-def _plain_bytes(codecs: list[dict], meta: dict) -> np.dtype | None:
-    """The on-disk dtype when ``codecs`` is a lone fixed-size ``bytes`` codec."""
-    if len(codecs) != 1 or codecs[0].get("name") != "bytes":
-        return None
-    try:
-        dtype = np.dtype(meta.get("data_type"))
-    except TypeError:
-        return None
-    if dtype.kind not in "biuf" or dtype.itemsize == 0:
-        return None
-    endian = (codecs[0].get("configuration") or {}).get("endian", "little")
-    return dtype.newbyteorder("<" if endian == "little" else ">")
-
-
-def _fill(value: object, dtype: np.dtype) -> object:
-    """A zarr v3 fill value as a number ("NaN", "Infinity" and hex bit patterns too)."""
-    if isinstance(value, str) and value.startswith("0x"):
-        bits = np.array(int(value, 16), dtype=f"u{dtype.itemsize}")
-        return bits.view(dtype.newbyteorder("="))[()]
-    if isinstance(value, str):
-        return float(value.replace("Infinity", "inf"))
-    return value
 
 
 def _numeric(data_type: object) -> np.dtype | None:
@@ -207,7 +149,7 @@ def _numeric(data_type: object) -> np.dtype | None:
 
 def _fill_json(value: object, source: np.dtype, target: np.dtype) -> object:
     """A zarr v3 fill value of ``source`` as the same value of ``target`` (safe casts only)."""
-    cast = np.asarray(_fill(value, source), dtype=source).astype(target, casting="safe")[()]
+    cast = np.asarray(fill_number(value, source), dtype=source).astype(target, casting="safe")[()]
     if target.kind == "f":
         if np.isnan(cast):
             return "NaN"
@@ -289,7 +231,7 @@ class FieldArray:
         cells = level.cells_per_node
         self.chunks_per_leaf = 1
         attrs = dict(leaf_meta.get("attributes") or {})
-        codecs = leaf_meta.get("codecs")
+        codecs: list[dict] = leaf_meta["codecs"]  # a list: checked by check_leaf_meta
         self.windowed = False
         self.check = chunk_check(leaf_meta)
         self.mode = "shard"
@@ -298,7 +240,7 @@ class FieldArray:
                 raise LeafSchemaError(
                     f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
                 )
-            if self._reframes(chunking, leaf_meta, chunks, cells):
+            if self._reframes(chunking, leaf_meta, chunks, cells, self.axis):
                 self.mode = chunking
                 inner = codecs[0]["configuration"]
                 codecs = inner.get("codecs") or [_BYTES_LE]
@@ -325,18 +267,20 @@ class FieldArray:
         self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
         self.group = f"{level.cell_order}/{name}"
 
-    def _reframes(self, chunking: str, leaf_meta: dict, chunks: list[int], cells: int) -> bool:
+    def _reframes(
+        self, chunking: str, leaf_meta: dict, chunks: list[int], cells: int, axis: int
+    ) -> bool:
         """Whether this array can be presented leaf- or inner-chunked, as asked.
 
         That needs one sharding_indexed object per leaf whose inner chunks split only
         the cells axis; ``leaf`` also needs fixed-size (uncompressed) inner chunks.
         """
         codecs = leaf_meta.get("codecs") or []
-        if chunking == "shard" or not self.check.shard_chunks or chunks[self.axis] != cells:
+        if chunking == "shard" or not self.check.shard_chunks or chunks[axis] != cells:
             return False
         inner = codecs[0]["configuration"].get("chunk_shape") or chunks
         if any(i != o for d, (i, o) in enumerate(zip(inner, chunks, strict=True))
-               if d != self.axis):
+               if d != axis):
             return False
         return chunking == "inner" or self.check.inner_nbytes is not None
 
@@ -363,6 +307,12 @@ class FieldArray:
         type every learned writer run promotes to): a leaf encoded exactly so is passed
         through; any other is re-encoded."""
         return self.source
+
+    @functools.cached_property
+    def declared_encoding(self) -> tuple[str, ...]:
+        """The encoding of ``source_meta``: a leaf array encoded so is passed through
+        (computed once per array)."""
+        return encoding(self.source)
 
     @property
     def windowed_view(self) -> bool:
@@ -391,12 +341,14 @@ class FieldArray:
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window, node, inner = self._leaf_coords(coords)
-        shard = covered_index(self.level, node) if self.sphere and node >= 0 else node
+        if self.sphere and node >= 0:
+            node = covered_index(self.level, node)  # type: ignore[assignment]
         part = None
-        if self.mode == "inner":  # the shard object is the leaf's only chunk along cells
+        if self.mode == "inner" and self.axis is not None:  # inner mode has a cells axis;
+            # the shard object is the leaf's only chunk along it
             part, inner[self.axis] = inner[self.axis], 0
         key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
-        if shard is not None and shard < 0:
+        if node is not None and node < 0:
             return LeafChunk(-1, None, key, self.level.template)
         return LeafChunk(node, window, key, inner=part)
 
@@ -466,33 +418,24 @@ def check_sphere(level: Level, rows: int) -> None:
 def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
                     sphere: bool = False) -> FabricatedArray:
     """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row, chunked by
-    ``rows`` (a divisor of the cells per node, so a chunk lies in one node's subtree).
-
-    A chunk is one add of its node's first value to the per-child steps (child ``i`` adds
-    ``i`` to the rank, so ``i << shift`` to the word: a child index never carries into the
-    order bits). Cost: ``rows`` words per chunk; nothing per node is kept on the sphere.
+    ``rows`` (a divisor of the cells per node, so a chunk lies in one node's subtree): the
+    ranks of the node's cells (``ids.child_ranks``) as words or NESTED ids. Cost: ``rows``
+    words of numpy per chunk, no I/O; nothing per node is kept on the sphere.
     """
     cells = level.cells_per_node
-    nodes = domain_nodes(level, sphere)
-    shift = np.uint64(6 + 2 * (27 - level.cell_order))
-    steps = np.arange(cells, dtype="<u8")
-    if kind == "morton":
-        steps <<= shift
-
-    def first(node: int) -> np.uint64:
-        rank = 4**level.node_order + node if sphere else int(level.node_ranks[node])
-        first_rank = np.uint64(rank << 2 * level.depth)
-        if kind == "morton":
-            return (first_rank << shift) | np.uint64(level.cell_order)
-        return first_rank - np.uint64(4**level.cell_order)
+    to_values = ranks_to_words if kind == "morton" else ranks_to_nested
 
     def produce(start: int, stop: int, length: int) -> memoryview:
-        out = np.zeros(length, dtype="<u8")
         node, offset = divmod(start, cells)
-        np.add(first(node), steps[offset : offset + stop - start], out=out[: stop - start])
-        return memoryview(out).cast("B")
+        rank = 4**level.node_order + node if sphere else int(level.node_ranks[node])
+        ranks = child_ranks(np.array([rank], dtype=np.uint64), level.depth, offset,
+                            offset + stop - start)
+        out = np.zeros(length, dtype="<u8")  # past the domain's end (the last chunk): zero
+        out[: stop - start] = to_values(ranks, level.cell_order)
+        return out.data.cast("B")
 
-    meta = _coordinate_meta(nodes * cells, rows, "uint64", 0, _BYTES_LE, "cells", attrs)
+    meta = _coordinate_meta(domain_nodes(level, sphere) * cells, rows, "uint64", 0, _BYTES_LE,
+                            "cells", attrs)
     return FabricatedArray(meta, rows, produce)
 
 

@@ -155,9 +155,10 @@ class View:
         if level.windows:
             arrays["window"] = window_labels(level.windows)
             spans = level.window_bounds()
-            if all(spans):
-                arrays["window_start"] = window_instants([s for s, _ in spans])
-                arrays["window_end"] = window_instants([e for _, e in spans])
+            known = [span for span in spans if span is not None]
+            if len(known) == len(spans):
+                arrays["window_start"] = window_instants([s for s, _ in known])
+                arrays["window_end"] = window_instants([e for _, e in known])
         for name, array in arrays.items():
             array.path = f"{level.path}/{name}"
             self.arrays[array.path] = array

@@ -1,0 +1,272 @@
+"""Loading a product's levels: the source level's row domain, windows and schema, and the
+checks that settle a level (``verify="open"``, a window scope, an AOI).
+
+Opening a product's source level costs a constant number of requests: the manifest, the root
+``coverage.moc``, and the template (``template.py``: the stamp of the first stamped object,
+its cell-order group's ``zarr.json`` and one ``zarr.json`` per array). Then a bounded sample
+of the writer runs (``runs.py``: at most 7 more stamps, and one ``zarr.json`` per array of
+each further run seen). Other objects are not touched unless every stamp must be known:
+``verify="open"`` (moczarr's exact debris semantics), or a view scoped to one window of a
+windowed product (whose rows are the nodes stamped in it).
+
+The functions that change a level say so: ``fill_schema`` fills in its schema,
+``drop_unstamped`` and ``drop_outside_aoi`` drop nodes from its domain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import (
+    CannotWalk,
+    HiveFormatError,
+    HiveWarning,
+    NoCoverageError,
+    UnusableCoverage,
+)
+from . import coverage as _coverage_module
+from .aoi import Cells, overlaps
+from .coverage import COVERAGE_NAME, parse_root_coverage
+from .jsonio import read_document
+from .leaves import LeafCache
+from .level import WINDOW_COORDINATES, Level
+from .manifest import Manifest
+from .runs import learn_runs
+from .template import find_template, warn_dangling
+from .walk import walk_leaves
+from .windows import check_window, explicit_labels, known_labels, labels_between, schedule
+
+if TYPE_CHECKING:
+    from ..backend import HiveIO
+
+VERIFY_BATCH = 4096
+PROVENANCE = ("role", "zagg_overview", "zagg_column")
+
+
+def _join(root: str, rel: str) -> str:
+    return f"{root}/{rel}" if root else rel
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, HiveWarning, stacklevel=3)
+
+
+async def _coverage(
+    backend: HiveIO, root: str, manifest: Manifest
+) -> tuple[np.ndarray, dict] | None:
+    """The root MOC's node ranks and envelope; ``None`` (with a warning) if unusable.
+
+    Cost: one ranged GET of at most the coverage byte cap (plus one byte)."""
+    where = _join(root, COVERAGE_NAME)
+    payload = await read_document(backend, where, _coverage_module.DEFAULT_MAX_COVERAGE_BYTES)
+    if payload is None:
+        reason = "is missing"
+    else:
+        try:
+            return parse_root_coverage(payload, manifest.shard_order, where)
+        except ValueError as err:  # UnusableCoverage and MalformedMetadataError included
+            reason = f"is unusable ({err})"
+    _warn(f"root coverage {where} {reason}; discovering nodes with the digit-tree walk")
+    return None
+
+
+async def _walk(backend: HiveIO, root: str, manifest: Manifest, why: str) -> dict[int, set]:
+    """The digit-tree walk; where listing fails, an error saying why it was needed."""
+    try:
+        return await walk_leaves(backend, root, manifest.shard_order, manifest.path_grouping)
+    except Exception as err:  # a backend that cannot list (plain HTTP), or a failed LIST
+        detail = (str(err).splitlines() or [type(err).__name__])[0]
+        raise CannotWalk(
+            f"{backend}: {why}, and the hive cannot be listed to walk its digit tree "
+            f"({detail}); a backend that cannot list (plain HTTP) needs a usable root "
+            f"{_join(root, COVERAGE_NAME)}"
+        ) from err
+
+
+def _walked_ranks(walked: dict[int, set], window: str | None, windowed: bool) -> np.ndarray:
+    ranks = [r for r, labels in walked.items() if (window in labels) or (windowed and not window)]
+    return np.array(sorted(ranks), dtype=np.uint64)
+
+
+async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> None:
+    """Read every object's stamp; drop from ``level`` (in place) the nodes with no
+    readable object in any window, and record them in ``level.dropped``. Cost: one stamp GET
+    per (node, window) object, ``VERIFY_BATCH`` at a time.
+
+    On overview and column levels every object's provenance (role, zagg_overview or
+    zagg_column) is kept in the group attrs under ``zagg_objects``.
+    """
+    keep = np.zeros(level.n_nodes, dtype=bool)
+    dropped: list[str] = []
+    provenance: dict[str, dict] = {}
+    cell_order = level.cell_order
+
+    async def check(index: int, path: str) -> None:
+        leaf = await leaves.resolve(path, backend.get)
+        if leaf.state != "stamped":
+            if leaf.state == "debris" or not (level.windows or level.window or level.fold):
+                dropped.append(path)
+            return
+        if leaf.current is not None:
+            group = f"{leaf.data_prefix}/{cell_order}"
+            if await backend.get(f"{group}/zarr.json") is None:
+                warn_dangling(leaf, group)
+                dropped.append(path)
+                return
+        keep[index] = True
+        if level.artifact != "source":
+            attrs = level.group_attrs if path == level.template else (leaf.attrs or {})
+            provenance[path] = {"object": path, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
+
+    pairs = list(level.object_pairs())
+    for start in range(0, len(pairs), VERIFY_BATCH):
+        await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
+    level.node_ranks = level.node_ranks[keep]
+    level.dropped = sorted(dropped)
+    if provenance:
+        level.group_attrs["zagg_objects"] = [provenance[p] for _, p in pairs if p in provenance]
+
+
+async def _window_labels(backend: HiveIO, level: Level, envelope: dict | None, walked) -> list[str]:
+    manifest = level.manifest
+    labels = explicit_labels(manifest)
+    why = "neither the manifest nor the root coverage names its windows"
+    if labels is None and envelope is not None:
+        try:
+            labels = labels_between(schedule(manifest), envelope.get("time_range"),
+                                    _join(level.root, COVERAGE_NAME))
+        except UnusableCoverage as err:
+            why = f"its root coverage's windows are unusable ({err})"
+    if labels is None:
+        if walked is None:
+            _warn(f"product {level.product!r}: {why}; discovering them with the digit-tree walk")
+            walked = await _walk(backend, level.root, manifest, f"product {level.product!r}: {why}")
+        labels = sorted({label for found in walked.values() for label in found if label})
+    return labels
+
+
+async def load_source(
+    backend: HiveIO,
+    leaves: LeafCache,
+    name: str,
+    root: str,
+    manifest: Manifest,
+    verify: str,
+    window: str | None = None,
+    aoi: Cells | None = None,
+) -> tuple[Level, np.ndarray | None]:
+    """The product's source level, loaded and settled, and the root MOC's node ranks
+    (``None``: walked)."""
+    windowed = schedule(manifest) is not None
+    scoped = window if windowed else None
+    coverage = await _coverage(backend, root, manifest)
+    walked = None
+    if coverage is None:
+        walked = await _walk(
+            backend, root, manifest,
+            f"root coverage {_join(root, COVERAGE_NAME)} is missing or unusable",
+        )
+        ranks, envelope, source = _walked_ranks(walked, scoped, windowed), None, "walk"
+    else:
+        (ranks, envelope), source = coverage, "moc"
+    level = Level(
+        name, root, manifest, manifest.cell_order, manifest.shard_order, ranks, source,
+        window=scoped,
+    )
+    if scoped is not None:
+        where = _join(root, COVERAGE_NAME)
+        check_window(scoped, known_labels(manifest, envelope, walked, where), name)
+    if windowed and scoped is None:
+        level.windows = tuple(await _window_labels(backend, level, envelope, walked))
+    await fill_schema(backend, leaves, level, aoi)
+    drop_outside_aoi(level, aoi)
+    if verify == "open" or scoped is not None:
+        await drop_unstamped(backend, leaves, level)
+    if verify == "open" and source == "moc":
+        await warn_if_stale(backend, leaves, level, ranks)
+    return level, (ranks if source == "moc" else None)
+
+
+async def warn_if_stale(
+    backend: HiveIO, leaves: LeafCache, level: Level, listed: np.ndarray
+) -> None:
+    """Warn (once) when stamped leaves exist that the root MOC does not list."""
+    manifest = level.manifest
+    try:
+        walked = await _walk(backend, level.root, manifest, "checking for unlisted leaves")
+    except CannotWalk as err:
+        detail = (str(err.__cause__).splitlines() or ["cannot list"])[0]
+        _warn(
+            f"{level.path}: the root coverage {_join(level.root, COVERAGE_NAME)} was not "
+            f"checked for unlisted stamped leaves: {backend} cannot be listed ({detail})"
+        )
+        return
+    unlisted = np.setdiff1d(_walked_ranks(walked, level.window, bool(level.windows)), listed)
+    probe = Level(level.product, level.root, manifest, level.cell_order, level.node_order,
+                  unlisted, "walk", windows=level.windows, window=level.window)
+    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, p in probe.object_pairs()))
+    stale = sorted(leaf.path for leaf in found if leaf.state == "stamped")
+    if stale:
+        _warn(
+            f"stale root coverage at {_join(level.root, COVERAGE_NAME)}: stamped leaves "
+            f"{', '.join(stale[:5])}{' ...' if len(stale) > 5 else ''} ({len(stale)}) are not "
+            "listed, so they are not served; regenerate the root coverage"
+        )
+
+
+def drop_outside_aoi(level: Level, aoi: Cells | None) -> None:
+    """Drop from ``level`` (in place) the nodes whose subtrees miss the AOI (after the
+    schema was found). No I/O."""
+    if aoi is None:
+        return
+    level.node_ranks = in_view(level, aoi).node_ranks
+    if not level.n_nodes:
+        _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
+
+
+def in_view(level: Level, aoi: Cells | None) -> Level:
+    """The level as the AOI will cut it (a copy; ``level`` itself when there is no AOI)."""
+    if aoi is None:
+        return level
+    return replace(level, node_ranks=level.node_ranks[overlaps(level.node_ranks,
+                                                                 level.node_order, aoi)])
+
+
+async def fill_schema(
+    backend: HiveIO, leaves: LeafCache, level: Level, aoi: Cells | None = None
+) -> bool:
+    """Fill in ``level``'s schema (in place), read from the first stamped object in the
+    view (the AOI's nodes; the whole domain when none of them is stamped, as moczarr's empty
+    result does), and learn the writer runs' encodings (``runs.py``); ``False`` if it has
+    no stamped object."""
+    view = in_view(level, aoi)
+    found, searched = await find_template(backend, leaves, view)
+    if found is None and view is not level:
+        found, searched = await find_template(backend, leaves, level)
+    if found is None:
+        if level.artifact != "source":
+            return False
+        raise NoCoverageError(
+            f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
+            f"the {level.n_nodes:,} {level.coverage_source}-listed nodes ({searched}), so "
+            "it has no schema"
+        )
+    leaf, level.group_attrs, level.arrays = found
+    clash = sorted(set(level.arrays) & set(WINDOW_COORDINATES)) if level.windows else []
+    if clash:
+        raise HiveFormatError(
+            f"{leaf.data_prefix}/{level.cell_order}: array {clash[0]!r} clashes with the "
+            "window coordinate of the same name"
+        )
+    level.template, level.template_run, level.template_data = leaf.path, leaf.run, (
+        leaf.data_prefix or "")
+    level.encodings = await learn_runs(backend, leaves, view, leaf, level.arrays)
+    if level.artifact != "source":
+        attrs = leaf.attrs or {}
+        level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
+    return True

@@ -1,0 +1,245 @@
+"""The template of a level: the first stamped object (in domain order) whose cell-order
+group exists; its group attributes and array metadata are the level's schema.
+
+Cost: a clean hive's first object is stamped (one stamp GET, the group's ``zarr.json`` and
+one ``zarr.json`` per array, named by the stamp's content hashes, else by one listing of the
+group). If the first listed objects are not stamped, the search stays bounded
+(``find_template``): no request per absent node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from contextlib import aclosing
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import HiveFormatError, HiveWarning
+from .jsonio import load_object, object_field, read_document
+from .leaves import Leaf, LeafCache
+from .level import COORDINATE_NAMES, Level
+from .paths import node_name_problem, requestable, short, validate_node_name
+from .walk import existing_objects
+
+if TYPE_CHECKING:
+    from ..backend import HiveIO
+
+TEMPLATE_BATCH = 8
+TEMPLATE_MAX_BATCH = 512
+DEFAULT_TEMPLATE_PROBES = 4096
+"""Objects probed for a template, at most, on a backend that cannot list (plain HTTP)."""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, HiveWarning, stacklevel=3)
+
+
+async def _read_json(backend: HiveIO, key: str) -> dict | None:
+    """A hive ``zarr.json`` (or other JSON object), ``None`` when absent: one ranged GET
+    of at most the document cap."""
+    payload = await read_document(backend, key)
+    return None if payload is None else load_object(payload, key)
+
+
+def _hashed_names(stamp: dict, order: str) -> tuple[list[str] | None, str | None]:
+    """Array names the stamp's ``content_hashes.arrays`` keys give for group ``order``
+    (keys ``{order}/{name}``; deeper keys are not arrays of the group), and why the hashes
+    cannot name them (``None``: they are absent or empty, which is no defect)."""
+    hashes = stamp.get("content_hashes")
+    arrays = hashes.get("arrays") if isinstance(hashes, dict) else None
+    if hashes is not None and not isinstance(hashes, dict):
+        return None, "is not a JSON object"
+    if arrays is not None and not isinstance(arrays, dict):
+        return None, "field 'arrays' is not a JSON object"
+    if not arrays:
+        return None, None
+    names = set()
+    for key, digest in arrays.items():
+        parts = key.split("/")
+        if not isinstance(digest, str):
+            return None, f"value of {short(key)} is not a string"
+        if any(part in ("", ".", "..") for part in parts):
+            return None, f"key {short(key)} has an empty or dot segment"
+        if len(parts) == 2 and parts[0] == order:
+            names.add(parts[1])
+    return sorted(names), None
+
+
+async def _array_names(backend: HiveIO, leaf: Leaf, group: str) -> tuple[list[str], bool]:
+    """Array names in a leaf's cell-order group: its stamp's content hashes name them
+    (no request); a stamp without usable ones costs one listing (with a warning when
+    they are malformed). The flag says whether the names came from the stamp."""
+    names, problem = _hashed_names(leaf.stamp, group.rsplit("/", 1)[-1])
+    if names is not None:
+        return names, True
+    if problem is not None:
+        _warn(f"leaf {leaf.path}: commit stamp field 'content_hashes' {problem}; listing "
+              f"{group} to name its arrays")
+    try:
+        dirs, _ = await backend.list_dir(group)
+    except Exception as err:  # backends that cannot list (plain HTTP)
+        detail = (str(err).splitlines() or [type(err).__name__])[0]
+        raise HiveFormatError(
+            f"cannot list {group} ({detail}) and its stamp has no usable content_hashes to "
+            "name its arrays"
+        ) from err
+    return sorted(dirs), False
+
+
+async def _valid_names(backend: HiveIO, names: list[str], group: str) -> list[str]:
+    """``names`` that are zarr node names. Another name is refused (naming it) if it is
+    an array, or cannot even be looked up; one that is merely not an array is skipped.
+    Cost: one GET per invalid name that can be looked up; none for valid names."""
+    bad = [name for name in names if node_name_problem(name) is not None]
+    for name in bad:
+        if not requestable(name):
+            validate_node_name(name, group)
+    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in bad))
+    for name, meta in zip(bad, metas, strict=True):
+        if meta is not None and meta.get("node_type") == "array":
+            validate_node_name(name, group)
+    return [name for name in names if name not in bad]
+
+
+Template = tuple[Leaf, dict, dict[str, dict]]
+
+
+async def _first_template(
+    backend: HiveIO, leaves: LeafCache, batch: list[str], cell_order: int
+) -> Template | None:
+    """The first stamped object of ``batch`` (stamps read concurrently) whose cell-order
+    group exists: its leaf, group attributes and array metadata by name."""
+    resolved = await asyncio.gather(*(leaves.resolve(p, backend.get) for p in batch))
+    for leaf in resolved:
+        if leaf.state != "stamped":
+            continue
+        group = f"{leaf.data_prefix}/{cell_order}"
+        group_meta = await _read_json(backend, f"{group}/zarr.json")
+        if group_meta is None:
+            warn_dangling(leaf, group)
+            continue
+        attrs = object_field(group_meta, "attributes", f"{group}/zarr.json")
+        names, hashed = await _array_names(backend, leaf, group)
+        arrays = await _group_arrays(backend, group, names)
+        if hashed and any(meta is None for meta in arrays.values()):
+            arrays = await _relist(backend, leaf, group, arrays)
+        return leaf, attrs, {n: m for n, m in arrays.items() if m is not None}
+    return None
+
+
+async def _group_arrays(backend: HiveIO, group: str, names: list[str]) -> dict[str, dict | None]:
+    """The array metadata of ``names`` in ``group`` (``None``: no array by that name)."""
+    names = await _valid_names(backend, [n for n in names if n not in COORDINATE_NAMES], group)
+    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in names))
+    return {n: m if m is not None and m.get("node_type") == "array" else None
+            for n, m in zip(names, metas, strict=True)}
+
+
+async def _relist(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, dict | None]):
+    """The stamp's content hashes name arrays the group does not hold (renamed or removed
+    after the stamp): the listing names them instead, where the backend lists. Cost: one
+    LIST, and one GET per array not read yet."""
+    missing = sorted(n for n, m in hashed.items() if m is None)
+    try:
+        dirs, _ = await backend.list_dir(group)
+    except Exception:  # plain HTTP: the hashed arrays that exist are all that can be named
+        _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
+              f"that {group} does not hold, and it cannot be listed; they are not presented")
+        return hashed
+    _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
+          f"that {group} does not hold; its listing names the arrays instead")
+    found = {n: m for n, m in hashed.items() if m is not None}
+    return {**found, **await _group_arrays(backend, group, [d for d in dirs if d not in found])}
+
+
+async def find_template(
+    backend: HiveIO, leaves: LeafCache, level: Level, *, max_probes: int | None = None
+) -> tuple[Template | None, str]:
+    """The first stamped object of the level (in domain order) whose cell-order group
+    exists, and (when there is none) what was searched, for the error.
+
+    Cost: a clean hive's first object is stamped (one stamp GET). Else one batch of
+    ``TEMPLATE_BATCH`` stamps; then, where the backend lists, one LIST per directory on
+    the way to existing objects (``walk.existing_objects``) and one stamp per existing
+    object, in growing concurrent batches; where it cannot (plain HTTP), stamps of the
+    next listed objects in growing batches, ``max_probes`` (default
+    ``DEFAULT_TEMPLATE_PROBES``) in all.
+    """
+    limit = DEFAULT_TEMPLATE_PROBES if max_probes is None else max_probes
+    total = level.n_nodes * max(1, len(level.windows))
+    pairs = (path for _, path in level.object_pairs())
+    probed: set[str] = set()
+    for size in (1, TEMPLATE_BATCH):
+        batch = [path for _, path in zip(range(size), pairs, strict=False)]
+        probed.update(batch)
+        found = await _first_template(backend, leaves, batch, level.cell_order)
+        if found is not None or len(batch) < size:
+            return found, f"all {total:,} objects probed"
+    try:
+        found, existing = await _walked_template(backend, leaves, level, probed)
+    except _ListingFailed as err:
+        note = f"the backend cannot be listed to find existing objects ({err})"
+    else:
+        return found, (
+            f"the first {len(probed):,} of {total:,} objects probed, then the digit-tree "
+            f"walk found {existing:,} other existing objects, none committed"
+        )
+    size = TEMPLATE_BATCH
+    while len(probed) < limit:
+        size = min(2 * size, TEMPLATE_MAX_BATCH, limit - len(probed))
+        batch = [path for _, path in zip(range(size), pairs, strict=False)]
+        probed.update(batch)
+        found = await _first_template(backend, leaves, batch, level.cell_order)
+        if found is not None or len(batch) < size:
+            return found, f"all {total:,} objects probed"
+    return None, f"the first {len(probed):,} of {total:,} objects probed (the probe limit); {note}"
+
+
+class _ListingFailed(Exception):
+    """A LIST of the template walk failed (a backend that cannot list, or an error)."""
+
+
+async def _walked_template(
+    backend: HiveIO, leaves: LeafCache, level: Level, probed: set[str]
+) -> tuple[Template | None, int]:
+    """The template among the level's objects that exist, found by walking the digit
+    tree in domain order, and how many existing objects were probed."""
+    grouping = 1 if level.artifact == "overview" else level.manifest.path_grouping
+    walk = existing_objects(backend, level.root, level.node_ranks, level.node_order, grouping)
+    batch: list[str] = []
+    size, seen = TEMPLATE_BATCH, 0
+    async with aclosing(walk):
+        while True:
+            try:
+                rank, names = await anext(walk)
+            except StopAsyncIteration:
+                break
+            except Exception as err:
+                detail = (str(err).splitlines() or [type(err).__name__])[0]
+                raise _ListingFailed(detail) from err
+            index = int(np.searchsorted(level.node_ranks, np.uint64(rank)))
+            for window in level.windows or (None,):
+                path = level.object_path(index, window)
+                if path.rsplit("/", 1)[-1] in names and path not in probed:
+                    batch.append(path)
+            if len(batch) >= size:
+                seen += len(batch)
+                found = await _first_template(backend, leaves, batch, level.cell_order)
+                if found is not None:
+                    return found, seen
+                batch, size = [], min(2 * size, TEMPLATE_MAX_BATCH)
+    seen += len(batch)
+    return await _first_template(backend, leaves, batch, level.cell_order), seen
+
+
+def warn_dangling(leaf: Leaf, group: str) -> None:
+    what = (
+        f"points at version {leaf.current!r}, which is missing"
+        if leaf.current
+        else f"has no group {group}"
+    )
+    warnings.warn(
+        f"leaf {leaf.path} {what}: read as missing (fill value)", HiveWarning, stacklevel=3
+    )
