@@ -39,6 +39,21 @@ def cell_ids_attrs(cell_order: int) -> dict:
     }
 
 
+def _coordinates(level: Level) -> dict[str, FabricatedArray]:
+    """The fabricated coordinate arrays of one level, by name."""
+    arrays = {
+        "morton": cell_coordinate(level, "morton", {}),
+        "cell_ids": cell_coordinate(level, "cell_ids", cell_ids_attrs(level.cell_order)),
+    }
+    if level.windows:
+        arrays["window"] = window_labels(level.windows)
+        spans = level.window_bounds()
+        if all(spans):
+            arrays["window_start"] = window_instants([s for s, _ in spans])
+            arrays["window_end"] = window_instants([e for _, e in spans])
+    return arrays
+
+
 class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
@@ -84,7 +99,14 @@ class View:
         self.groups[path] = Group(attrs, [])
 
     def _add_level(self, level: Level) -> None:
+        """Add one level's group and arrays; a field that cannot be presented raises before
+        anything is added, so the view never holds part of a level."""
         fields = sorted(level.arrays)
+        coordinates = _coordinates(level)
+        cell_attrs = " ".join(c for c in coordinates if c != "window")
+        arrays = {**coordinates, **{
+            name: FieldArray(level, name, level.arrays[name], cell_attrs, self.chunking)
+            for name in fields}}
         self._add_group(
             level.path,
             {
@@ -98,32 +120,10 @@ class View:
                 },
             },
         )
-        coordinates = self._coordinates(level.path, level)
-        self.groups[level.path].children.extend([*coordinates, *fields])
-        cell_attrs = " ".join(c for c in coordinates if c != "window")
-        for name in fields:
-            self.arrays[f"{level.path}/{name}"] = FieldArray(
-                level, name, level.arrays[name], cell_attrs, self.chunking
-            )
-
-    def _coordinates(self, base: str, level: Level) -> list[str]:
-        """Add the fabricated coordinate arrays of one level; their names."""
-        arrays = {
-            "morton": cell_coordinate(level, "morton", {}),
-            "cell_ids": cell_coordinate(
-                level, "cell_ids", cell_ids_attrs(level.cell_order)
-            ),
-        }
-        if level.windows:
-            arrays["window"] = window_labels(level.windows)
-            spans = level.window_bounds()
-            if all(spans):
-                arrays["window_start"] = window_instants([s for s, _ in spans])
-                arrays["window_end"] = window_instants([e for _, e in spans])
+        self.groups[level.path].children.extend(arrays)
         for name, array in arrays.items():
-            array.path = f"{base}/{name}"
+            array.path = f"{level.path}/{name}"
             self.arrays[array.path] = array
-        return list(arrays)
 
     def _metadata(self, path: str) -> dict:
         if path in self.arrays:
