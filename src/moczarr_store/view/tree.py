@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from dataclasses import dataclass
 
+from ..errors import HiveFormatError, HiveWarning
 from ..hive.level import Level, Product
 from ..hive.roster import Hive
 from .arrays import FabricatedArray, FieldArray, cell_coordinate, window_instants, window_labels
@@ -75,13 +77,14 @@ class View:
             if "semantic_hash" in manifest.raw:
                 product_attrs["semantic_hash"] = manifest.raw["semantic_hash"]
             self._add_group(product.name, product_attrs)
-            for level in product.levels:
-                self._add_level(level)
+            for level in list(product.levels):
+                self._place(product, level)
 
-    def add_level(self, product: Product, level: Level) -> None:
+    def add_level(self, product: Product, level: Level) -> bool:
         """Add a level read after the view was built, in the product's declared order;
-        only the documents of its ancestors are made anew."""
-        self._add_level(level)
+        only the documents of its ancestors are made anew. ``False``: it was omitted."""
+        if not self._place(product, level):
+            return False
         for group in (product.name, f"{product.name}/all_time"):
             if group in self.groups:
                 order = [lv.path[len(group) + 1 :].split("/")[0] for lv in product.levels
@@ -90,6 +93,7 @@ class View:
         parts = level.path.split("/")
         for i in range(len(parts)):
             self._documents.pop("/".join(parts[:i]), None)
+        return True
 
     def _add_group(self, path: str, attrs: dict) -> None:
         parent, _, name = path.rpartition("/")
@@ -97,6 +101,20 @@ class View:
             self._add_group(parent, {})
         self.groups[parent].children.append(name)
         self.groups[path] = Group(attrs, [])
+
+    def _place(self, product: Product, level: Level) -> bool:
+        """Add ``level``; an overview level whose arrays cannot be presented is omitted
+        from the product with a warning (overviews are regenerable caches), the source
+        level's error is raised."""
+        try:
+            self._add_level(level)
+        except HiveFormatError as err:
+            if level.artifact == "source":
+                raise
+            warnings.warn(f"{level.path}: {err}; omitted", HiveWarning, stacklevel=2)
+            product.levels.remove(level)
+            return False
+        return True
 
     def _add_level(self, level: Level) -> None:
         """Add one level's group and arrays; a field that cannot be presented raises before
