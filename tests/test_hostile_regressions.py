@@ -219,3 +219,38 @@ def test_a_template_read_from_a_cached_leaf_keeps_its_stamp():
     first, cached, full = asyncio.run(both())
     assert first.attrs["role"] == "overview" and cached.attrs is None  # the cache is slim
     assert full.attrs == first.attrs
+
+
+# -- bounded memory on long damaged scans (class 9) ------------------------------------------------
+
+
+def test_what_is_remembered_about_problems_is_bounded(monkeypatch):
+    from moczarr_store import diagnostics
+
+    monkeypatch.setattr(diagnostics, "MAX_KEYS", 3)
+    problems = diagnostics.Problems()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(20_000):  # one level, one kind: counted, five names kept
+            problems.note("p/o7", "absent", f"leaf-{i}")
+        for level in range(10):  # more (level, kind) pairs than remembered: only counted
+            problems.note(f"p/o{level}x", "debris", "leaf")
+    summary = problems.summary()
+    assert summary[("p/o7", "absent")].count == 20_000
+    assert summary[("p/o7", "absent")].first == [f"leaf-{i}" for i in range(5)]
+    assert len(summary) == 3 and problems.overflow == 8
+    assert len(caught) == 3  # one warning per remembered (level, kind)
+
+
+def test_the_leaf_cache_is_bounded():
+    cache = LeafCache(max_entries=100)
+
+    async def fill():
+        async def absent(key, byte_range=None):
+            return None
+
+        for i in range(1_000):
+            await cache.resolve(f"{i}.zarr", absent)
+
+    asyncio.run(fill())
+    assert len(cache) == 100
