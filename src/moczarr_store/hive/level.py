@@ -261,7 +261,7 @@ async def _array_names(
         sample = await asyncio.gather(*(_sampled(backend, leaves, p) for p in probe_paths(level)))
         for other in sample:
             named = _hashed_names(other.stamp, group.rsplit("/", 1)[-1])[0] if other else None
-            if named:
+            if named and other is not None:
                 _warn(f"leaf {leaf.path}: its commit stamp names no arrays and {group} cannot "
                       f"be listed ({detail}); presenting the arrays leaf {other.path}'s "
                       "commit stamp names")
@@ -345,7 +345,7 @@ async def _reconcile(backend, leaf: Leaf, group: str, hashed: dict[str, dict | N
     cannot list, and then the stamp's), with a warning naming what the stamp's content
     hashes name that the group does not hold, or omit that it does. Cost: one GET per
     array the stamp does not name."""
-    found = {n: m for n, m in hashed.items() if m is not None}
+    found: dict[str, dict | None] = {n: m for n, m in hashed.items() if m is not None}
     missing = sorted(n for n, m in hashed.items() if m is None)
     if listed is None:
         if missing:

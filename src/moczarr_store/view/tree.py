@@ -122,7 +122,7 @@ class View:
         fields = sorted(level.arrays)
         coordinates = _coordinates(level)
         cell_attrs = " ".join(c for c in coordinates if c != "window")
-        arrays = {**coordinates, **{
+        arrays: dict[str, Array] = {**coordinates, **{
             name: FieldArray(level, name, level.arrays[name], cell_attrs, self.chunking)
             for name in fields}}
         self._add_group(
