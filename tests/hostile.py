@@ -94,6 +94,7 @@ class Group:
     order: int
     all_time: bool
     windows: tuple[str, ...]
+    artifact: str = "leaf"  # the kind of object its rows are read from (``_kind_of``)
 
 
 @dataclass(frozen=True)
@@ -164,9 +165,22 @@ def _groups(root: Path) -> tuple[Group, ...]:
         for path in paths:
             group = top[path]
             windows = tuple(str(w) for w in group["window"][...]) if "window" in group else ()
-            groups.append(Group(path, None if info["bare"] else product,
-                                int(path.rsplit("/o", 1)[1]), "/all_time/" in path, windows))
+            order = int(path.rsplit("/o", 1)[1])
+            manifest = _json(root / ("" if info["bare"] else product) / "morton_hive.json")
+            groups.append(Group(path, None if info["bare"] else product, order,
+                                "/all_time/" in path, windows, _artifact(manifest, order)))
     return tuple(groups)
+
+
+def _artifact(manifest: dict, order: int) -> str:
+    """What a product's rows at ``order`` are read from, by the manifest: its leaves (the
+    source order), the leaf columns (a zagg-pyramid/2 ladder entry at the shard order) or
+    the overview objects at ancestor nodes."""
+    if order == manifest["cell_order"]:
+        return "leaf"
+    ladder = (manifest.get("pyramid") or {}).get("overviews") or []
+    columns = {c for e in ladder if e.get("node") == manifest["shard_order"] for c in e["cells"]}
+    return "column" if order in columns else "overview"
 
 
 @functools.cache
@@ -289,6 +303,8 @@ class Applied:
     window: str | None = None
     orders: set[int] | None = None
     arrays: set[str] | None = None
+    artifact: str | None = None  # the kind of object mutated (None: hive-wide)
+    fold: bool = False  # an all-time fold (``all.zarr``) of a windowed product
     linked: bool = False  # reads of those rows go through a link out of the root
     inert: bool = False  # a leaf's cell-order group document: no encoding, nothing to read
     later: Callable[[], None] | None = None  # the rewrite done after a first read
@@ -321,6 +337,7 @@ def _scope(fixture: str, rel: str) -> Applied:
     stem = obj.rsplit("/", 1)[-1].removesuffix(".zarr").removesuffix(".pyramid")
     window = stem.partition("_")[2] if re.match(r"-?\d", stem) else stem
     scope.window = None if window in ("", "all") else window
+    scope.artifact, scope.fold = _kind_of(obj), window == "all"
     inside = rel[len(obj) + 1:].split("/") if rel != obj else []
     at = next((i for i, p in enumerate(inside) if p.isdigit()), None)
     if at is None:
@@ -424,7 +441,8 @@ def _kind_of(obj: str) -> str:
 
 def _rename(root: Path, case: Case, applied: Applied) -> None:
     """Rename an array in every object of its level (a name of the hive's schema, not a
-    drift between leaves), and its stamps' content-hash keys if asked."""
+    drift between leaves), and its stamps' content-hash keys if asked. An array already
+    holding the new name (a stored ``morton``) is replaced: the names collide."""
     array = root / case.target
     old, new = array.name, case.param("to")
     order, kind = array.parent.name, _kind_of(_object_of(case.target))
@@ -438,6 +456,8 @@ def _rename(root: Path, case: Case, applied: Applied) -> None:
     for path in targets:
         applied.names.add(_rel(path, root))
         applied.names.add(_object_of(_rel(path, root)))
+        if (path.parent / new).is_dir():
+            shutil.rmtree(path.parent / new)
         if not (path.parent / new).exists():
             path.rename(path.parent / new)
         if case.param("hashes"):
@@ -721,6 +741,9 @@ class Context:
         """Rows of array ``name`` the mutation can change."""
         a = self.applied
         if (a.product is not None and group.product not in (None, a.product)
+                or a.artifact is not None and a.artifact != group.artifact
+                or group.all_time and a.window is not None
+                or group.windows and a.fold
                 or a.window is not None and window not in (None, a.window)
                 or a.orders is not None and group.order not in a.orders
                 or a.arrays is not None and name not in a.arrays):
@@ -994,7 +1017,15 @@ def examples() -> tuple[Case, ...]:
               xarray=True),
         _case("bare_versioned", "rename-array", ("444111.zarr/", "/7/h_max"), to="count.v2",
               hashes=False),
+        _case("legacy", "rename-array", ("-411331.zarr/7/count",), to="morton", hashes=True),
+        _case("legacy", "rename-array", ("-411331.zarr/7/h_min",), to="cell_ids", hashes=False),
+        _case("pyramid1", swap, ("4/4/all.zarr/3/h_min/zarr.json",), at=("dimension_names",),
+              swap="null", verify="open"),
         _case("legacy", "symlink", ("444113.zarr/7/count/c/0",)),
+        _case("windowed_explicit", "symlink", ("4/late.zarr/2/count",), xarray=True),
+        _case("pyramid2", "symlink", ("-4/1/1/all.pyramid.zarr/2/h_max",), chunking="shard",
+              verify="open"),
+        _case("pyramid2", "symlink", ("-4/all.zarr/1/h_max",), chunking="shard", verify="open"),
         _case("bare_versioned", "symlink", ("444112.zarr",)),
         _case("sharded", "symlink", ("44412.zarr/", "/7/h_max"), chunking="shard"),
         _case("legacy", "symlink", ("-411331.zarr/zarr.json",)),

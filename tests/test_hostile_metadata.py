@@ -354,15 +354,28 @@ def test_malformed_content_hashes_cost_one_listing_instead(hive_copy, case):
         _equal(moczarr.open_hive(str(root)), got)
 
 
-def test_malformed_content_hashes_on_plain_http_are_an_error_naming_the_group(hive_copy,
-                                                                              http_root):
+def test_malformed_content_hashes_on_plain_http_take_the_names_from_the_run_sample(
+        hive_copy, http_root):
     root = hive_copy("bare_versioned")
     _edit(root / LEAF / "zarr.json",
           _set("attributes", "morton_hive_commit", "content_hashes", value="x"))
     store = MocHiveStore(http_root(root), **http_options())
+    with pytest.warns(HiveWarning, match=f"leaf {re.escape(LEAF)}: its commit stamp names no "
+                      r"arrays and .* cannot be listed .*; presenting the arrays leaf "
+                      r"\S+ commit stamp names"):
+        got = xr.open_zarr(store, group=GROUP).load()
+    _equal(moczarr.open_hive(str(root)), got)
+
+
+def test_no_stamp_naming_arrays_on_plain_http_is_an_error_naming_the_leaf(hive_copy, http_root):
+    root = hive_copy("bare_versioned")
+    for stamp in root.glob("*/*/*/*/*/*/*.zarr/zarr.json"):
+        _edit(stamp, _set("attributes", "morton_hive_commit", "content_hashes", value="x"))
+    store = MocHiveStore(http_root(root), **http_options())
     with (pytest.warns(HiveWarning, match="content_hashes"),
-          pytest.raises(HiveFormatError, match=f"cannot list {re.escape(_data(root))}/7 .*"
-                                               "no usable content_hashes")):
+          pytest.raises(HiveFormatError, match=f"leaf {re.escape(LEAF)}: cannot list "
+                        f"{re.escape(_data(root))}/7 .*neither its commit stamp nor those of "
+                        "the writer-run sample name its arrays")):
         zarr.open_group(store, mode="r")
 
 
@@ -389,7 +402,11 @@ ARRAY_CASES = [
     ("bare_versioned", _set("codecs", value={"name": "bytes"}), "field 'codecs'"),
     ("bare_versioned", _set("codecs", 0, value="bytes"), "field 'codecs[0]' 'bytes'"),
     ("bare_versioned", _set("dimension_names", value=["cells", "x"]),
-     "field 'dimension_names' ['cells', 'x'] is not null or a list of 1 strings or nulls"),
+     "field 'dimension_names' ['cells', 'x'] is not a list of 1 strings"),
+    ("bare_versioned", _set("dimension_names", value=None),
+     "field 'dimension_names' None is not a list of 1 strings"),
+    ("bare_versioned", _set("dimension_names", value=[None]),
+     "field 'dimension_names' [None] is not a list of 1 strings"),
     ("bare_versioned", _set("dimension_names", value=[7]), "field 'dimension_names' [7]"),
     ("bare_versioned", _set("attributes", value=[]), "field 'attributes' [] is not an object"),
     ("bare_versioned", _set("chunk_key_encoding", value="default"),
@@ -752,13 +769,14 @@ def test_the_template_is_found_by_listing_not_by_probing_every_node(tmp_path):
     level_ = asyncio.run(store.hive()).products[0].levels[0]
     assert level_.template == rel and level_.n_nodes == N_LISTED
     counts = store.request_stats.counts
-    # one LIST per directory on the way to the leaf: the root, its base cell, 9 digits
-    assert counts["list"] == 11
-    # manifest + MOC, 9 probed stamps, then the leaf's stamp, group and arrays, and the
-    # writer-run sample's stamps: RUN_PROBES picks spread over the domain, of which the first
-    # (probed) and the last (the template) are known already
+    # one LIST per directory on the way to the leaf: the root, its base cell, 9 digits; then
+    # one of the template's group
+    assert counts["list"] == 11 + 1
+    # manifest + MOC, 9 probed stamps, then the leaf's stamp, group, arrays and stored morton,
+    # and the writer-run sample's stamps: RUN_PROBES picks spread over the domain, of which
+    # the first (probed) and the last (the template) are known already
     sample = RUN_PROBES - 2
-    assert store.request_stats.total == 2 + 9 + 11 + 2 + len(level_.arrays) + sample
+    assert store.request_stats.total == 2 + 9 + 12 + 2 + len(level_.arrays) + 1 + sample
     leaf_count = zarr.open_array(root / _data(root, rel) / "11/count", mode="r")[:]
     np.testing.assert_array_equal(ds["count"][-16:].values, leaf_count)
 
@@ -798,7 +816,8 @@ def test_the_template_search_on_plain_http_finds_a_leaf_within_the_limit(tmp_pat
     level_ = asyncio.run(store.hive()).products[0].levels[0]
     assert level_.template == rel
     # batches of 1, 8, 16, 32, 64, 128: the 201st object is in the last
-    assert store.request_stats.counts["get_range"] == 2 + 249 + 1 + len(level_.arrays)
+    # then the template's group and arrays (its stored morton too)
+    assert store.request_stats.counts["get_range"] == 2 + 249 + 1 + len(level_.arrays) + 1
 
 
 # -- nothing else escapes -------------------------------------------------------------------------

@@ -17,16 +17,19 @@ import pytest
 import xarray as xr
 import zarr
 from conftest import FIXTURES
+from servers import http_options
 from test_open_cost import _coverage_of
 from zarr.buffer import default_buffer_prototype
 
-from moczarr_store import EncodingError, MocHiveStore, aoi_mask
+from moczarr_store import EncodingError, HiveWarning, MocHiveStore, aoi_mask
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 from moczarr_store.hive.paths import leaf_path
 
 GROUP = "atl06/o7"
 OLD, NEW = ["444111", "-411331"], ["444112", "-411342"]
 CHUNKINGS = ["shard", "leaf", "inner"]
+
+pytest_plugins = ["servers"]
 
 
 def _assert_like_moczarr(root, store: MocHiveStore, aoi=None) -> xr.Dataset:
@@ -89,14 +92,28 @@ def test_the_synthetic_mixed_hive_has_moczarrs_dtype_in_every_view(chunking, aoi
     assert got["count"].dtype == (np.int32 if aoi == ["444112"] else np.int64)
 
 
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+def test_over_plain_http_the_run_samples_stamps_name_the_arrays(http_server, chunking):
+    """Plain HTTP cannot list the 0.38 template's group and its stamp records no content
+    hashes: the 0.61 leaves' stamps (read by the writer-run sample) name the arrays, and the
+    values and promoted dtypes are moczarr's."""
+    store = MocHiveStore(f"{http_server.url}/mixed_writers", chunking=chunking, **http_options())
+    with pytest.warns(HiveWarning, match=r"leaf 4/4/4/1/1/1/444111\.zarr: its commit stamp "
+                      r"names no arrays and 4/4/4/1/1/1/444111\.zarr/7 cannot be listed .*"
+                      r"presenting the arrays leaf \S+ commit stamp names"):
+        got = _assert_like_moczarr(FIXTURES / "mixed_writers", store)
+    assert got["count"].dtype == np.int64  # the 0.38 template's int32, promoted
+
+
 def test_opening_reads_one_leaf_per_writer_run():
     store = MocHiveStore(FIXTURES / "mixed_writers")
     zarr.open_group(store, mode="r")
     n = 4  # count, h_max, h_mean, h_min
     # manifest + coverage + the template's stamp, group, one listing (a 0.38 stamp has no
-    # content hashes to name the arrays) and arrays; the 3 other stamps; the arrays of
-    # 444112 (the 0.61 run) and of -411331 (unversioned: its own run)
-    assert store.request_stats.total == 4 + 1 + n + 3 + 2 * n
+    # content hashes to name the arrays), arrays and its stored morton and cell_ids; the 3
+    # other stamps; the arrays of 444112 (the 0.61 run) and of -411331 (unversioned: its
+    # own run)
+    assert store.request_stats.total == 4 + 1 + n + 2 + 3 + 2 * n
 
 
 def test_a_leaf_rewritten_wider_after_open_is_an_error_naming_it(hive_copy):

@@ -36,6 +36,13 @@ def _synthetic_10k(root) -> None:
     shutil.copytree(root / "4/4/4/1/1/1/444111.zarr", root / "1/1/1/1/1/1/111111.zarr")
 
 
+def _stored_coordinates(root, level) -> int:
+    """How many of ``morton`` / ``cell_ids`` the level's template object stores (their
+    metadata is read at open, to check they are the coordinates the store computes)."""
+    group = root / level.template_data / str(level.cell_order)
+    return sum((group / name / "zarr.json").is_file() for name in ("morton", "cell_ids"))
+
+
 def _open_requests(root) -> tuple[int, MocHiveStore]:
     store = MocHiveStore(root)
     xr.open_zarr(store, group="atl06/o7")
@@ -49,14 +56,16 @@ def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
     many, store = _open_requests(root)
     product = asyncio.run(store.hive()).products[0].levels[0]
     assert product.n_nodes == 10_000
-    n = len(product.arrays)
-    # manifest + coverage + one stamp + group zarr.json + one per array (the stamp's content
-    # hashes name the arrays, so the group is not listed), then the writer-run sample: the
-    # 3 other stamps of the 4 leaves, and the arrays of 444112's second run (run 2)
-    assert few == 4 + n + 3 + n
+    n, coords = len(product.arrays), _stored_coordinates(root, product)
+    assert coords == 1  # bare_versioned's leaves store morton, not cell_ids
+    # manifest + coverage + one stamp + group zarr.json + one per array and stored coordinate
+    # (named by the stamp's content hashes) and one listing of the group (concurrent with
+    # them: the authority on which arrays exist), then the writer-run sample: the 3 other
+    # stamps of the 4 leaves, and the arrays of 444112's second run (run 2)
+    assert few == 4 + n + coords + 1 + 3 + n
     # 10,000 nodes: the sample is 7 more stamps (all absent), never more
-    assert many == 4 + n + 7
-    assert store.request_stats.counts["list"] == 0
+    assert many == 4 + n + coords + 1 + 7
+    assert store.request_stats.counts["list"] == 1
 
 
 def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
@@ -67,7 +76,8 @@ def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
     stamp.write_text(json.dumps(doc))
     total, store = _open_requests(root)
     level = asyncio.run(store.hive()).products[0].levels[0]
-    assert total == 5 + len(level.arrays) + 3 + len(level.arrays)  # as above, plus the listing
+    n = len(level.arrays) + _stored_coordinates(root, level)
+    assert total == 5 + n + 3 + len(level.arrays)  # as above
     assert store.request_stats.counts["list"] == 1
     expected = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group="atl06/o7")
     xr.testing.assert_identical(xr.open_zarr(store, group="atl06/o7").load(), expected.load())
@@ -87,10 +97,12 @@ def _writer_runs(level) -> tuple[int, int]:
 
 
 def _schema_requests(level) -> int:
-    """One stamp, the group's zarr.json and one zarr.json per array (not the coordinates),
-    then every other object's stamp and one zarr.json per array of each further run."""
+    """One stamp, the group's zarr.json, one zarr.json per array and stored coordinate, one
+    listing of the group, then every other object's stamp and one zarr.json per array of
+    each further run."""
     objects, runs = _writer_runs(level)
-    return 2 + len(level.arrays) + (objects - 1) + (runs - 1) * len(level.arrays)
+    first = 2 + len(level.arrays) + _stored_coordinates(FIXTURES / "pyramid2", level) + 1
+    return first + (objects - 1) + (runs - 1) * len(level.arrays)
 
 
 def test_overview_levels_are_read_only_when_a_path_needs_them():

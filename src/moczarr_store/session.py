@@ -17,6 +17,7 @@ import numpy as np
 from .backend import Backend
 from .cache import AsyncCache
 from .diagnostics import Problems
+from .errors import HiveFormatError, MocHiveError, OutsideRootError
 from .hive.leaves import LeafCache
 from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
@@ -49,6 +50,7 @@ class HiveSession:
         self._hive: Hive | None = None
         self._view: View | None = None
         self._opened: AsyncCache[None] = AsyncCache(1)
+        self._refused: MocHiveError | None = None  # the hive's metadata refused the open
         self._settled: AsyncCache[None] = AsyncCache(1 << 16)
 
     @property
@@ -79,8 +81,8 @@ class HiveSession:
                 return_exceptions=True,
             )
             for product, level in wanted:  # the levels read are kept even if another failed
-                if level in product.levels and not view.has_node(level.path):
-                    view.add_level(product, level)
+                if (level in product.levels and not view.has_node(level.path)
+                        and view.add_level(product, level)):
                     remember_template(self, level)
                     logger.debug("%s: read level %s (%d nodes); %d requests so far",
                                  self.backend, level.path, level.n_nodes,
@@ -100,12 +102,22 @@ class HiveSession:
         await self._settled.get(level.path, load)
 
     async def _open(self) -> None:
+        """Open the hive. A refusal by its metadata (or by a link out of a local root) is
+        remembered: later requests raise it again without re-reading the hive or repeating
+        its warnings; a failed read (I/O) is retried by the next request."""
         opts = self.options
-        self._hive = await load_hive(
-            self.backend, self.leaves, opts.verify, opts.window, opts.aoi_cells
-        )
-        self._view = View(self._hive, opts.view_attrs(), opts.chunking, opts.geometry)
-        for product in self._hive.products:
+        if self._refused is not None:
+            raise self._refused.with_traceback(None)
+        try:
+            hive = await load_hive(
+                self.backend, self.leaves, opts.verify, opts.window, opts.aoi_cells
+            )
+            self._view = View(hive, opts.view_attrs(), opts.chunking, opts.geometry)
+        except (HiveFormatError, OutsideRootError) as err:
+            self._refused = err
+            raise
+        self._hive = hive
+        for product in hive.products:
             for level in product.levels:
                 remember_template(self, level)
         logger.info(

@@ -89,3 +89,12 @@ class LeafCache(AsyncCache[Leaf]):
             return parse_leaf(path, await read(f"{path}/zarr.json", window))
 
         return await self.get(path, load)
+
+    async def resolve_full(self, path: str, read) -> Leaf:
+        """Like :meth:`resolve`, with the stamp's attributes: the cache keeps slim leaves,
+        so a stamped leaf cached before is read again (one more GET)."""
+        leaf = await self.resolve(path, read)
+        if leaf.state == "stamped" and leaf.attrs is None:
+            window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
+            leaf = parse_leaf(path, await read(f"{path}/zarr.json", window))
+        return leaf

@@ -26,6 +26,7 @@ from ..errors import (
     CannotWalk,
     HiveFormatError,
     HiveWarning,
+    LeafSchemaError,
     NoCoverageError,
     UnusableCoverage,
 )
@@ -33,9 +34,10 @@ from . import coverage as _coverage_module
 from .aoi import Cells, overlaps
 from .coverage import COVERAGE_NAME, parse_root_coverage
 from .jsonio import read_document
-from .leaves import LeafCache
-from .level import WINDOW_COORDINATES, Level
+from .leaves import Leaf, LeafCache
+from .level import COORDINATE_NAMES, WINDOW_COORDINATES, Level
 from .manifest import Manifest
+from .paths import short
 from .runs import learn_runs
 from .template import find_template, warn_dangling
 from .walk import walk_leaves
@@ -237,6 +239,22 @@ def in_view(level: Level, aoi: Cells | None) -> Level:
                                                                  level.node_order, aoi)])
 
 
+def _check_coordinates(level: Level, leaf: Leaf, stored: dict[str, dict]) -> None:
+    """A stored ``morton`` / ``cell_ids`` array is the cell coordinate the view computes in
+    its place (uint64, one value per cell, along ``cells``); an array of that name holding
+    anything else would be silently replaced, so it is refused, naming it and the field."""
+    want = {"data_type": "uint64", "shape": [level.cells_per_node],
+            "dimension_names": ["cells"]}
+    for name, meta in stored.items():
+        for key, value in want.items():
+            if meta.get(key) != value:
+                raise LeafSchemaError(
+                    f"{leaf.data_prefix}/{level.cell_order}/{name}/zarr.json: field {key!r} "
+                    f"{short(meta.get(key))} is not {value!r}: a leaf array named {name!r} "
+                    "must be the cell coordinate the store computes in its place"
+                )
+
+
 async def fill_schema(
     backend: HiveIO, leaves: LeafCache, level: Level, aoi: Cells | None = None
 ) -> bool:
@@ -257,6 +275,8 @@ async def fill_schema(
             "it has no schema"
         )
     leaf, level.group_attrs, level.arrays = found
+    _check_coordinates(level, leaf, {n: level.arrays.pop(n) for n in COORDINATE_NAMES
+                                     if n in level.arrays})
     clash = sorted(set(level.arrays) & set(WINDOW_COORDINATES)) if level.windows else []
     if clash:
         raise HiveFormatError(

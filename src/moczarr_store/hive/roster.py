@@ -6,7 +6,7 @@ import asyncio
 import warnings
 from dataclasses import dataclass
 
-from ..errors import HiveFormatError, HiveWarning, NotAHiveError, OptionError
+from ..errors import HiveFormatError, HiveWarning, NotAHiveError, OptionError, OutsideRootError
 from .aoi import Cells
 from .jsonio import read_document
 from .leaves import LeafCache
@@ -44,11 +44,12 @@ class Hive:
 async def settle(backend, leaves: LeafCache, product: Product, level: Level, verify: str,
                  aoi: Cells | None = None) -> None:
     """Read one pending level's schema and keep or omit it. Overview levels are regenerable
-    caches: metadata that cannot be read as a level omits that level (with a warning), and
-    the source level and the other overviews stand."""
+    caches: metadata that cannot be read as a level, or that a link out of a local hive's
+    root refuses, omits that level (with a warning), and the source level and the other
+    overviews stand."""
     try:
         kept = await resolve_level(backend, leaves, level, verify, aoi)
-    except HiveFormatError as err:
+    except (HiveFormatError, OutsideRootError) as err:
         warnings.warn(f"{level.path}: {err}; omitted", HiveWarning, stacklevel=2)
         kept = False
     product.settle(level, kept)

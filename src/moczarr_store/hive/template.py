@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import HiveFormatError, HiveWarning
+from ..errors import HiveFormatError, HiveWarning, OutsideRootError
 from .jsonio import load_object, object_field, read_document
 from .leaves import Leaf, LeafCache
-from .level import COORDINATE_NAMES, Level
+from .level import Level
 from .paths import node_name_problem, requestable, short, validate_node_name
+from .runs import probe_paths
 from .walk import existing_objects
 
 if TYPE_CHECKING:
@@ -67,10 +68,23 @@ def _hashed_names(stamp: dict, order: str) -> tuple[list[str] | None, str | None
     return sorted(names), None
 
 
-async def _array_names(backend: HiveIO, leaf: Leaf, group: str) -> tuple[list[str], bool]:
+async def _sampled(backend: HiveIO, leaves: LeafCache, path: str) -> Leaf | None:
+    """The object's leaf with its stamp, ``None`` when it cannot be read."""
+    try:
+        return await leaves.resolve_full(path, backend.get)
+    except ValueError:  # a malformed stamp: reported when the object is read
+        return None
+
+
+async def _array_names(
+    backend: HiveIO, leaves: LeafCache, leaf: Leaf, group: str, level: Level
+) -> tuple[list[str], bool]:
     """Array names in a leaf's cell-order group: its stamp's content hashes name them
     (no request); a stamp without usable ones costs one listing (with a warning when
-    they are malformed). The flag says whether the names came from the stamp."""
+    they are malformed). Where the group cannot be listed (plain HTTP), the first stamp
+    of the writer-run sample that names arrays names them, with a warning (a zagg 0.38
+    template records none): up to ``RUN_PROBES - 1`` stamp GETs. The flag says whether the
+    names came from a stamp."""
     names, problem = _hashed_names(leaf.stamp, group.rsplit("/", 1)[-1])
     if names is not None:
         return names, True
@@ -79,11 +93,21 @@ async def _array_names(backend: HiveIO, leaf: Leaf, group: str) -> tuple[list[st
               f"{group} to name its arrays")
     try:
         dirs, _ = await backend.list_dir(group)
+    except OutsideRootError:
+        raise
     except Exception as err:  # backends that cannot list (plain HTTP)
         detail = (str(err).splitlines() or [type(err).__name__])[0]
+        sample = await asyncio.gather(*(_sampled(backend, leaves, p) for p in probe_paths(level)))
+        for other in sample:
+            named = _hashed_names(other.stamp, group.rsplit("/", 1)[-1])[0] if other else None
+            if named and other is not None:
+                _warn(f"leaf {leaf.path}: its commit stamp names no arrays and {group} cannot "
+                      f"be listed ({detail}); presenting the arrays leaf {other.path}'s "
+                      "commit stamp names")
+                return named, True
         raise HiveFormatError(
-            f"cannot list {group} ({detail}) and its stamp has no usable content_hashes to "
-            "name its arrays"
+            f"leaf {leaf.path}: cannot list {group} ({detail}), and neither its commit stamp "
+            "nor those of the writer-run sample name its arrays (content_hashes)"
         ) from err
     return sorted(dirs), False
 
@@ -107,51 +131,76 @@ Template = tuple[Leaf, dict, dict[str, dict]]
 
 
 async def _first_template(
-    backend: HiveIO, leaves: LeafCache, batch: list[str], cell_order: int
+    backend: HiveIO, leaves: LeafCache, batch: list[str], level: Level
 ) -> Template | None:
     """The first stamped object of ``batch`` (stamps read concurrently) whose cell-order
-    group exists: its leaf, group attributes and array metadata by name."""
-    resolved = await asyncio.gather(*(leaves.resolve(p, backend.get) for p in batch))
+    group exists: its leaf, group attributes and array metadata by name (the stored
+    coordinates included). The group's listing, where the backend lists, is the authority
+    on its arrays (as for moczarr): it is made concurrently with the reads of the arrays
+    the stamp names, so it adds a request, not a round trip."""
+    resolved = await asyncio.gather(*(leaves.resolve_full(p, backend.get) for p in batch))
     for leaf in resolved:
         if leaf.state != "stamped":
             continue
-        group = f"{leaf.data_prefix}/{cell_order}"
+        group = f"{leaf.data_prefix}/{level.cell_order}"
         group_meta = await _read_json(backend, f"{group}/zarr.json")
         if group_meta is None:
             warn_dangling(leaf, group)
             continue
         attrs = object_field(group_meta, "attributes", f"{group}/zarr.json")
-        names, hashed = await _array_names(backend, leaf, group)
-        arrays = await _group_arrays(backend, group, names)
-        if hashed and any(meta is None for meta in arrays.values()):
-            arrays = await _relist(backend, leaf, group, arrays)
+        names, hashed = await _array_names(backend, leaves, leaf, group, level)
+        if hashed:
+            arrays, listed = await asyncio.gather(_group_arrays(backend, group, names),
+                                                  _listing(backend, group))
+            arrays = await _reconcile(backend, leaf, group, arrays, listed)
+        else:
+            arrays = await _group_arrays(backend, group, names)
         return leaf, attrs, {n: m for n, m in arrays.items() if m is not None}
     return None
 
 
 async def _group_arrays(backend: HiveIO, group: str, names: list[str]) -> dict[str, dict | None]:
     """The array metadata of ``names`` in ``group`` (``None``: no array by that name)."""
-    names = await _valid_names(backend, [n for n in names if n not in COORDINATE_NAMES], group)
+    names = await _valid_names(backend, names, group)
     metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in names))
     return {n: m if m is not None and m.get("node_type") == "array" else None
             for n, m in zip(names, metas, strict=True)}
 
 
-async def _relist(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, dict | None]):
-    """The stamp's content hashes name arrays the group does not hold (renamed or removed
-    after the stamp): the listing names them instead, where the backend lists. Cost: one
-    LIST, and one GET per array not read yet."""
-    missing = sorted(n for n, m in hashed.items() if m is None)
+async def _listing(backend: HiveIO, group: str) -> list[str] | None:
+    """The directories in ``group`` (one LIST); ``None`` where the backend cannot list."""
     try:
         dirs, _ = await backend.list_dir(group)
-    except Exception:  # plain HTTP: the hashed arrays that exist are all that can be named
-        _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
-              f"that {group} does not hold, and it cannot be listed; they are not presented")
-        return hashed
-    _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
-          f"that {group} does not hold; its listing names the arrays instead")
-    found = {n: m for n, m in hashed.items() if m is not None}
-    return {**found, **await _group_arrays(backend, group, [d for d in dirs if d not in found])}
+    except OutsideRootError:
+        raise
+    except Exception:  # plain HTTP: the stamp's content hashes alone name the arrays
+        return None
+    return dirs
+
+
+async def _reconcile(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, dict | None],
+                     listed: list[str] | None) -> dict[str, dict | None]:
+    """The arrays of ``group``: the listing's (``listed``; ``None`` where the backend
+    cannot list, and then the stamp's), with a warning naming what the stamp's content
+    hashes name that the group does not hold, or omit that it does. Cost: one GET per
+    array the stamp does not name."""
+    found: dict[str, dict | None] = {n: m for n, m in hashed.items() if m is not None}
+    missing = sorted(n for n, m in hashed.items() if m is None)
+    if listed is None:
+        if missing:
+            _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
+                  f"that {group} does not hold, and it cannot be listed; they are not presented")
+        return found
+    extra = await _group_arrays(backend, group, sorted(set(listed) - set(hashed)))
+    unnamed = sorted(n for n, m in extra.items() if m is not None)
+    problems = [f"names arrays {', '.join(map(short, missing))} that {group} does not hold"
+                ] if missing else []
+    if unnamed:
+        problems.append(f"does not name arrays {', '.join(map(short, unnamed))} that it holds")
+    if problems:
+        _warn(f"leaf {leaf.path}: commit stamp {' and '.join(problems)}; the arrays are "
+              "those the listing names")
+    return {**found, **{n: extra[n] for n in unnamed}}
 
 
 async def find_template(
@@ -174,7 +223,7 @@ async def find_template(
     for size in (1, TEMPLATE_BATCH):
         batch = [path for _, path in zip(range(size), pairs, strict=False)]
         probed.update(batch)
-        found = await _first_template(backend, leaves, batch, level.cell_order)
+        found = await _first_template(backend, leaves, batch, level)
         if found is not None or len(batch) < size:
             return found, f"all {total:,} objects probed"
     try:
@@ -191,7 +240,7 @@ async def find_template(
         size = min(2 * size, TEMPLATE_MAX_BATCH, limit - len(probed))
         batch = [path for _, path in zip(range(size), pairs, strict=False)]
         probed.update(batch)
-        found = await _first_template(backend, leaves, batch, level.cell_order)
+        found = await _first_template(backend, leaves, batch, level)
         if found is not None or len(batch) < size:
             return found, f"all {total:,} objects probed"
     return None, f"the first {len(probed):,} of {total:,} objects probed (the probe limit); {note}"
@@ -226,12 +275,12 @@ async def _walked_template(
                     batch.append(path)
             if len(batch) >= size:
                 seen += len(batch)
-                found = await _first_template(backend, leaves, batch, level.cell_order)
+                found = await _first_template(backend, leaves, batch, level)
                 if found is not None:
                     return found, seen
                 batch, size = [], min(2 * size, TEMPLATE_MAX_BATCH)
     seen += len(batch)
-    return await _first_template(backend, leaves, batch, level.cell_order), seen
+    return await _first_template(backend, leaves, batch, level), seen
 
 
 def warn_dangling(leaf: Leaf, group: str) -> None:

@@ -31,12 +31,14 @@ from ..chunks import (
 )
 from ..errors import (
     ChunkReadError,
-    MalformedMetadataError,
+    HiveFormatError,
+    LeafSchemaError,
     OutsideRootError,
     TruncatedChunkError,
 )
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
+from ..hive.paths import short
 from ..transcode import transcode
 from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
 from .plan import (
@@ -163,6 +165,7 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
         if payload is None:
             return None
         meta, coded = _checked_meta(payload, plan.meta)
+        check_dimensions(meta, array, plan.meta)
         return _SAME if coded == array.declared_encoding else meta
 
     if not plan.immutable:
@@ -190,6 +193,17 @@ def _checked_meta(payload: Bytes, key: str) -> tuple[dict[str, Any], tuple[Any, 
             if len(_CHECKED) > CHECKED_METAS:
                 _CHECKED.popitem(last=False)
     return found
+
+
+def check_dimensions(meta: dict[str, Any], array: FieldArray, where: str) -> None:
+    """A leaf array's axes are named as the view presents them (the template's names): a
+    leaf whose axes differ is refused, naming it and the field (the reference reader
+    cannot concatenate it either). No request."""
+    want = array.source_meta.get("dimension_names")
+    got = meta.get("dimension_names")
+    if got != want:
+        raise LeafSchemaError(f"{where}: field 'dimension_names' {short(got)} differs from "
+                              f"{want!r}, the template's, which the view presents")
 
 
 async def _no_array(session: HiveSession, plan: LeafRead, array: FieldArray, data: Any) -> None:
@@ -248,13 +262,15 @@ def remember_template(session: HiveSession, level: Level) -> None:
         for name, meta in run.arrays.items():
             array = session.view.arrays.get(f"{level.path}/{name}")
             key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
+            if not isinstance(array, FieldArray):
+                continue
             try:  # a malformed one is left for its chunk reads to refuse
                 meta = check_leaf_meta(meta, key)
-            except MalformedMetadataError:
+                check_dimensions(meta, array, key)
+            except HiveFormatError:
                 continue
-            if isinstance(array, FieldArray):
-                same = encoding(meta) == array.declared_encoding
-                session.leaf_metas.put(key, _SAME if same else meta)
+            same = encoding(meta) == array.declared_encoding
+            session.leaf_metas.put(key, _SAME if same else meta)
 
 
 async def _read(

@@ -65,9 +65,10 @@ def check_leaf_meta(meta: object, where: str) -> dict:
     _expect(where, "chunk_key_encoding.configuration.separator", separator, "a string",
             isinstance(separator, str))
     names: Any = meta.get("dimension_names")
-    _expect(where, "dimension_names", names, f"null or a list of {rank} strings or nulls",
-            names is None or (isinstance(names, list) and len(names) == rank
-                              and all(n is None or isinstance(n, str) for n in names)))
+    _expect(where, "dimension_names", names, f"a list of {rank} strings (every axis named, "
+            "as xarray and the reference reader need)",
+            isinstance(names, list) and len(names) == rank
+            and all(isinstance(n, str) for n in names))
     attrs = meta.get("attributes", {})
     _expect(where, "attributes", attrs, "an object", isinstance(attrs, dict))
     try:
@@ -225,9 +226,9 @@ class FieldArray:
         if grid.get("name") != "regular" or not shape:
             raise LeafSchemaError(f"{where}: needs a regular chunk grid and a shape")
         chunks = list(grid["configuration"]["chunk_shape"])
-        names = list(leaf_meta.get("dimension_names") or [None] * len(shape))
-        self.axis = names.index("cells") if "cells" in names else (0 if names[0] is None else None)
-        dims = [n or ("cells" if i == self.axis else f"dim_{i}") for i, n in enumerate(names)]
+        names = list(leaf_meta["dimension_names"])
+        self.axis = names.index("cells") if "cells" in names else None
+        dims = list(names)
         cells = level.cells_per_node
         self.chunks_per_leaf = 1
         attrs = dict(leaf_meta.get("attributes") or {})

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import HiveFormatError, HiveWarning
 from ..hive.level import Level, Product
 from ..hive.roster import Hive
 from .arrays import (
@@ -76,13 +78,14 @@ class View:
             if "semantic_hash" in manifest.raw:
                 product_attrs["semantic_hash"] = manifest.raw["semantic_hash"]
             self._add_group(product.name, product_attrs)
-            for level in product.levels:
-                self._add_level(level)
+            for level in list(product.levels):
+                self._place(product, level)
 
-    def add_level(self, product: Product, level: Level) -> None:
+    def add_level(self, product: Product, level: Level) -> bool:
         """Add a level read after the view was built, in the product's declared order;
-        only the documents of its ancestors are made anew."""
-        self._add_level(level)
+        only the documents of its ancestors are made anew. ``False``: it was omitted."""
+        if not self._place(product, level):
+            return False
         for group in (product.name, f"{product.name}/all_time"):
             if group in self.groups:
                 order = [lv.path[len(group) + 1 :].split("/")[0] for lv in product.levels
@@ -91,6 +94,7 @@ class View:
         parts = level.path.split("/")
         for i in range(len(parts)):
             self._documents.pop("/".join(parts[:i]), None)
+        return True
 
     def _add_group(self, path: str, attrs: dict) -> None:
         parent, _, name = path.rpartition("/")
@@ -99,8 +103,23 @@ class View:
         self.groups[parent].children.append(name)
         self.groups[path] = Group(attrs, [])
 
+    def _place(self, product: Product, level: Level) -> bool:
+        """Add ``level``; an overview level whose arrays cannot be presented is omitted
+        from the product with a warning (overviews are regenerable caches), the source
+        level's error is raised."""
+        try:
+            self._add_level(level)
+        except HiveFormatError as err:
+            if level.artifact == "source":
+                raise
+            warnings.warn(f"{level.path}: {err}; omitted", HiveWarning, stacklevel=2)
+            product.levels.remove(level)
+            return False
+        return True
+
     def _add_level(self, level: Level) -> None:
-        names = sorted(level.arrays)
+        """Add one level's group and arrays; a field that cannot be presented raises before
+        anything is added, so the view never holds part of a level."""
         coordinates = ["morton", "cell_ids"]
         if level.windows:
             coordinates.append("window")
@@ -110,13 +129,14 @@ class View:
         fields = {
             name: FieldArray(level, name, level.arrays[name], cell_attrs, self.chunking,
                              self.sphere)
-            for name in names
+            for name in sorted(level.arrays)
         }
         # the coordinates are chunked on every field's boundaries (the finest field chunk)
         rows = min((f.chunk_rows for f in fields.values() if f.chunk_rows), default=None)
         rows = rows or level.cells_per_node
         if self.sphere:
             check_sphere(level, rows)
+        arrays: dict[str, Array] = {**self._coordinates(level, rows), **fields}
         self._add_group(
             level.path,
             {
@@ -130,10 +150,10 @@ class View:
                 },
             },
         )
-        self._add_coordinates(level, rows)
-        self.groups[level.path].children.extend([*coordinates, *names])
-        for name, array in fields.items():
-            self.arrays[f"{level.path}/{name}"] = array
+        self.groups[level.path].children.extend(arrays)
+        for name, array in arrays.items():
+            array.path = f"{level.path}/{name}"
+            self.arrays[array.path] = array
         self.levels[level.path] = level
 
     def cell_ranges(self, path: str) -> np.ndarray | None:
@@ -142,8 +162,8 @@ class View:
         level = self.levels.get(path)
         return None if level is None else cell_ranges(level, self.sphere)
 
-    def _add_coordinates(self, level: Level, rows: int) -> None:
-        """Add the fabricated coordinate arrays of one level."""
+    def _coordinates(self, level: Level, rows: int) -> dict[str, FabricatedArray]:
+        """The fabricated coordinate arrays of one level, by name."""
         sphere = self.sphere
         arrays = {
             "morton": cell_coordinate(level, "morton", {}, rows, sphere),
@@ -159,9 +179,7 @@ class View:
             if len(known) == len(spans):
                 arrays["window_start"] = window_instants([s for s, _ in known])
                 arrays["window_end"] = window_instants([e for _, e in known])
-        for name, array in arrays.items():
-            array.path = f"{level.path}/{name}"
-            self.arrays[array.path] = array
+        return arrays
 
     def _metadata(self, path: str) -> dict:
         if path in self.arrays:
