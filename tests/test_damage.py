@@ -150,3 +150,30 @@ def test_a_stale_root_moc_warns_under_verify_open(hive_copy):
         ds = _open(root, verify="open")
     assert ds.sizes["cells"] == 48  # what the MOC lists, as moczarr reads it
     _equal(moczarr.open_hive(str(root)), ds)
+
+
+def test_dangling_leaves_are_one_warning_naming_the_first(hive_copy, monkeypatch, caplog):
+    """verify="open" meets every dangling leaf: one HiveWarning for the level, naming the
+    first ``DANGLING_NAMED`` and counting the rest; every leaf at DEBUG."""
+    from moczarr_store.hive import template
+
+    root = hive_copy("bare_versioned")
+    removed = []
+    for name in ("4/4/4/1/1/2/444112.zarr", "-4/1/1/3/4/2/-411342.zarr"):
+        current = json.loads((root / name / "zarr.json").read_text())[
+            "attributes"]["morton_hive_commit"]["current"]
+        shutil.rmtree(root / name / current)
+        removed.append(name)
+    removed.sort()  # named in path order
+    monkeypatch.setattr(template, "DANGLING_NAMED", 1)
+    caplog.set_level("DEBUG", logger="moczarr_store")
+    with pytest.warns(HiveWarning) as caught:
+        got = _open(root, verify="open")
+    dangling = [str(w.message) for w in caught if "which is missing" in str(w.message)]
+    assert len(dangling) == 1, dangling
+    assert removed[0] in dangling[0] and removed[1] not in dangling[0]
+    assert "1 more leaves of atl06/o7" in dangling[0]
+    logged = [r.getMessage() for r in caplog.records if "which is missing" in r.getMessage()]
+    assert all(any(name in line for line in logged) for name in removed)
+    with pytest.warns(UserWarning):
+        _equal(moczarr.open_hive(str(root)), got)

@@ -105,6 +105,7 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     """
     keep = np.zeros(level.n_nodes, dtype=bool)
     dropped: list[str] = []
+    dangling: list[tuple[Leaf, str]] = []
     provenance: dict[str, dict] = {}
     cell_order = level.cell_order
 
@@ -117,7 +118,7 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
         if leaf.current is not None:
             group = f"{leaf.data_prefix}/{cell_order}"
             if await backend.get(f"{group}/zarr.json") is None:
-                warn_dangling(leaf, group)
+                dangling.append((leaf, group))
                 dropped.append(path)
                 return
         keep[index] = True
@@ -128,6 +129,7 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     pairs = list(level.object_pairs())
     for start in range(0, len(pairs), VERIFY_BATCH):
         await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
+    warn_dangling(level.path, sorted(dangling, key=lambda found: found[0].path))
     level.node_ranks = level.node_ranks[keep]
     level.dropped = sorted(dropped)
     if provenance:

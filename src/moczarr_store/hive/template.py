@@ -10,6 +10,7 @@ group). If the first listed objects are not stamped, the search stays bounded
 from __future__ import annotations
 
 import asyncio
+import logging
 import warnings
 from contextlib import aclosing
 from typing import TYPE_CHECKING
@@ -31,6 +32,10 @@ TEMPLATE_BATCH = 8
 TEMPLATE_MAX_BATCH = 512
 DEFAULT_TEMPLATE_PROBES = 4096
 """Objects probed for a template, at most, on a backend that cannot list (plain HTTP)."""
+
+
+DANGLING_NAMED = 5  # dangling leaves a warning names (all of them at DEBUG)
+logger = logging.getLogger("moczarr_store")
 
 
 def _warn(message: str) -> None:
@@ -139,13 +144,24 @@ async def _first_template(
     on its arrays (as for moczarr): it is made concurrently with the reads of the arrays
     the stamp names, so it adds a request, not a round trip."""
     resolved = await asyncio.gather(*(leaves.resolve_full(p, backend.get) for p in batch))
+    dangling: list[tuple[Leaf, str]] = []
+    try:
+        return await _first_usable(backend, leaves, resolved, level, dangling)
+    finally:
+        warn_dangling(level.path, dangling)
+
+
+async def _first_usable(
+    backend: HiveIO, leaves: LeafCache, resolved: list[Leaf], level: Level,
+    dangling: list[tuple[Leaf, str]],
+) -> Template | None:
     for leaf in resolved:
         if leaf.state != "stamped":
             continue
         group = f"{leaf.data_prefix}/{level.cell_order}"
         group_meta = await _read_json(backend, f"{group}/zarr.json")
         if group_meta is None:
-            warn_dangling(leaf, group)
+            dangling.append((leaf, group))
             continue
         attrs = object_field(group_meta, "attributes", f"{group}/zarr.json")
         names, hashed = await _array_names(backend, leaves, leaf, group, level)
@@ -283,12 +299,20 @@ async def _walked_template(
     return await _first_template(backend, leaves, batch, level), seen
 
 
-def warn_dangling(leaf: Leaf, group: str) -> None:
-    what = (
-        f"points at version {leaf.current!r}, which is missing"
-        if leaf.current
-        else f"has no group {group}"
-    )
-    warnings.warn(
-        f"leaf {leaf.path} {what}: read as missing (fill value)", HiveWarning, stacklevel=3
-    )
+def warn_dangling(level: str, dangling: list[tuple[Leaf, str]]) -> None:
+    """One warning for the leaves of ``level`` that point at a missing version or have
+    no group for its cell order (they read as missing), naming the first
+    ``DANGLING_NAMED``; every one is logged at DEBUG."""
+    if not dangling:
+        return
+    said: list[str] = []
+    for leaf, group in dangling:
+        what = (f"points at version {leaf.current!r}, which is missing" if leaf.current
+                else f"has no group {group}")
+        logger.debug("%s: leaf %s %s: read as missing (fill value)", level, leaf.path, what)
+        if len(said) < DANGLING_NAMED:
+            said.append(f"leaf {leaf.path} {what}")
+    more = len(dangling) - len(said)
+    rest = f"; {more:,} more leaves of {level} too (DEBUG log of 'moczarr_store')" if more else ""
+    warnings.warn(f"{'; '.join(said)}{rest}: read as missing (fill value)", HiveWarning,
+                  stacklevel=3)
