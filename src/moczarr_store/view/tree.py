@@ -145,8 +145,8 @@ class View:
                 "morton_hive_store": {
                     "coverage": level.coverage_source,
                     "objects": level.artifact,
-                    "shards": level.n_nodes,
-                    "cells_per_shard": level.cells_per_node,
+                    "nodes": level.n_nodes,
+                    "cells_per_node": level.cells_per_node,
                 },
             },
         )
