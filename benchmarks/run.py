@@ -39,8 +39,8 @@ from moczarr_store.backend import Backend
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner")
 MEASURES = (
-    "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale", "dask",
-    "verify",
+    "scan", "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale",
+    "dask", "verify",
     "serve",
 )
 ROWS: list[tuple[str, str, str, str]] = []
@@ -77,6 +77,152 @@ def open_ours(hive: Path, group: str, **options) -> tuple[xr.Dataset, MocHiveSto
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return xr.open_zarr(store, group=group), store
+
+
+# -- 0. one field against the disk -------------------------------------------------------
+
+KNOBS: tuple[dict, ...] = (
+    {"async.concurrency": 4},
+    {"async.concurrency": 64},
+    {"async.concurrency": 256},
+    {"codec_pipeline.batch_size": 16},
+    {"async.concurrency": 256, "codec_pipeline.batch_size": 64},
+)
+
+
+def _leaf_objects(hive: Path, group: str, field: str) -> tuple[list[str], float]:
+    """The objects a warm zarr scan of ``field`` reads (recorded at the local reader), and
+    that scan's requests per leaf when cold (a fresh store; metadata reads not counted)."""
+    store = MocHiveStore(hive, chunking=DEFAULT)
+    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+    store.request_stats.reset()
+    array[:]
+    cold = store.request_stats.total / array.nchunks
+    reader = store.session.backend._reader
+    reads: list[str] = []
+    original = reader.read
+
+    async def read(path, option):
+        reads.append(path)
+        return await original(path, option)
+
+    reader.read = read
+    array[:]
+    return [f"{hive}/{path}" for path in reads], cold
+
+
+def _raw(paths: list[str]) -> int:
+    total = 0
+    for path in paths:
+        with open(path, "rb") as f:
+            total += len(f.read())
+    return total
+
+
+def _plain_leaf_copy(hive: Path, group: str, field: str, out: Path) -> zarr.Array:
+    """``field`` copied into a plain zarr v3 array in the layout the store presents (its
+    ``zarr.json`` verbatim: one uncompressed chunk per leaf), from the store itself."""
+    from benchmarks.make_plain_copy import copy_group
+
+    async def one_field():
+        store = MocHiveStore(hive, chunking=DEFAULT)
+        return await copy_group(_OneField(store, group, field), group, out)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asyncio.run(one_field())
+    return zarr.open_array(str(out / field), mode="r")
+
+
+class _OneField:
+    """A store whose ``group``'s consolidated metadata lists ``field`` alone (so the copy
+    writes that array only)."""
+
+    def __init__(self, store: MocHiveStore, group: str, field: str) -> None:
+        self.store, self.group, self.field = store, group, field
+
+    async def get(self, key, prototype, byte_range=None):
+        buf = await self.store.get(key, prototype, byte_range)
+        if key != f"{self.group}/zarr.json" or buf is None:
+            return buf
+        import json
+
+        doc = json.loads(buf.to_bytes())
+        meta = doc["consolidated_metadata"]["metadata"]
+        doc["consolidated_metadata"]["metadata"] = {self.field: meta[self.field]}
+        return prototype.buffer.from_bytes(json.dumps(doc).encode())
+
+
+def alternate(fns: dict[str, object], rounds: int) -> dict[str, float]:
+    """The best of ``rounds`` seconds for each of ``fns``, timed in turn within each round
+    (so a noisy neighbour slows all of them alike rather than one)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(best(fn, 1)[0])
+    return {name: min(seconds) for name, seconds in times.items()}
+
+
+def _xr_field(where, group: str | None, field: str, coords: bool = False):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = xr.open_zarr(where, group=group, consolidated=False if group is None else None)
+    return data[field] if coords else data[field].variable
+
+
+def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
+    """One field, warm page cache, each row the best of ``rounds`` timed in turn, and a ratio
+    to the raw floor (plain Python ``open().read()`` of the objects the store reads): the
+    store through zarr (``open_array(...)[:]``), through ``xr.open_zarr`` with default
+    arguments (``.load()``, open included), a plain zarr copy in the layout the store
+    presents (made here, from the store), and zarr's configuration knobs on the store's zarr
+    path. Values are checked equal across paths. Cost: a copy of one field in a temporary
+    directory."""
+    paths, cold = _leaf_objects(hive, group, field)
+    store = MocHiveStore(hive, chunking=DEFAULT)
+    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+    want = array[:]
+    nbytes = _raw(paths)
+
+    def knob(settings: dict):
+        def read():
+            with zarr.config.set(settings):
+                return array[:]
+        return read
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "copy"
+        plain = _plain_leaf_copy(hive, group, field, copy)
+        reads = {
+            "raw floor, plain Python open().read()": lambda: _raw(paths),
+            "store, zarr open_array()[:]": lambda: array[:],
+            "store, xr.open_zarr(store, group=...) defaults, field .load()":
+                lambda: _xr_field(store, group, field).load().values,
+            "store, the same, field + its coordinates .load()":
+                lambda: _xr_field(store, group, field, True).load().values,
+            "plain copy in the store's layout, zarr [:]": lambda: plain[:],
+            "plain copy in the store's layout, xr.open_zarr defaults, field .load()":
+                lambda: _xr_field(copy, None, field).load().values,
+        }
+        knobs = {", ".join(f"{k}={v}" for k, v in settings.items()): settings
+                 for settings in KNOBS}
+        reads.update({f"store, zarr [:], {text}": knob(s) for text, s in knobs.items()})
+        for name, fn in reads.items():
+            if not name.startswith("raw"):
+                np.testing.assert_array_equal(fn(), want, err_msg=name)
+        took = alternate(reads, rounds)
+    floor, mb = took[next(iter(reads))], nbytes / 1e6
+    for name, seconds in took.items():
+        row(f"scan {field} ({len(paths)} leaves, {mb:.1f} MB): {name}",
+            f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
+            f"{seconds / floor:.2f}x the floor")
+    plain_zarr = took["plain copy in the store's layout, zarr [:]"]
+    store_zarr = took["store, zarr open_array()[:]"]
+    row(f"scan {field}: store vs plain copy of its layout, zarr",
+        f"{store_zarr * 1e3:.1f} ms", f"plain {plain_zarr * 1e3:.1f} ms",
+        f"{plain_zarr / store_zarr:.2f}x the plain copy's speed")
+    row(f"scan {field}: requests per leaf, cold zarr scan", f"{cold:.2f}",
+        f"{len(paths)} leaves", "stamp + leaf metadata + chunk per leaf")
 
 
 # -- 1. open ---------------------------------------------------------------------------
@@ -540,6 +686,7 @@ def run(
     )
     print("| measure | ours | anchor | ratio |\n|---|---|---|---|")
     steps = {
+        "scan": lambda: measure_scan(hive, group, field),
         "open": lambda: measure_open(hive, plain, group),
         "full": lambda: measure_full_reads(hive, plain, group, field, part, where),
         "moczarr": lambda: measure_moczarr(hive, group, field, part, where),
@@ -606,9 +753,10 @@ def main(argv: list[str] | None = None) -> int:
             run(hive, plain, "atl06/o7", args.field, scales, **options)
             shutil.rmtree(plain)
         return 0
-    if not args.hive or (set(args.only) - {"verify"} and not (args.plain and args.group)):
+    needs = set(args.only) - {"verify"}
+    if not args.hive or (needs and not args.group) or (needs - {"scan"} and not args.plain):
         parser.error("--hive, --plain and --group are needed without --quick "
-                     "(--hive alone for --only verify)")
+                     "(--hive alone for --only verify, --hive and --group for --only scan)")
     run(args.hive, args.plain, args.group, args.field, scales, **options)
     return 0
 

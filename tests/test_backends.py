@@ -106,3 +106,28 @@ def test_local_file_reads_equal_obstore_reads(path, byte_range):
 def test_local_reads_refuse_paths_that_leave_the_root(path):
     with pytest.raises(ValueError, match="not a path below the hive root"):
         asyncio.run(Backend(HIVE).get(path))
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_local_read_of_a_file_that_shrank_returns_only_its_bytes(tmp_path, monkeypatch, wait):
+    """The local read fills an uninitialised buffer: when the file holds fewer bytes than its
+    size said (it shrank between ``fstat`` and the read), only the bytes read come back,
+    never the buffer's unwritten tail; the size stays the one stated, so callers see the
+    shortfall."""
+    path = tmp_path / "object"
+    path.write_bytes(b"abc")
+    real_fstat = backend_module.os.fstat
+
+    class Grown:
+        def __init__(self, fd):
+            self.st_size = real_fstat(fd).st_size + 4096
+
+    monkeypatch.setattr(backend_module.os, "fstat", Grown)
+    got = backend_module._read(str(path), None, wait=wait)
+    if not wait:  # the inline read gives up on a short read: the caller retries waiting
+        assert got is None
+        return
+    assert got is not None
+    data, size = got
+    assert bytes(data) == b"abc"
+    assert size == 4099

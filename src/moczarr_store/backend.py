@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import numpy as np
 import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
@@ -219,21 +220,28 @@ _NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+def _buffer(size: int) -> memoryview:
+    """``size`` writable, uninitialised bytes: ``bytearray(size)`` zero-fills first, which
+    took half the time of a page-cached 262 KB read (~11 of ~23 us)."""
+    return np.empty(size, np.uint8).data
+
+
 def _read(path: str, option: RangeOption, wait: bool = True,
-          flags: int = 0) -> tuple[bytearray, int] | None:
-    """A local object's bytes (or the part ``option`` names) and its size. ``wait=False``
+          flags: int = 0) -> tuple[memoryview, int] | None:
+    """A local object's bytes (or the part ``option`` names) and its size; a file that
+    shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
     returns ``None`` unless the page cache holds them all, so the event loop never waits on
-    a disk."""
+    a disk. Memory: one uninitialised buffer of the span."""
     if not wait and _NOWAIT is None:
         return None
     fd = os.open(path, os.O_RDONLY | flags)
     try:
         size = os.fstat(fd).st_size
         start, end = _span(option, size)
-        buffer, done = bytearray(end - start), 0
+        buffer, done = _buffer(end - start), 0
         while done < len(buffer):
             try:
-                got = os.preadv(fd, [memoryview(buffer)[done:]], start + done,
+                got = os.preadv(fd, [buffer[done:]], start + done,
                                 0 if wait else _NOWAIT or 0)
             except OSError as err:
                 if wait or err.errno not in _NO_NOWAIT:
