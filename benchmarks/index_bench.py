@@ -12,7 +12,7 @@ peaks and times of the open + index build + 100 selections):
 - ``materialised``: ``xdggs.decode(xr.open_zarr(store, group, chunks=None))`` (xdggs's
   default pandas index: reads the whole ``cell_ids`` coordinate), then the same selections.
 
-    python -m benchmarks.index_bench /tmp/index-bench --shards 1000000
+    python -m benchmarks.index_bench OUTDIR --shards 1000000
 """
 
 from __future__ import annotations

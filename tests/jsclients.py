@@ -1,5 +1,6 @@
 """The JavaScript clients (``clients/js``: zarrita.js and puppeteer-core, pinned by its
-``package-lock.json``) and Debian's Chromium, for the server tests.
+``package-lock.json``), Debian's Chromium and GDAL's ``ogrinfo``, for the tests that run
+them.
 
 A test that needs one skips, naming what is missing and the command that installs it,
 unless ``MOCZARR_STORE_REQUIRE_CLIENTS=1`` (``.ci/run`` sets it after installing them),
@@ -23,7 +24,7 @@ REQUIRED = os.environ.get("MOCZARR_STORE_REQUIRE_CLIENTS") == "1"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 
 
-def _missing(reason: str):
+def missing(reason: str):
     if REQUIRED:
         pytest.fail(f"{reason} (MOCZARR_STORE_REQUIRE_CLIENTS=1)")
     pytest.skip(reason)
@@ -33,9 +34,9 @@ def node() -> str:
     """The ``node`` executable with ``clients/js``'s packages installed, or skip."""
     exe = shutil.which("node")
     if exe is None:
-        _missing("Node.js is not installed (apt-get install nodejs npm)")
+        missing("Node.js is not installed (apt-get install nodejs npm)")
     if not (JS / "node_modules" / "zarrita" / "package.json").is_file():
-        _missing("clients/js has no node_modules: run `npm ci` in clients/js")
+        missing("clients/js has no node_modules: run `npm ci` in clients/js")
     return exe
 
 
@@ -44,8 +45,8 @@ def chromium() -> str:
     for name in CHROMIUM_NAMES:
         if exe := shutil.which(name):
             return exe
-    _missing("Chromium is not installed (apt-get install chromium)")
-    raise AssertionError  # unreachable: _missing raises
+    missing("Chromium is not installed (apt-get install chromium)")
+    raise AssertionError  # unreachable: missing raises
 
 
 def run_node(script: str, *args: str, timeout: float = 300) -> dict:

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import FIXTURES, fixture_roots
+from jsclients import missing
 from refs_read import assert_same, mdim_values, store_values
 
 from moczarr_store import HiveWarning, TruncatedChunkError
@@ -137,9 +138,9 @@ def test_cli_json_summary(tmp_path, capsys):
     assert summary["sources"] == 12 and summary["bytes_on_disk"] == out.stat().st_size
 
 
-@pytest.mark.skipif(shutil.which("ogrinfo") is None,
-                    reason="GDAL's ogrinfo is not installed (apt gdal-bin)")
 def test_gdal_ogr_opens_tables_and_views(tmp_path):
+    if shutil.which("ogrinfo") is None:
+        missing("GDAL's ogrinfo is not installed (apt-get install gdal-bin)")
     out = tmp_path / "refs.sqlite"
     export_refs(FIXTURES / "sharded", "mdim-refs", out)
     layers = subprocess.run(["ogrinfo", "-ro", "-q", str(out)], capture_output=True, text=True,
