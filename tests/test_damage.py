@@ -115,7 +115,7 @@ def test_truncated_plain_chunk_is_an_error_naming_the_object(hive_copy):
     assert ds["count"].values.sum() > 0  # the other fields still read
 
 
-@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner", 2])
 @pytest.mark.parametrize("cut", [4, 100])
 def test_truncated_shard_is_an_error_naming_the_object(hive_copy, cut, chunking):
     root = hive_copy("sharded")

@@ -371,7 +371,7 @@ def _lie(path, entry: int, value: tuple[int, int]) -> None:
     path.write_bytes(bytes(raw))
 
 
-@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner", 2])
 @pytest.mark.parametrize(("lie", "value"), [
     ("into its own index", lambda payload: (payload, 32)),
     ("past the payload", lambda payload: (payload - 16, 32)),

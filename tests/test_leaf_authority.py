@@ -66,7 +66,7 @@ def test_a_drifted_dtype_that_cannot_be_cast_safely_is_an_error_naming_the_leaf(
         xr.open_zarr(MocHiveStore(root), group=GROUP)["h_mean"].load()
 
 
-@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner", 2])
 def test_an_unversioned_leaf_rewritten_in_place_is_read_as_it_is_now(hive_copy, chunking):
     root = hive_copy("multiproduct")
     store = MocHiveStore(root, chunking=chunking)

@@ -111,7 +111,7 @@ def test_every_fixture_verifies_clean(name, chunking):
     assert report.arrays > 0 and recorded
 
 
-@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner", 2])
 def test_an_old_writers_leaves_are_unverifiable_and_the_new_ones_clean(chunking):
     root = FIXTURES / OLD_WRITER
     stamps = stamped_objects(root)

@@ -71,7 +71,7 @@ def chunk_check(meta: dict) -> ChunkCheck:
         index_codecs = [c.get("name") for c in conf.get("index_codecs", [])]
         if index_codecs not in (["bytes"], ["bytes", "crc32c"]):
             return ChunkCheck()
-        plain = _plain_bytes(conf.get("codecs") or [], meta)
+        plain = plain_bytes(conf.get("codecs") or [], meta)
         return ChunkCheck(
             shard_chunks=math.prod(o // i for o, i in zip(chunk_shape, inner, strict=True)),
             index_at_end=conf.get("index_location", "end") == "end",
@@ -84,7 +84,7 @@ def chunk_check(meta: dict) -> ChunkCheck:
     return ChunkCheck()
 
 
-def _plain_bytes(codecs: list[dict], meta: dict) -> np.dtype | None:
+def plain_bytes(codecs: list[dict], meta: dict) -> np.dtype | None:
     """The on-disk dtype when ``codecs`` is a lone fixed-size ``bytes`` codec."""
     if len(codecs) != 1 or codecs[0].get("name") != "bytes":
         return None

@@ -26,7 +26,7 @@ from zarr.core.sync import sync  # internal: zarr exports no runner on its event
 
 from .backend import redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
-from .options import CHUNKINGS, VERIFY_MODES
+from .options import CHUNKINGS, REFERENCE_CHUNKINGS, VERIFY_MODES
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
 from .verify import report_lines, verify_hive
@@ -311,13 +311,25 @@ def run_verify(args: argparse.Namespace) -> int:
 # -- serve -----------------------------------------------------------------------------------
 
 
+def chunking_choice(text: str) -> str | int:
+    """``--chunking``: a chunking's name, or a count of leaves per chunk."""
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    if text in CHUNKINGS:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: expected one of {', '.join(CHUNKINGS)}, or a count of leaves >= 1")
+
+
 def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", parents=parents,
                            help="serve the hive as a Zarr v3 hierarchy over HTTP")
     serve.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (8000)")
-    serve.add_argument("--chunking", choices=CHUNKINGS, default="leaf")
+    serve.add_argument("--chunking", type=chunking_choice, default="leaf", metavar="CHUNKING",
+                       help=f"one of {', '.join(CHUNKINGS)}, or a count of leaves per chunk "
+                       "(leaf)")
     serve.add_argument("--verify", choices=VERIFY_MODES, default="lazy")
     serve.add_argument("--window", help="scope windowed products to this window")
     serve.add_argument(
@@ -379,7 +391,7 @@ def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
                       help="only the arrays under this virtual path; repeat for several")
     refs.add_argument("--remap", action="append", default=[], metavar="PREFIX=NEW",
                       help="publish source URLs starting with PREFIX under NEW (longest wins)")
-    refs.add_argument("--chunking", choices=CHUNKINGS, default="shard",
+    refs.add_argument("--chunking", choices=REFERENCE_CHUNKINGS, default="shard",
                       help="how sharded leaf arrays are referenced (shard)")
     refs.add_argument("--no-checksums", action="store_true",
                       help="icechunk: no ETag/mtime checksums (a re-uploaded copy has its own)")

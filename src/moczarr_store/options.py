@@ -11,10 +11,12 @@ from .hive.aoi import Cells, aoi_members, parse_aoi
 from .hive.paths import validate_window
 
 Verify = Literal["lazy", "open"]
-Chunking = Literal["shard", "leaf", "inner"]
+Chunking = Literal["shard", "leaf", "inner", "span"]
 Geometry = Literal["covered", "sphere"]
 VERIFY_MODES: tuple[str, ...] = get_args(Verify)
 CHUNKINGS: tuple[str, ...] = get_args(Chunking)
+REFERENCE_CHUNKINGS = ("shard", "leaf", "inner")
+"""The chunkings whose every chunk is one byte range of one object (what a reference names)."""
 GEOMETRIES: tuple[str, ...] = get_args(Geometry)
 
 
@@ -29,15 +31,17 @@ class OpenOptions:
 
     ``verify``: ``"lazy"`` reads a leaf's stamp when its chunk is first asked for;
     ``"open"`` reads every stamp at open and drops debris, as ``moczarr.open_hive`` does.
-    ``chunking``: how a sharded leaf array is chunked in the view (``"shard"``, ``"leaf"``,
-    ``"inner"``). ``window``: scope windowed products to this one window. ``aoi``: keep the
-    nodes whose subtrees overlap these cells (decimal ids or packed words).
+    ``chunking``: how a leaf array is chunked in the view (``"shard"``, ``"leaf"``,
+    ``"inner"``; ``"span"`` or an int ``k``: ``k`` consecutive leaves per chunk, ``k``
+    chosen from the leaf size for ``"span"``). ``window``: scope windowed products to this
+    one window. ``aoi``: keep the nodes whose subtrees overlap these cells (decimal ids or
+    packed words).
     ``geometry``: ``"covered"`` (rows are the covered nodes' cells) or ``"sphere"`` (every
     array at order ``o`` spans the ``12 * 4**o`` cells of the sphere in NESTED order).
     """
 
     verify: Verify = "lazy"
-    chunking: Chunking = "leaf"
+    chunking: Chunking | int = "leaf"
     window: str | None = None
     aoi: tuple[str | int, ...] | None = None
     aoi_cells: Cells | None = field(default=None, compare=False, repr=False)
@@ -45,7 +49,11 @@ class OpenOptions:
 
     def __post_init__(self) -> None:
         _choice("verify", self.verify, VERIFY_MODES)
-        _choice("chunking", self.chunking, CHUNKINGS)
+        if isinstance(self.chunking, int) and not isinstance(self.chunking, bool):
+            if self.chunking < 1:
+                raise OptionError(f"chunking={self.chunking}: leaves per chunk must be >= 1")
+        else:
+            _choice("chunking", self.chunking, CHUNKINGS)
         _choice("geometry", self.geometry, GEOMETRIES)
         if self.window is not None:
             try:
@@ -57,7 +65,7 @@ class OpenOptions:
     def make(
         cls,
         verify: str = "lazy",
-        chunking: str = "leaf",
+        chunking: str | int = "leaf",
         window: str | None = None,
         aoi: Iterable[str | int] | str | int | None = None,
         geometry: str = "covered",
@@ -70,7 +78,9 @@ class OpenOptions:
             raise OptionError(f"aoi: {err}") from None
         if isinstance(window, int) and not isinstance(window, bool):
             window = str(window)  # window=2019 means the label "2019"
-        # verify and chunking are checked against their Literal choices in __post_init__
+        if isinstance(chunking, str) and chunking.isdigit():
+            chunking = int(chunking)  # a count of leaves per chunk, as the CLI spells it
+        # verify and chunking are checked against their choices in __post_init__
         return cls(cast(Verify, verify), cast(Chunking, chunking), window, members, cells,
                    cast(Geometry, geometry))
 

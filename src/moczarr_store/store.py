@@ -59,9 +59,14 @@ class MocHiveStore(Store):
         uncovered nodes read as the fill value without a request (at most 2**24 chunks
         along ``cells`` per array, else ``SphereTooLarge``).
     chunking
-        How a sharded leaf array is chunked in the view: ``"shard"`` passes the shard
-        object through, ``"leaf"`` presents it as one contiguous chunk (one request per
-        leaf), ``"inner"`` as one chunk per inner chunk (ranged reads).
+        How a leaf array is chunked in the view: ``"leaf"`` (default) presents a sharded
+        leaf array as one contiguous chunk (one request per leaf), ``"shard"`` passes the
+        shard object through, ``"inner"`` gives one chunk per inner chunk (ranged reads).
+        ``"span"`` joins ``k`` consecutive leaves in one chunk (read concurrently), with
+        ``k`` chosen so a chunk holds about 4 MiB of the level's largest field; an int
+        sets ``k``. Spans make full scans pay zarr's and dask's per-chunk cost ``k`` times
+        less often; a read of one cell then reads ``k`` leaves. Fields whose leaves cannot
+        be joined byte for byte (compressed or variable-length) stay one leaf per chunk.
     max_concurrency
         Process-wide cap on in-flight backend requests shared by all stores with
         the same cap.
@@ -92,7 +97,7 @@ class MocHiveStore(Store):
         verify: str = "lazy",
         window: str | None = None,
         aoi: Iterable[str | int] | None = None,
-        chunking: str = "leaf",
+        chunking: str | int = "leaf",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
@@ -120,7 +125,7 @@ class MocHiveStore(Store):
         return self.options.verify
 
     @property
-    def chunking(self) -> str:
+    def chunking(self) -> str | int:
         return self.options.chunking
 
     @property

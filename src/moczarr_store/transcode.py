@@ -91,9 +91,10 @@ async def transcode(
     except Exception as err:
         raise TranscodeReadError(f"reading {where} from {backend} to re-encode it: {err}") from err
     values = values.astype(target_dtype, casting="safe")
-    chunk_shape = target["chunk_grid"]["configuration"]["chunk_shape"]
+    chunk_shape = list(array.part_chunks)  # one leaf chunk (a span joins several)
     scratch, proto = MemoryStore(), default_buffer_prototype()
-    meta = {**target, "shape": chunk_shape, "attributes": {}}
+    grid = {"name": "regular", "configuration": {"chunk_shape": chunk_shape}}
+    meta = {**target, "shape": chunk_shape, "chunk_grid": grid, "attributes": {}}
     await scratch.set("zarr.json", proto.buffer.from_bytes(json.dumps(meta).encode()))
     encoder = await open_array(store=scratch, zarr_format=3)
     await encoder.setitem(tuple(slice(None) for _ in chunk_shape), values.reshape(chunk_shape))

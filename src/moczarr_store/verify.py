@@ -269,9 +269,10 @@ class _Decoder:
         meta = array.meta
         self.array = array
         self.lead = (1,) if array.windowed else ()
-        self.chunk = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])[len(self.lead) :]
+        self.chunk = array.part_chunks[len(self.lead) :]  # one leaf chunk, also in a span
         self.shape = tuple(array.source_meta["shape"])
-        doc = {**meta, "shape": [*self.lead, *self.shape], "attributes": {}}
+        grid = {"name": "regular", "configuration": {"chunk_shape": list(array.part_chunks)}}
+        doc = {**meta, "shape": [*self.lead, *self.shape], "chunk_grid": grid, "attributes": {}}
         self.meta = ArrayV3Metadata.from_dict(doc)  # the leaf array, chunked as served
         self.dtype = self.meta.dtype.to_native_dtype()
         codecs = meta.get("codecs") or []
@@ -316,8 +317,9 @@ class _Decoder:
 
 
 def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[int, ...]]:
-    """The virtual chunk coordinates holding node ``index`` (in window position ``window``);
-    every chunk for an array with no cells axis (served from the template object)."""
+    """The leaf chunk coordinates holding node ``index`` (in window position ``window``),
+    a span's parts among them; every chunk for an array with no cells axis (served from
+    the template object)."""
     ranges = [range(n) for n in array.grid]
     if array.windowed:
         ranges[0] = range(window, window + 1)

@@ -50,6 +50,7 @@ from .plan import (
     Passthrough,
     Plan,
     Reframe,
+    Span,
     Transcode,
 )
 
@@ -80,7 +81,23 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
         return None
     if isinstance(plan, Transcode):
         return await _transcoded(session, plan)
+    if isinstance(plan, Span):
+        return await _joined(session, plan)
     return await _leaf_chunk(session, plan)
+
+
+async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
+    """A span's leaf chunks read concurrently and joined, each absent one as its fill
+    bytes; ``None`` when every part is absent. Cost: as many leaf chunk reads, one copy."""
+    array = session.view.arrays[plan.array]
+    assert isinstance(array, FieldArray)
+    parts = await asyncio.gather(*(execute(session, p) for p in plan.parts if p is not None))
+    if all(p is None for p in parts):
+        return None
+    fill = array.part_fill
+    joined = b"".join(fill if p is None else p for p in parts)
+    joined += fill * (len(plan.parts) - len(parts))
+    return slice_bytes(joined, plan.byte_range)
 
 
 async def _leaf_chunk(session: HiveSession, plan: LeafRead) -> Bytes | None:

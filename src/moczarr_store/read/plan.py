@@ -11,6 +11,7 @@ executor establishes the leaf's encoding from it before any byte is served.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,19 @@ class Transcode(LeafRead):
     leaf_meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-Plan = Document | Fabricate | Absent | Passthrough | Reframe | InnerRange | Transcode
+@dataclass(frozen=True)
+class Span:
+    """Consecutive leaves' chunks joined along ``cells`` (``chunking="span"``): each part is
+    planned as that leaf's own chunk; ``None`` is a part past the domain's end (fill)."""
+
+    array: str
+    coords: tuple[int, ...]
+    parts: tuple[LeafPlan | None, ...]
+    byte_range: ByteRequest | None = None
+
+
+LeafPlan = Absent | Passthrough | Reframe | InnerRange
+Plan = Document | Fabricate | Absent | Passthrough | Reframe | InnerRange | Transcode | Span
 OUTSIDE = Absent("outside the virtual hierarchy")
 
 
@@ -147,8 +160,9 @@ def plan_chunk(
 
 
 async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | None = None) -> Plan:
-    """What ``key`` maps to. Cost: a chunk key of a field reads its leaf's stamp once
-    (cached); a key in a level not read yet reads that level's schema first."""
+    """What ``key`` maps to. Cost: a chunk key of a field reads its leaves' stamps once
+    (cached; concurrently for a span); a key in a level not read yet reads that level's
+    schema first."""
     if not isinstance(key, str) or key.rsplit("/", 1)[-1] in _V2_KEYS:
         return OUTSIDE
     if (path := document_path(key)) is not None:
@@ -164,6 +178,19 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
     array, coords = found
     if isinstance(array, FabricatedArray):
         return Fabricate(array.path, coords, byte_range)
+    if array.span > 1:
+        where = array.span_parts(coords)  # parts past the domain's end come last
+        parts = await asyncio.gather(*(_leaf_plan(session, array, c) for c in where if c))
+        return Span(array.path, coords, (*parts, *[None] * (len(where) - len(parts))),
+                    byte_range)
+    return await _leaf_plan(session, array, coords, byte_range)
+
+
+async def _leaf_plan(
+    session: HiveSession, array: FieldArray, coords: tuple[int, ...],
+    byte_range: ByteRequest | None = None,
+) -> LeafPlan:
+    """The plan of one leaf chunk: its leaf's stamp read once (cached)."""
     path = array.object_path(coords)
     if path is None:
         return Absent("no object covers this node (geometry='sphere')")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from ..errors import OptionError
+from ..options import REFERENCE_CHUNKINGS
 from ..verify import public_source
 from .collect import Collected, collect, published
 
@@ -105,6 +106,12 @@ async def export_refs_async(
     rules = parse_remap(remap)
     store = source if isinstance(source, MocHiveStore) else MocHiveStore(
         source, chunking=chunking, **store_options)
+    if store.session.options.chunking not in REFERENCE_CHUNKINGS:
+        raise OptionError(
+            f"chunking={store.session.options.chunking!r}: a chunk that joins several leaves "
+            f"is not a byte range of one object, which a reference names; export with one of "
+            f"{REFERENCE_CHUNKINGS}"
+        )
     backend = store.session.backend
     if backend.url is None:
         raise OptionError("an export needs the hive's URL (not an obstore store instance)")

@@ -84,7 +84,7 @@ class Collected:
     """What an export writes: groups, arrays, and the objects referenced."""
 
     root: str  # the hive root URL, with a trailing slash
-    chunking: str
+    chunking: str | int
     groups: dict[str, dict] = field(default_factory=dict)  # path -> attributes
     arrays: dict[str, ArrayRefs] = field(default_factory=dict)
     sources: dict[str, ObjectStat] = field(default_factory=dict)  # object key -> stat

@@ -17,7 +17,7 @@ from zarr.codecs import ShardingCodec
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from ..chunks import chunk_check, fill_number
+from ..chunks import chunk_check, fill_number, plain_bytes
 from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
 from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
 from ..hive.jsonio import is_int
@@ -25,6 +25,9 @@ from ..hive.level import Level
 from ..hive.paths import short
 from ..hive.runs import RunEncoding
 
+SPAN_BYTES = 4 << 20
+"""About the bytes of one chunk of ``chunking="span"``: a full scan pays zarr's and dask's
+per-chunk cost once per this many bytes (measured in ``benchmarks/``)."""
 SPHERE_MAX_CHUNKS = 2**24
 """Chunks along ``cells`` an array of a ``geometry="sphere"`` level may have, at most."""
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -178,6 +181,27 @@ def declared_meta(name: str, template: dict, runs: list[RunEncoding]) -> dict:
     return {**template, "data_type": promoted.name, "fill_value": fill}
 
 
+def leaves_per_chunk(level: Level, chunking: str | int) -> int:
+    """Leaves joined in one chunk along ``cells``: ``chunking`` when it is a count; for
+    ``"span"`` as many of the level's largest leaf array as fit ``SPAN_BYTES`` (at least
+    one); 1 for every other chunking. No I/O."""
+    if isinstance(chunking, int):
+        return chunking
+    if chunking != "span":
+        return 1
+    largest = max((_leaf_nbytes(meta) for meta in level.arrays.values()), default=0)
+    return max(1, SPAN_BYTES // largest) if largest else 1
+
+
+def _leaf_nbytes(meta: object) -> int:
+    """A leaf array's decoded size in bytes (0 when it is not a numeric array)."""
+    shape = meta.get("shape") if isinstance(meta, dict) else None
+    dtype = _numeric(meta.get("data_type")) if isinstance(meta, dict) else None
+    if dtype is None or not isinstance(shape, list) or not all(is_int(n) for n in shape):
+        return 0
+    return dtype.itemsize * math.prod(shape)
+
+
 def _leaf_chunk_key(encoding: dict, coords: tuple[int, ...]) -> str:
     name = encoding.get("name", "default")
     sep = (encoding.get("configuration") or {}).get("separator")
@@ -213,9 +237,11 @@ class FieldArray:
     """
 
     def __init__(
-        self, level: Level, name: str, leaf_meta: dict, coordinates: str, chunking: str = "shard",
-        sphere: bool = False,
+        self, level: Level, name: str, leaf_meta: dict, coordinates: str,
+        chunking: str | int = "shard", sphere: bool = False, span: int = 1,
     ) -> None:
+        """``span``: leaves joined per chunk when ``chunking`` spans (``"span"`` or an int);
+        an array whose leaf chunks cannot be joined by bytes is presented ``"leaf"``."""
         self.level, self.name, self.sphere = level, name, sphere
         self.path = f"{level.path}/{name}"
         where = f"{level.template_data or level.template}/{level.cell_order}/{name}"
@@ -236,24 +262,40 @@ class FieldArray:
         self.windowed = False
         self.check = chunk_check(leaf_meta)
         self.mode = "shard"
+        self.span, self.part_nbytes = 1, 0
+        spans = chunking == "span" or isinstance(chunking, int)
+        per_leaf = "leaf" if spans else str(chunking)  # a span's parts are leaf chunks
         if self.axis is not None:
             if shape[self.axis] != cells or cells % chunks[self.axis]:
                 raise LeafSchemaError(
                     f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
                 )
-            if self._reframes(chunking, leaf_meta, chunks, cells, self.axis):
-                self.mode = chunking
+            if self._reframes(per_leaf, leaf_meta, chunks, cells, self.axis):
+                self.mode = per_leaf
                 inner = codecs[0]["configuration"]
                 codecs = inner.get("codecs") or [_BYTES_LE]
-                if chunking == "inner":
+                if per_leaf == "inner":
                     chunks = list(inner["chunk_shape"])
             self.chunks_per_leaf = cells // chunks[self.axis]
-            shape[self.axis] = domain_nodes(level, sphere) * cells
+            nodes = domain_nodes(level, sphere)
+            plain = plain_bytes(codecs, leaf_meta)
+            if spans and min(span, nodes) > 1 and self.axis == 0 and self.chunks_per_leaf == 1 \
+                    and plain is not None:
+                # chunk bytes are C-ordered with cells first: k leaves' chunks are their join
+                self.span = min(span, nodes)
+                self.part_nbytes = plain.itemsize * math.prod(chunks)
+                self.part_fill = np.full(
+                    math.prod(chunks), fill_number(leaf_meta.get("fill_value"), plain), plain
+                ).tobytes()
+            shape[self.axis] = nodes * cells
             attrs["coordinates"] = coordinates
             self.windowed = bool(level.windows)
         if self.windowed:
             shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
             codecs = _with_leading_axis(codecs)
+        self.part_chunks = tuple(chunks)  # one leaf's chunk (the whole chunk unless spanning)
+        if self.span > 1:
+            chunks[self.windowed] *= self.span
         self.leaf_encoding = leaf_meta.get("chunk_key_encoding", {"name": "default"})
         _leaf_chunk_key(self.leaf_encoding, (0,) * len(names))  # refuse unknown encodings now
         self.meta = {
@@ -296,9 +338,18 @@ class FieldArray:
         node, inner[self.axis] = divmod(coords[self.axis], self.chunks_per_leaf)
         return window, node, inner
 
+    def span_parts(self, coords: tuple[int, ...]) -> list[tuple[int, ...] | None]:
+        """The leaf chunks virtual chunk ``coords`` joins, in order, as coordinates of the
+        array one leaf per chunk (``None`` past the domain's end). No I/O."""
+        at, nodes = self.windowed, domain_nodes(self.level, self.sphere)
+        first = coords[at] * self.span
+        return [(*coords[:at], node, *coords[at + 1 :]) if node < nodes else None
+                for node in range(first, first + self.span)]
+
     def leaf_region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
-        """The region of the leaf array that virtual chunk ``coords`` covers."""
-        chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"][self.windowed:]
+        """The region of the leaf array that leaf chunk ``coords`` covers (coordinates of
+        the array one leaf chunk per chunk: the virtual ones unless spanning)."""
+        chunks = self.part_chunks[self.windowed:]
         _window, _node, inner = self._leaf_coords(coords)
         return tuple(slice(i * n, (i + 1) * n) for i, n in zip(inner, chunks, strict=True))
 
@@ -330,7 +381,7 @@ class FieldArray:
         if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
             inner = codecs[0]["configuration"]["chunk_shape"]
             return int(inner[self.windowed + self.axis])
-        return self.level.cells_per_node // self.chunks_per_leaf
+        return self.level.cells_per_node // self.chunks_per_leaf * self.span
 
     def object_path(self, coords: tuple[int, ...]) -> str | None:
         """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in;
@@ -406,7 +457,7 @@ def covered_index(level: Level, node: int) -> int | None:
 def check_sphere(level: Level, rows: int) -> None:
     """Refuse a sphere whose arrays would have more than ``SPHERE_MAX_CHUNKS`` chunks."""
     nodes = domain_nodes(level, True)
-    chunks = nodes * (level.cells_per_node // rows)
+    chunks = -(-nodes * level.cells_per_node // rows)
     if chunks > SPHERE_MAX_CHUNKS:
         raise SphereTooLarge(
             f"{level.path}: geometry='sphere' would span {nodes:,} nodes of order "
@@ -419,18 +470,21 @@ def check_sphere(level: Level, rows: int) -> None:
 def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
                     sphere: bool = False) -> FabricatedArray:
     """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row, chunked by
-    ``rows`` (a divisor of the cells per node, so a chunk lies in one node's subtree): the
-    ranks of the node's cells (``ids.child_ranks``) as words or NESTED ids. Cost: ``rows``
-    words of numpy per chunk, no I/O; nothing per node is kept on the sphere.
+    ``rows`` (a divisor or a multiple of the cells per node, as the fields are chunked):
+    the ranks of each node's cells (``ids.child_ranks``) as words or NESTED ids. Cost:
+    ``rows`` words of numpy per chunk, no I/O; nothing per node is kept on the sphere.
     """
     cells = level.cells_per_node
     to_values = ranks_to_words if kind == "morton" else ranks_to_nested
 
     def produce(start: int, stop: int, length: int) -> memoryview:
-        node, offset = divmod(start, cells)
-        rank = 4**level.node_order + node if sphere else int(level.node_ranks[node])
-        ranks = child_ranks(np.array([rank], dtype=np.uint64), level.depth, offset,
-                            offset + stop - start)
+        first, last = start // cells, -(-stop // cells)  # the nodes the rows fall in
+        if sphere:
+            nodes = np.arange(first, last, dtype=np.uint64) + np.uint64(4**level.node_order)
+        else:
+            nodes = level.node_ranks[first:last]
+        skip = first * cells
+        ranks = child_ranks(nodes, level.depth, start - skip, stop - skip)
         out = np.zeros(length, dtype="<u8")  # past the domain's end (the last chunk): zero
         out[: stop - start] = to_values(ranks, level.cell_order)
         return out.data.cast("B")

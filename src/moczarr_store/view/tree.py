@@ -18,6 +18,7 @@ from .arrays import (
     cell_coordinate,
     cell_ranges,
     check_sphere,
+    leaves_per_chunk,
     window_instants,
     window_labels,
 )
@@ -56,7 +57,7 @@ class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
     def __init__(
-        self, hive: Hive, options: dict, chunking: str = "leaf", geometry: str = "covered"
+        self, hive: Hive, options: dict, chunking: str | int = "leaf", geometry: str = "covered"
     ) -> None:
         """The hierarchy of every level read so far; ``options`` is recorded in the root's
         ``morton_hive_store`` attribute. ``geometry="sphere"``: arrays span every node of
@@ -126,9 +127,10 @@ class View:
             if all(level.window_bounds()):
                 coordinates += ["window_start", "window_end"]
         cell_attrs = " ".join(c for c in coordinates if c != "window")
+        span = leaves_per_chunk(level, self.chunking)
         fields = {
             name: FieldArray(level, name, level.arrays[name], cell_attrs, self.chunking,
-                             self.sphere)
+                             self.sphere, span)
             for name in sorted(level.arrays)
         }
         # the coordinates are chunked on every field's boundaries (the finest field chunk)

@@ -1,0 +1,190 @@
+"""chunking="span" (or a count k): k consecutive leaves per chunk along ``cells``, read
+concurrently and joined; values equal moczarr's and the one-leaf-per-chunk view's."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from conftest import FIXTURES
+from hostile import pristine, pristine_references
+from zarr.abc.store import RangeByteRequest
+from zarr.core.buffer import default_buffer_prototype
+
+from moczarr_store import (
+    ChunkReadError,
+    HiveWarning,
+    MocHiveStore,
+    OptionError,
+    TruncatedChunkError,
+)
+from moczarr_store.cli import build_parser
+from moczarr_store.refs import export_refs
+from moczarr_store.view import arrays
+
+FIXTURE_NAMES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "mixed_writers",
+                 "multiproduct", "pyramid1", "pyramid1_resweep", "pyramid2", "ragged",
+                 "sharded", "windowed", "windowed_explicit")
+GROUPS = [(name, g) for name in FIXTURE_NAMES for g in pristine(name).groups]
+
+
+def _quiet_group(store: MocHiveStore, path: str) -> zarr.Group:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # debris in some fixtures is reported elsewhere
+        return zarr.open_group(store, path=path, mode="r")
+
+
+def _values(array: zarr.Array) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return array[...]
+
+
+@pytest.mark.parametrize("chunking", [2, 3, "span"])
+@pytest.mark.parametrize(("name", "group"), GROUPS, ids=[f"{n}-{g.path}" for n, g in GROUPS])
+def test_span_values_are_moczarr_s_and_the_leaf_view_s(name, group, chunking):
+    spanned = _quiet_group(MocHiveStore(FIXTURES / name, chunking=chunking), group.path)
+    plain = _quiet_group(MocHiveStore(FIXTURES / name), group.path)
+    morton = spanned["morton"][...]
+    np.testing.assert_array_equal(morton, plain["morton"][...])
+    np.testing.assert_array_equal(spanned["cell_ids"][...], plain["cell_ids"][...])
+    for position, window in enumerate(group.windows or (None,)):
+        ref = pristine_references(name)[(group.path, window)]
+        rows = np.flatnonzero(np.isin(morton, ref.morton))
+        np.testing.assert_array_equal(morton[rows], ref.morton)
+        for field, want in ref.values.items():
+            got = _values(spanned[field])
+            assert got.dtype == want.dtype, field
+            np.testing.assert_array_equal(got, _values(plain[field]), err_msg=field)
+            got = got[position] if group.windows else got
+            if want.dtype.kind == "O":
+                assert list(got[rows]) == list(want), field
+            else:
+                np.testing.assert_array_equal(got[rows], want, err_msg=field)
+
+
+def test_a_count_sets_the_leaves_per_chunk_and_the_coordinates_follow():
+    store = MocHiveStore(FIXTURES / "sharded", chunking=2)
+    level = zarr.open_group(store, path="atl06/o7", mode="r")
+    cells = level.attrs.asdict()["morton_hive_store"]["cells_per_node"]
+    for name in ("count", "h_mean", "morton", "cell_ids"):
+        assert level[name].chunks == (2 * cells,), name
+    ds = xr.open_zarr(store, group="atl06/o7")
+    assert set(ds.chunks) == {"cells"}  # every variable on the same boundaries
+    nodes = level.attrs.asdict()["morton_hive_store"]["nodes"]
+    assert nodes == 3 and ds["count"].shape == (nodes * cells,)  # the last chunk is partial
+    assert level["count"].nchunks == 2
+
+
+def test_span_is_chosen_from_the_leaf_size(monkeypatch):
+    store = MocHiveStore(FIXTURES / "bare_versioned", chunking="span")
+    level = zarr.open_group(store, path="atl06/o7", mode="r")
+    nodes = level.attrs.asdict()["morton_hive_store"]["nodes"]
+    cells = level.attrs.asdict()["morton_hive_store"]["cells_per_node"]
+    assert level["h_mean"].chunks == (nodes * cells,)  # tiny leaves: one chunk holds all
+    leaf_bytes = cells * 8  # the largest leaf array (float64 or int64)
+    monkeypatch.setattr(arrays, "SPAN_BYTES", 3 * leaf_bytes + 1)
+    level = zarr.open_group(MocHiveStore(FIXTURES / "bare_versioned", chunking="span"),
+                            path="atl06/o7", mode="r")
+    assert level["h_mean"].chunks == (3 * cells,)
+
+
+def test_a_span_reads_each_leaf_once_as_the_leaf_view_does():
+    """Requests on a cold full read: the same objects, however they are chunked."""
+    counts = {}
+    for chunking in ("leaf", 4):
+        store = MocHiveStore(FIXTURES / "sharded", chunking=chunking)
+        array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+        store.request_stats.reset()
+        array[:]
+        counts[chunking] = store.request_stats.total
+    assert counts[4] == counts["leaf"] > 0
+
+
+def test_a_missing_leaf_in_a_span_reads_as_fill_with_one_warning(hive_copy):
+    root = hive_copy("sharded")
+    gone_leaf = root / "4/4/4/1/2/44412.zarr"  # nodes: 44411, 44412, -41133
+    shutil.rmtree(gone_leaf)  # the middle leaf of the one span is gone
+    store = MocHiveStore(root, chunking=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        count = zarr.open_array(store, path="atl06/o7/count", mode="r")[:]
+    hive_warnings = [w for w in caught if issubclass(w.category, HiveWarning)]
+    assert len(hive_warnings) == 1
+    assert "44412.zarr" in str(hive_warnings[0].message)
+    ref = zarr.open_array(MocHiveStore(FIXTURES / "sharded"), path="atl06/o7/count", mode="r")[:]
+    cells = len(ref) // 3
+    gone = slice(cells, 2 * cells)
+    assert (count[gone] == 0).all() and ref[gone].any()
+    np.testing.assert_array_equal(np.delete(count, np.r_[gone]), np.delete(ref, np.r_[gone]))
+
+
+def test_a_damaged_leaf_in_a_span_fails_naming_it(hive_copy):
+    root = hive_copy("sharded")
+    shard = sorted(root.rglob("h_mean/c/0"))[2]
+    shard.write_bytes(shard.read_bytes()[:-7])
+    store = MocHiveStore(root, chunking=3)
+    with pytest.raises((TruncatedChunkError, ChunkReadError),
+                       match=re.escape(shard.relative_to(root).as_posix())):
+        zarr.open_array(store, path="atl06/o7/h_mean", mode="r")[:]
+
+
+@pytest.mark.parametrize("geometry", ["covered", "sphere"])
+def test_a_byte_range_of_a_span_is_the_same_range_of_its_bytes(geometry):
+    store = MocHiveStore(FIXTURES / "sharded", chunking=3, geometry=geometry)
+    proto = default_buffer_prototype()
+    count = zarr.open_array(store, path="atl06/o7/count", mode="r")
+    first = int(np.flatnonzero(count[:])[0]) // count.chunks[0]  # a chunk holding a leaf
+    key = f"atl06/o7/h_mean/c/{first}"
+    whole = asyncio.run(store.get(key, proto))
+    assert whole is not None
+    whole_bytes = whole.to_bytes()
+    part = asyncio.run(store.get(key, proto, RangeByteRequest(100, 700)))
+    assert part is not None and part.to_bytes() == whole_bytes[100:700]
+    assert asyncio.run(store.getsize(key)) == len(whole_bytes)
+
+
+def test_span_on_the_sphere_matches_the_sphere_view():
+    spanned = MocHiveStore(FIXTURES / "sharded", chunking=4, geometry="sphere")
+    plain = MocHiveStore(FIXTURES / "sharded", geometry="sphere")
+    a = zarr.open_array(spanned, path="atl06/o7/count", mode="r")
+    b = zarr.open_array(plain, path="atl06/o7/count", mode="r")
+    rows = np.flatnonzero(b[:] != b.fill_value)
+    window = slice(max(rows[0] - 100, 0), rows[-1] + 100)
+    np.testing.assert_array_equal(a[window], b[window])
+    np.testing.assert_array_equal(
+        zarr.open_array(spanned, path="atl06/o7/cell_ids", mode="r")[window],
+        zarr.open_array(plain, path="atl06/o7/cell_ids", mode="r")[window],
+    )
+
+
+@pytest.mark.parametrize("bad", [0, -2, True, "spans", 1.5])
+def test_a_bad_chunking_is_refused_naming_the_choices(bad):
+    with pytest.raises(OptionError, match="chunking"):
+        MocHiveStore(FIXTURES / "sharded", chunking=bad)
+
+
+def test_references_refuse_a_span_with_the_reason(tmp_path):
+    with pytest.raises(OptionError, match="one object"):
+        export_refs(str(FIXTURES / "sharded"), "mdim-refs", str(tmp_path / "refs.sqlite"),
+                    chunking="span")
+    assert not (tmp_path / "refs.sqlite").exists()
+
+
+@pytest.mark.parametrize(("given", "chunking"), [("4", 4), ("span", "span"), ("inner", "inner")])
+def test_serve_takes_a_chunking_or_a_count_of_leaves(given, chunking):
+    args = build_parser().parse_args(["serve", str(FIXTURES / "sharded"), "--chunking", given])
+    assert args.chunking == chunking
+
+
+@pytest.mark.parametrize("given", ["0", "-3", "leafs"])
+def test_serve_refuses_a_bad_chunking_naming_the_choices(given, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", str(FIXTURES / "sharded"), "--chunking", given])
+    assert "expected one of shard, leaf, inner, span" in capsys.readouterr().err
