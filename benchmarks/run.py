@@ -37,7 +37,7 @@ from moczarr_store import MocHiveStore
 from moczarr_store.backend import Backend
 
 REPO = Path(__file__).resolve().parents[1]
-MODES = ("shard", "leaf", "inner")
+MODES = ("shard", "leaf", "inner", "span")
 MEASURES = (
     "scan", "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale",
     "dask", "verify",
@@ -119,13 +119,15 @@ def _raw(paths: list[str]) -> int:
     return total
 
 
-def _plain_leaf_copy(hive: Path, group: str, field: str, out: Path) -> zarr.Array:
-    """``field`` copied into a plain zarr v3 array in the layout the store presents (its
-    ``zarr.json`` verbatim: one uncompressed chunk per leaf), from the store itself."""
+def _plain_leaf_copy(hive: Path, group: str, field: str, out: Path,
+                     chunking: str = DEFAULT) -> zarr.Array:
+    """``field`` copied into a plain zarr v3 array in the layout the store presents with
+    ``chunking`` (its ``zarr.json`` verbatim: one uncompressed chunk per leaf, or per span),
+    from the store itself."""
     from benchmarks.make_plain_copy import copy_group
 
     async def one_field():
-        store = MocHiveStore(hive, chunking=DEFAULT)
+        store = MocHiveStore(hive, chunking=chunking)
         return await copy_group(_OneField(store, group, field), group, out)
 
     with warnings.catch_warnings():
@@ -190,9 +192,13 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
                 return array[:]
         return read
 
+    spanned = MocHiveStore(hive, chunking="span")
+    span_array = zarr.open_array(spanned, path=f"{group}/{field}", mode="r")
+    k = span_array.chunks[0] // array.chunks[0]
     with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "copy"
+        copy, span_copy = Path(tmp) / "copy", Path(tmp) / "span"
         plain = _plain_leaf_copy(hive, group, field, copy)
+        plain_span = _plain_leaf_copy(hive, group, field, span_copy, "span")
         reads = {
             "raw floor, plain Python open().read()": lambda: _raw(paths),
             "store, zarr open_array()[:]": lambda: array[:],
@@ -203,6 +209,15 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             "plain copy in the store's layout, zarr [:]": lambda: plain[:],
             "plain copy in the store's layout, xr.open_zarr defaults, field .load()":
                 lambda: _xr_field(copy, None, field).load().values,
+            f"store chunking='span' ({k} leaves per chunk), zarr open_array()[:]":
+                lambda: span_array[:],
+            "store chunking='span', xr.open_zarr defaults, field .load()":
+                lambda: _xr_field(spanned, group, field).load().values,
+            "store chunking='span', the same, field + its coordinates .load()":
+                lambda: _xr_field(spanned, group, field, True).load().values,
+            "plain copy in the span layout, zarr [:]": lambda: plain_span[:],
+            "plain copy in the span layout, xr.open_zarr defaults, field .load()":
+                lambda: _xr_field(span_copy, None, field).load().values,
         }
         knobs = {", ".join(f"{k}={v}" for k, v in settings.items()): settings
                  for settings in KNOBS}
@@ -216,13 +231,53 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         row(f"scan {field} ({len(paths)} leaves, {mb:.1f} MB): {name}",
             f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
             f"{seconds / floor:.2f}x the floor")
-    plain_zarr = took["plain copy in the store's layout, zarr [:]"]
-    store_zarr = took["store, zarr open_array()[:]"]
-    row(f"scan {field}: store vs plain copy of its layout, zarr",
-        f"{store_zarr * 1e3:.1f} ms", f"plain {plain_zarr * 1e3:.1f} ms",
-        f"{plain_zarr / store_zarr:.2f}x the plain copy's speed")
+    for layout, ours, theirs in (
+        ("leaf", "store, zarr open_array()[:]", "plain copy in the store's layout, zarr [:]"),
+        ("span", f"store chunking='span' ({k} leaves per chunk), zarr open_array()[:]",
+         "plain copy in the span layout, zarr [:]"),
+    ):
+        row(f"scan {field}: store vs plain copy of its layout ({layout}), zarr",
+            f"{took[ours] * 1e3:.1f} ms", f"plain {took[theirs] * 1e3:.1f} ms",
+            f"{took[theirs] / took[ours]:.2f}x the plain copy's speed")
     row(f"scan {field}: requests per leaf, cold zarr scan", f"{cold:.2f}",
         f"{len(paths)} leaves", "stamp + leaf metadata + chunk per leaf")
+
+
+def measure_scan_all(hive: Path, group: str, rounds: int = 5) -> None:
+    """Every field of ``group`` (its data variables), warm page cache, against the raw floor
+    of all their objects: zarr array by array and ``xr.open_zarr(...).load()`` with default
+    arguments, one leaf per chunk and in spans. Values are checked equal across paths."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        names = sorted(map(str, xr.open_zarr(MocHiveStore(hive), group=group).data_vars))
+    paths = [p for name in names for p in _leaf_objects(hive, group, name)[0]]
+    stores = {mode: MocHiveStore(hive, chunking=mode) for mode in (DEFAULT, "span")}
+    arrays = {mode: [zarr.open_array(st, path=f"{group}/{n}", mode="r") for n in names]
+              for mode, st in stores.items()}
+
+    def xr_all(store):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds = xr.open_zarr(store, group=group).load()
+        return [ds[n].values for n in names]
+
+    want = [a[...] for a in arrays[DEFAULT]]
+    reads = {"raw floor, plain Python open().read()": lambda: _raw(paths)}
+    for mode, store in stores.items():
+        reads[f"chunking={mode!r}, zarr, array by array [...]"] = (
+            lambda a=arrays[mode]: [x[...] for x in a])
+        reads[f"chunking={mode!r}, xr.open_zarr defaults, dataset .load()"] = (
+            lambda st=store: xr_all(st))
+    for name, fn in reads.items():
+        if not name.startswith("raw"):
+            for got, ref in zip(fn(), want, strict=True):
+                np.testing.assert_array_equal(got, ref, err_msg=name)
+    took = alternate(reads, rounds)
+    floor = took[next(iter(reads))]
+    for name, seconds in took.items():
+        row(f"scan all {len(names)} fields ({len(paths)} objects, {_raw(paths) / 1e6:.1f} MB): "
+            f"{name}", f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
+            f"{seconds / floor:.2f}x the floor")
 
 
 # -- 1. open ---------------------------------------------------------------------------
@@ -630,26 +685,31 @@ def measure_serve(hive: Path, group: str, field: str, repeat: int = 5) -> None:
 
     from benchmarks.serve_load import http_store, served
 
-    local = zarr.open_group(MocHiveStore(hive, chunking=DEFAULT), mode="r")[f"{group}/{field}"]
-    want = local[:]
-    with served(hive, "--chunking", DEFAULT, "--stamp-ttl", "3600") as (url, pid):
-        server = psutil.Process(pid)
-        remote = zarr.open_array(http_store(url), path=f"{group}/{field}", mode="r")
-        np.testing.assert_array_equal(remote[:], want)
-        t_local, t_remote, cpu = [], [], []
-        for _ in range(repeat):
-            t_local.append(best(lambda: local[:], 1)[0])
-            before = sum(server.cpu_times()[:2])
-            t_remote.append(best(lambda: remote[:], 1)[0])
-            cpu.append(sum(server.cpu_times()[:2]) - before)
-    size, n = want.nbytes / 1e6, remote.nchunks
-    row(
-        f"serve: full read, one field ({field}), zarr over obstore HTTPStore",
-        f"{size / min(t_remote):.3g} MB/s ({n} chunks; server CPU "
-        f"{min(cpu) / n * 1e3:.2f} ms/request)",
-        f"in-process {size / min(t_local):.3g} MB/s",
-        f"{min(t_local) / min(t_remote):.2f}x in-process",
-    )
+    for mode in (DEFAULT, "span"):
+        local = zarr.open_group(MocHiveStore(hive, chunking=mode), mode="r")[f"{group}/{field}"]
+        want = local[:]
+        with served(hive, "--chunking", mode, "--stamp-ttl", "3600") as (url, pid):
+            server = psutil.Process(pid)
+            remote = zarr.open_array(http_store(url), path=f"{group}/{field}", mode="r")
+            np.testing.assert_array_equal(remote[:], want)
+            t_local, t_remote, cpu = [], [], []
+            for _ in range(repeat):
+                t_local.append(best(lambda local=local: local[:], 1)[0])
+                before = sum(server.cpu_times()[:2])
+                t_remote.append(best(lambda remote=remote: remote[:], 1)[0])
+                cpu.append(sum(server.cpu_times()[:2]) - before)
+        size, n = want.nbytes / 1e6, remote.nchunks
+        if mode == DEFAULT:
+            in_process = min(t_local)
+        row(
+            f"serve --chunking {mode}: full read, one field ({field}), zarr over obstore "
+            "HTTPStore",
+            f"{size / min(t_remote):.3g} MB/s ({n} chunks; server CPU "
+            f"{min(cpu) / n * 1e3:.2f} ms/request)",
+            f"in-process (chunking={mode}) {size / min(t_local):.3g} MB/s",
+            f"{min(t_local) / min(t_remote):.2f}x in-process, {in_process / min(t_remote):.2f}x "
+            f"in-process chunking={DEFAULT}",
+        )
 
 
 DEFAULT = "leaf"
@@ -686,7 +746,7 @@ def run(
     )
     print("| measure | ours | anchor | ratio |\n|---|---|---|---|")
     steps = {
-        "scan": lambda: measure_scan(hive, group, field),
+        "scan": lambda: (measure_scan(hive, group, field), measure_scan_all(hive, group)),
         "open": lambda: measure_open(hive, plain, group),
         "full": lambda: measure_full_reads(hive, plain, group, field, part, where),
         "moczarr": lambda: measure_moczarr(hive, group, field, part, where),

@@ -54,13 +54,15 @@ def _cases() -> list[tuple[str, dict]]:
                 if _arrays_meta(fixture, mode) != default:
                     cases.append((fixture, {"chunking": mode}))
     cases.append(("windowed", {"window": "2019"}))
+    # spans of 2 leaves: partial last chunks, a window axis, leaves re-encoded (mixed writers)
+    cases += [(fixture, {"chunking": 2}) for fixture in ("sharded", "windowed", "mixed_writers")]
     return cases
 
 
 CASES = _cases()
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: "-".join([c[0], *c[1].values()]))
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: "-".join(map(str, [c[0], *c[1].values()])))
 def served(request):
     fixture, options = request.param
     local = MocHiveStore(FIXTURES / fixture, **options)
@@ -72,9 +74,9 @@ def served(request):
 
 
 def test_cases_cover_every_chunking_mode():
-    """The sharded fixtures are served in all three modes."""
+    """The sharded fixtures are served in all three modes and in spans."""
     modes = {opts.get("chunking") for name, opts in CASES if name == "sharded"}
-    assert modes == {"shard", "leaf", "inner"}
+    assert modes == {"shard", "leaf", "inner", 2}
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
