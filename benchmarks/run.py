@@ -38,6 +38,7 @@ from moczarr_store.backend import Backend
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner", "span")
+DEFAULT = "leaf"
 MEASURES = (
     "scan", "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale",
     "dask", "verify",
@@ -710,9 +711,6 @@ def measure_serve(hive: Path, group: str, field: str, repeat: int = 5) -> None:
             f"{min(t_local) / min(t_remote):.2f}x in-process, {in_process / min(t_remote):.2f}x "
             f"in-process chunking={DEFAULT}",
         )
-
-
-DEFAULT = "leaf"
 
 
 def machine() -> str:
