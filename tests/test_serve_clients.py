@@ -62,7 +62,8 @@ def _cases() -> list[tuple[str, dict]]:
 CASES = _cases()
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: "-".join(map(str, [c[0], *c[1].values()])))
+@pytest.fixture(scope="module", params=CASES,
+                ids=lambda c: "-".join(map(str, [c[0], *c[1].values()])))
 def served(request):
     fixture, options = request.param
     local = MocHiveStore(FIXTURES / fixture, **options)

@@ -32,6 +32,13 @@ class AsyncCache(Generic[V]):
         while len(self._done) > self.max_entries:
             self._done.popitem(last=False)
 
+    def hit(self, key: Hashable) -> V | None:
+        """The cached value, counted as a use, or ``None``: no await where it is known."""
+        value = self._done.get(key)
+        if value is not None:
+            self._done.move_to_end(key)
+        return value
+
     def peek(self, key: Hashable, default: object = None) -> V | object:
         """The cached value (not counted as a use), or ``default``."""
         return self._done.get(key, default)

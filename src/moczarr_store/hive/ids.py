@@ -72,8 +72,11 @@ def rank_to_decimal(rank: int, order: int) -> str:
     if not 1 <= base1 <= 12:
         raise ValueError(f"rank {rank} at order {order} names no base cell")
     base = str(base1) if base1 <= 6 else f"-{base1 - 6}"
-    digits = np.base_repr(tail, 4).rjust(order, "0") if order else ""
-    return base + digits.translate(_QUAT_TO_DIGIT)
+    if not order:
+        return base
+    # two digits per hex digit (one per bit pair); an odd order drops the leading pad digit
+    pairs = format(tail, f"0{(order + 1) // 2}x").translate(_HEX_TO_DIGITS)
+    return base + pairs[len(pairs) - order :]
 
 
 def words_to_ranks(words: np.ndarray, order: int) -> np.ndarray:
@@ -113,4 +116,4 @@ def ancestor_ranks(ranks: npt.ArrayLike, depth: int) -> np.ndarray:
 
 
 _DIGIT_TO_QUAT = str.maketrans("1234", "0123")
-_QUAT_TO_DIGIT = str.maketrans("0123", "1234")
+_HEX_TO_DIGITS = {ord(f"{v:x}"): "1234"[v >> 2] + "1234"[v & 3] for v in range(16)}

@@ -91,7 +91,11 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     bytes; ``None`` when every part is absent. Cost: as many leaf chunk reads, one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
-    parts = await asyncio.gather(*(execute(session, p) for p in plan.parts if p is not None))
+    present = [p for p in plan.parts if p is not None]
+    if session.backend.store is None:  # local files, read inline: a task per part only costs
+        parts = [await execute(session, p) for p in present]
+    else:
+        parts = await asyncio.gather(*(execute(session, p) for p in present))
     if all(p is None for p in parts):
         return None
     fill = array.part_fill

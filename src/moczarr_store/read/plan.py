@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..chunks import ChunkCheck
 from ..hive.leaves import Leaf
-from ..view.arrays import FabricatedArray, FieldArray
+from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -131,9 +131,10 @@ def plan_chunk(
     coords: tuple[int, ...],
     leaf: Leaf,
     byte_range: ByteRequest | None = None,
+    located: LeafChunk | None = None,
 ) -> Passthrough | Reframe | InnerRange | Absent:
     """The plan for chunk ``coords`` of field ``array``, given the leaf its bytes live in,
-    as its stamp was read. No I/O."""
+    as its stamp was read (``located``: ``array.locate(coords)``, if known). No I/O."""
     level = array.level
     if leaf.state != "stamped":
         if leaf.state == "absent" and array.windowed_view:
@@ -142,7 +143,7 @@ def plan_chunk(
         return Absent(
             f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
         )
-    located = array.locate(coords)
+    located = located or array.locate(coords)
     prefix = leaf.data_prefix
     read = (  # LeafRead's fields, in order
         array.path,
@@ -179,20 +180,41 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
     if isinstance(array, FabricatedArray):
         return Fabricate(array.path, coords, byte_range)
     if array.span > 1:
-        where = array.span_parts(coords)  # parts past the domain's end come last
-        parts = await asyncio.gather(*(_leaf_plan(session, array, c) for c in where if c))
-        return Span(array.path, coords, (*parts, *[None] * (len(where) - len(parts))),
-                    byte_range)
-    return await _leaf_plan(session, array, coords, byte_range)
-
-
-async def _leaf_plan(
-    session: HiveSession, array: FieldArray, coords: tuple[int, ...],
-    byte_range: ByteRequest | None = None,
-) -> LeafPlan:
-    """The plan of one leaf chunk: its leaf's stamp read once (cached)."""
-    path = array.object_path(coords)
+        return await _span(session, array, coords, byte_range)
+    located, path = array.located_object(coords)
     if path is None:
-        return Absent("no object covers this node (geometry='sphere')")
+        return _UNCOVERED
     leaf = await session.leaves.resolve(path, session.backend.get)
-    return plan_chunk(array, coords, leaf, byte_range)
+    return plan_chunk(array, coords, leaf, byte_range, located)
+
+
+_UNCOVERED = Absent("no object covers this node (geometry='sphere')")
+
+
+async def _span(
+    session: HiveSession, array: FieldArray, coords: tuple[int, ...],
+    byte_range: ByteRequest | None,
+) -> Span:
+    """A span's plan: each part planned as its leaf's chunk, stamps known to the cache
+    without a task; the others read concurrently."""
+    parts: list[LeafPlan | None] = []
+    missing: dict[int, tuple[tuple[int, ...], LeafChunk, str]] = {}
+    for part in array.span_parts(coords):
+        if part is None:  # past the domain's end
+            parts.append(None)
+            continue
+        located, path = array.located_object(part)
+        leaf = None if path is None else session.leaves.hit(path)
+        if path is None:
+            parts.append(_UNCOVERED)
+        elif leaf is None:
+            missing[len(parts)] = (part, located, path)
+            parts.append(None)
+        else:
+            parts.append(plan_chunk(array, part, leaf, None, located))
+    if missing:
+        leaves = await asyncio.gather(*(session.leaves.resolve(path, session.backend.get)
+                                        for _, _, path in missing.values()))
+        for (at, (part, located, _)), leaf in zip(missing.items(), leaves, strict=True):
+            parts[at] = plan_chunk(array, part, leaf, None, located)
+    return Span(array.path, coords, tuple(parts), byte_range)

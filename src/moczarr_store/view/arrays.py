@@ -386,10 +386,14 @@ class FieldArray:
     def object_path(self, coords: tuple[int, ...]) -> str | None:
         """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in;
         ``None`` for a sphere node no object covers (read as the fill value, no request)."""
+        return self.located_object(coords)[1]
+
+    def located_object(self, coords: tuple[int, ...]) -> tuple[LeafChunk, str | None]:
+        """``locate(coords)`` and ``object_path(coords)``, locating once."""
         located = self.locate(coords)
         if located.path or located.node is None:
-            return located.path
-        return self.level.object_path(located.node, located.window)
+            return located, located.path
+        return located, self.level.object_path(located.node, located.window)
 
     def locate(self, coords: tuple[int, ...]) -> LeafChunk:
         window, node, inner = self._leaf_coords(coords)
