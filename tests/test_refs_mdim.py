@@ -37,7 +37,12 @@ def _quiet():
 def test_every_fixture_reads_back_identically(tmp_path, name, chunking):
     out = tmp_path / "refs.sqlite"
     report = export_refs(FIXTURES / name, "mdim-refs", out, chunking=chunking)
-    assert report.counts["chunks_referenced"] > 0
+    if (name, chunking) == ("ragged", "leaf"):
+        # each leaf misses an inner chunk (re-framed with fill, inline) and the digests are
+        # encoded anew one chunk per leaf (inline): nothing is a byte range of an object
+        assert report.counts["chunks_referenced"] == 0 < report.counts["chunks_inline"]
+    else:
+        assert report.counts["chunks_referenced"] > 0
     assert_same(mdim_values(out), store_values(FIXTURES / name))
 
 

@@ -83,18 +83,23 @@ def test_zoom_to_gives_the_nested_parents(to):
         parents, (words >> np.uint64(6 + 2 * (27 - to))) - np.uint64(4**to))
 
 
+@pytest.mark.parametrize("chunking", ["leaf", 2])
 @pytest.mark.parametrize(("name", "path"), GROUPS)
-def test_coordinates_are_chunked_on_every_field_s_boundaries(name, path):
-    ds = _open(name, path)
+def test_coordinates_are_chunked_on_every_field_s_boundaries(name, path, chunking):
+    ds = _open(name, path, chunking=chunking)
     cells = {n: v.chunks[v.dims.index("cells")] for n, v in ds.variables.items()
              if "cells" in v.dims and v.chunks}
     edges = {n: set(np.cumsum(c)) for n, c in cells.items()}
     for coord in ("morton", "cell_ids"):
         for field, field_edges in edges.items():
             assert field_edges <= edges[coord], (coord, field)
-    if len({cells[n] for n in ds.data_vars if n in cells}) == 1:
-        assert ds.chunks["cells"] == cells["cell_ids"]  # works: one chunking for all
-    else:  # ragged's digests are 4 chunks per leaf: fields disagree among themselves
+    ragged = any(ds[n].dtype == object for n in ds.data_vars)
+    if chunking == "leaf" or not ragged:
+        # one chunking for all: ragged digests (sharded, 4 inner chunks per leaf) are
+        # re-encoded one chunk per leaf in "leaf" mode
+        assert len(set(cells.values())) == 1
+        assert ds.chunks["cells"] == cells["cell_ids"]
+    else:  # a span joins fixed-size leaves only: the digests stay one leaf per chunk
         with pytest.raises(ValueError, match="inconsistent chunks"):
             _ = ds.chunks
     if "window" in ds.dims:

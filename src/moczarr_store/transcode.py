@@ -69,19 +69,29 @@ class _BackendStore(Store):
 
 
 
+def _dtype(data_type: object) -> np.dtype | None:
+    """The numpy dtype a zarr v3 data type names, ``None`` for one numpy has no name for."""
+    try:
+        return np.dtype(data_type) if isinstance(data_type, str) else None
+    except TypeError:
+        return None
+
+
 async def transcode(
     backend, where: str, array: FieldArray, leaf_meta: dict, coords: tuple[int, ...]
 ) -> bytes | None:
     """One virtual chunk's bytes, re-encoded from the leaf array at ``where`` (whose metadata
     is ``leaf_meta``): decoded with its own metadata, cast safely, encoded as declared."""
-    source_dtype = np.dtype(leaf_meta["data_type"])
     target = array.meta
-    target_dtype = np.dtype(target["data_type"])
-    if not np.can_cast(source_dtype, target_dtype, "safe"):
-        raise EncodingError(
-            f"{where}: stored as {source_dtype}, which cannot be cast safely to the "
-            f"{target_dtype} the virtual array declares"
-        )
+    target_dtype = None  # the same data type (variable-length types too): no cast
+    if leaf_meta["data_type"] != target["data_type"]:
+        source_dtype, target_dtype = _dtype(leaf_meta["data_type"]), _dtype(target["data_type"])
+        if (source_dtype is None or target_dtype is None
+                or not np.can_cast(source_dtype, target_dtype, "safe")):
+            raise EncodingError(
+                f"{where}: stored as {leaf_meta['data_type']}, which cannot be cast safely to "
+                f"the {target['data_type']} the virtual array declares"
+            )
     if leaf_meta.get("shape") != array.level.arrays[array.name].get("shape"):
         raise EncodingError(f"{where}: shape {leaf_meta.get('shape')} differs from the template")
     try:
@@ -90,7 +100,8 @@ async def transcode(
         values = np.asarray(await source.getitem(region))
     except Exception as err:
         raise TranscodeReadError(f"reading {where} from {backend} to re-encode it: {err}") from err
-    values = values.astype(target_dtype, casting="safe")
+    if target_dtype is not None:
+        values = values.astype(target_dtype, casting="safe")
     chunk_shape = list(array.part_chunks)  # one leaf chunk (a span joins several)
     scratch, proto = MemoryStore(), default_buffer_prototype()
     grid = {"name": "regular", "configuration": {"chunk_shape": chunk_shape}}

@@ -52,10 +52,7 @@ from .read.execute import Bytes, execute, read_leaf_chunks
 from .read.plan import (
     Absent,
     Fabricate,
-    InnerRange,
     LeafRead,
-    Passthrough,
-    Reframe,
     plan_chunk,
 )
 from .view.arrays import FabricatedArray, FieldArray, domain_position
@@ -331,9 +328,9 @@ def _node_chunks(array: FieldArray, index: int, window: int) -> Iterator[tuple[i
 
 def _leaf_reads(
     array: FieldArray, leaf: Leaf, index: int, window: int
-) -> list[Passthrough | Reframe | InnerRange]:
+) -> list[LeafRead]:
     """The plans of every virtual chunk of one leaf array."""
-    plans = []
+    plans: list[LeafRead] = []
     for coords in _node_chunks(array, index, window):
         plan = plan_chunk(array, coords, leaf)
         if isinstance(plan, Absent):  # a stamped leaf always has a data prefix
@@ -485,7 +482,7 @@ class _LevelJob:
         (``None`` metadata: the object holds no such array), a failure as its problem.
         Every chunk of every field is read in one concurrent batch."""
         out: Values = {}
-        plans: dict[str, list[Passthrough | Reframe | InnerRange]] = {}
+        plans: dict[str, list[LeafRead]] = {}
         for name in names:
             if name in self.fields:
                 try:

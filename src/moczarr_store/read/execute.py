@@ -49,6 +49,7 @@ from .plan import (
     LeafRead,
     Passthrough,
     Plan,
+    Recode,
     Reframe,
     Span,
     Transcode,
@@ -116,6 +117,13 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
     object is read while the metadata is established (one task, no added round trip)."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
+    if isinstance(plan, Recode):  # its values are read through zarr once its metadata is known
+        meta = await _leaf_meta(session, plan, array)
+        if meta is None:
+            await _no_array(session, plan, array, None)
+            return None, None
+        leaf_meta = array.source_meta if meta == _SAME else meta
+        return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=leaf_meta)), meta
     known = session.leaf_metas.peek(plan.meta, _UNKNOWN) if plan.immutable else _UNKNOWN
     if known is _UNKNOWN:
         read = asyncio.ensure_future(_captured_bytes(session, plan))
@@ -141,7 +149,7 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
 
 
 async def read_leaf_chunks(
-    session: HiveSession, plans: list[Passthrough | Reframe | InnerRange]
+    session: HiveSession, plans: list[LeafRead]
 ) -> list[tuple[Bytes | None, dict[str, Any] | None] | Exception]:
     """Each plan's bytes, exactly as :func:`execute` serves them, with the leaf array
     metadata they were established under (``None``: the leaf version holds no such
@@ -150,7 +158,7 @@ async def read_leaf_chunks(
     calls, one task each."""
 
     async def one(
-        plan: Passthrough | Reframe | InnerRange,
+        plan: LeafRead,
     ) -> tuple[Bytes | None, dict[str, Any] | None] | Exception:
         try:
             data, meta = await _established(session, plan)

@@ -96,6 +96,12 @@ class InnerRange(LeafRead):
 
 
 @dataclass(frozen=True)
+class Recode(LeafRead):
+    """A shard object of variable-length inner chunks presented as one chunk: its values
+    decoded under the leaf array's own metadata and encoded as the view declares."""
+
+
+@dataclass(frozen=True)
 class Transcode(LeafRead):
     """The leaf array's values decoded under its own metadata and re-encoded as the
     virtual array declares (the leaf's encoding differs from the declared one)."""
@@ -114,8 +120,8 @@ class Span:
     byte_range: ByteRequest | None = None
 
 
-LeafPlan = Absent | Passthrough | Reframe | InnerRange
-Plan = Document | Fabricate | Absent | Passthrough | Reframe | InnerRange | Transcode | Span
+LeafPlan = Absent | Passthrough | Reframe | InnerRange | Recode
+Plan = Document | Fabricate | Absent | LeafRead | Span
 OUTSIDE = Absent("outside the virtual hierarchy")
 
 
@@ -132,7 +138,7 @@ def plan_chunk(
     leaf: Leaf,
     byte_range: ByteRequest | None = None,
     located: LeafChunk | None = None,
-) -> Passthrough | Reframe | InnerRange | Absent:
+) -> LeafPlan:
     """The plan for chunk ``coords`` of field ``array``, given the leaf its bytes live in,
     as its stamp was read (``located``: ``array.locate(coords)``, if known). No I/O."""
     level = array.level
@@ -157,6 +163,8 @@ def plan_chunk(
     )
     if array.mode == "inner":
         return InnerRange(*read, part=located.inner or 0)
+    if array.mode == "recode":
+        return Recode(*read)
     return Reframe(*read) if array.mode == "leaf" else Passthrough(*read)
 
 

@@ -7,6 +7,8 @@ nothing (the fill value).
 - ``InnerRange`` (``"inner"``): the inner chunk's span in the verified shard index.
 - ``Reframe`` (``"leaf"``): the payload span when every inner chunk is present and stored in
   order (one contiguous range); otherwise the re-framed bytes, inline.
+- ``Recode`` (``"leaf"``, sharded variable-length values such as ragged digests): the
+  values encoded anew as one chunk, inline.
 - ``Transcode`` (a leaf encoded otherwise than the view declares, e.g. a mixed writer run):
   the bytes the store serves, re-encoded as declared, inline. A reference cannot carry a
   re-encoding, and refusing would make mixed-writer hives unexportable.
@@ -34,7 +36,7 @@ from ..cache import AsyncCache
 from ..chunks import ABSENT, inner_span
 from ..errors import OptionError, TruncatedChunkError
 from ..read.execute import encoded_as_declared, execute, verified_index
-from ..read.plan import Absent, InnerRange, Passthrough, Reframe, plan_chunk
+from ..read.plan import Absent, InnerRange, LeafRead, Passthrough, Recode, Reframe, plan_chunk
 from ..view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
@@ -184,6 +186,8 @@ async def _chunk(
     if isinstance(plan, Absent):
         await execute(session, plan)  # damage is reported as the store reports it
         return None
+    if isinstance(plan, Recode):  # variable-length values encoded anew: no object holds them
+        return await _inline(session, plan, coords, "recoded")
     same = await encoded_as_declared(session, plan)
     if not same:  # None: no such array in the leaf version (read, and reported, as missing)
         return await _inline(session, plan, coords, "transcoded")
@@ -240,8 +244,7 @@ def _contiguous(entries: np.ndarray, step: int) -> tuple[int, ...] | None:
 
 
 async def _inline(
-    session: HiveSession, plan: Passthrough | Reframe | InnerRange, coords: tuple[int, ...],
-    info: str,
+    session: HiveSession, plan: LeafRead, coords: tuple[int, ...], info: str,
 ) -> Chunk | None:
     """The chunk as the store serves it, inline; ``None`` when it reads as the fill value."""
     data = await execute(session, plan)

@@ -276,6 +276,9 @@ class FieldArray:
                 codecs = inner.get("codecs") or [_BYTES_LE]
                 if per_leaf == "inner":
                     chunks = list(inner["chunk_shape"])
+            elif per_leaf == "leaf" and self._recodes(leaf_meta, chunks, cells, self.axis):
+                self.mode = "recode"  # one chunk per leaf, like the fixed-size fields
+                codecs = [codecs[0]["configuration"]["codecs"][0]]
             self.chunks_per_leaf = cells // chunks[self.axis]
             nodes = domain_nodes(level, sphere)
             plain = plain_bytes(codecs, leaf_meta)
@@ -326,6 +329,16 @@ class FieldArray:
                if d != axis):
             return False
         return chunking == "inner" or self.check.inner_nbytes is not None
+
+    def _recodes(self, leaf_meta: dict, chunks: list[int], cells: int, axis: int) -> bool:
+        """Whether a sharded leaf array of a variable-length type (ragged cells) is
+        presented one chunk per leaf in ``leaf`` mode: its values decoded and encoded
+        again with the inner chain's array-to-bytes codec alone (no compressor), so that
+        it is chunked on the same boundaries as the fixed-size fields."""
+        if _numeric(leaf_meta.get("data_type")) is not None:
+            return False  # compressed numbers stay sharded: re-encoding costs more than it buys
+        inner = (leaf_meta.get("codecs") or [{}])[0].get("configuration", {}).get("codecs")
+        return bool(inner) and self._reframes("inner", leaf_meta, chunks, cells, axis)
 
     def _leaf_coords(self, coords: tuple[int, ...]) -> tuple[str | None, int, list[int]]:
         """``(window, node index, chunk coordinates inside that node's leaf)``."""
