@@ -225,7 +225,7 @@ class Case:
     kind: str
     target: str
     params: tuple[tuple[str, object], ...] = ()
-    chunking: str = "leaf"
+    chunking: str | int = "leaf"
     verify: str = "lazy"
     xarray: bool = False
 
@@ -285,7 +285,7 @@ def cases(draw) -> Case:
     else:
         params = {"how": draw(st.sampled_from(DRIFTS))}
     return Case(p.name, kind, target, tuple(params.items()),
-                draw(st.sampled_from(["leaf", "shard", "inner"])),
+                draw(st.sampled_from(["leaf", "shard", "inner", 2])),  # 2: spans of 2 leaves
                 draw(st.sampled_from(["lazy", "open"])), draw(st.booleans()))
 
 
@@ -967,7 +967,7 @@ def _pick(fixture: str, kind: str, *needles: str) -> str:
                 if all(n in t for n in needles) and t.endswith(needles[-1]))
 
 
-def _case(fixture: str, kind: str, needles: tuple[str, ...], chunking: str = "leaf",
+def _case(fixture: str, kind: str, needles: tuple[str, ...], chunking: str | int = "leaf",
           verify: str = "lazy", xarray: bool = False, **params: object) -> Case:
     return Case(fixture, kind, _pick(fixture, kind, *needles), tuple(params.items()), chunking,
                 verify, xarray)
@@ -1007,6 +1007,9 @@ def examples() -> tuple[Case, ...]:
         _case("sharded", "shard-index", sharded, entry=0, lie="past-end", fix_crc=True,
               chunking="shard"),
         _case("sharded", "shard-index", sharded, entry=2, lie="overlap", fix_crc=True),
+        _case("sharded", "shard-index", sharded, entry=4, lie="past-end", fix_crc=True,
+              chunking=2),
+        _case("sharded", chunk, sharded, keep=200, chunking=2),
         _case("sharded", "shard-index", sharded, entry=5, lie="wrap-length", fix_crc=False),
         _case("legacy", "rename-array", ("444113.zarr/7/count",), to="c", hashes=True),
         _case("bare_versioned", "rename-array", ("444111.zarr/", "/7/count"), to="zarr.json",
