@@ -88,8 +88,9 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
 
 
 async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
-    """A span's leaf chunks read concurrently and joined, each absent one as its fill
-    bytes; ``None`` when every part is absent. Cost: as many leaf chunk reads, one copy."""
+    """A span's leaf chunks read and joined, each absent one as its fill bytes; ``None``
+    when every part is absent. Cost: as many leaf chunk reads (concurrent on remote
+    backends, in turn on local files, which are read inline), one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     present = [p for p in plan.parts if p is not None]

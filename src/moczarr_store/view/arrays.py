@@ -262,7 +262,7 @@ class FieldArray:
         self.windowed = False
         self.check = chunk_check(leaf_meta)
         self.mode = "shard"
-        self.span, self.part_nbytes = 1, 0
+        self.span, self.part_fill = 1, b""  # a span's leaf count; a leaf chunk of fill
         spans = chunking == "span" or isinstance(chunking, int)
         per_leaf = "leaf" if spans else str(chunking)  # a span's parts are leaf chunks
         if self.axis is not None:
@@ -286,7 +286,6 @@ class FieldArray:
                     and plain is not None:
                 # chunk bytes are C-ordered with cells first: k leaves' chunks are their join
                 self.span = min(span, nodes)
-                self.part_nbytes = plain.itemsize * math.prod(chunks)
                 self.part_fill = np.full(
                     math.prod(chunks), fill_number(leaf_meta.get("fill_value"), plain), plain
                 ).tobytes()
