@@ -173,6 +173,22 @@ def _xr_field(where, group: str | None, field: str, coords: bool = False):
     return data[field] if coords else data[field].variable
 
 
+def _layout_reads(name: str, array: zarr.Array, store: MocHiveStore, plain: zarr.Array,
+                  copy: Path, group: str, field: str) -> dict:
+    """The reads of one presented layout: the store through zarr and through xarray's
+    defaults (the field, and with its coordinates), a plain copy of that layout through both."""
+    return {
+        f"store {name}, zarr open_array()[:]": lambda: array[:],
+        f"store {name}, xr.open_zarr(store, group=...) defaults, field .load()":
+            lambda: _xr_field(store, group, field).load().values,
+        f"store {name}, the same, field + its coordinates .load()":
+            lambda: _xr_field(store, group, field, True).load().values,
+        f"plain copy in the {name} layout, zarr [:]": lambda: plain[:],
+        f"plain copy in the {name} layout, xr.open_zarr defaults, field .load()":
+            lambda: _xr_field(copy, None, field).load().values,
+    }
+
+
 def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
     """One field, warm page cache, each row the best of ``rounds`` timed in turn, and a ratio
     to the raw floor (plain Python ``open().read()`` of the objects the store reads): the
@@ -200,25 +216,11 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         copy, span_copy = Path(tmp) / "copy", Path(tmp) / "span"
         plain = _plain_leaf_copy(hive, group, field, copy)
         plain_span = _plain_leaf_copy(hive, group, field, span_copy, "span")
+        leaf, span = f"chunking={DEFAULT!r}", f"chunking='span' ({k} leaves per chunk)"
         reads = {
             "raw floor, plain Python open().read()": lambda: _raw(paths),
-            "store, zarr open_array()[:]": lambda: array[:],
-            "store, xr.open_zarr(store, group=...) defaults, field .load()":
-                lambda: _xr_field(store, group, field).load().values,
-            "store, the same, field + its coordinates .load()":
-                lambda: _xr_field(store, group, field, True).load().values,
-            "plain copy in the store's layout, zarr [:]": lambda: plain[:],
-            "plain copy in the store's layout, xr.open_zarr defaults, field .load()":
-                lambda: _xr_field(copy, None, field).load().values,
-            f"store chunking='span' ({k} leaves per chunk), zarr open_array()[:]":
-                lambda: span_array[:],
-            "store chunking='span', xr.open_zarr defaults, field .load()":
-                lambda: _xr_field(spanned, group, field).load().values,
-            "store chunking='span', the same, field + its coordinates .load()":
-                lambda: _xr_field(spanned, group, field, True).load().values,
-            "plain copy in the span layout, zarr [:]": lambda: plain_span[:],
-            "plain copy in the span layout, xr.open_zarr defaults, field .load()":
-                lambda: _xr_field(span_copy, None, field).load().values,
+            **_layout_reads(leaf, array, store, plain, copy, group, field),
+            **_layout_reads(span, span_array, spanned, plain_span, span_copy, group, field),
         }
         knobs = {", ".join(f"{k}={v}" for k, v in settings.items()): settings
                  for settings in KNOBS}
@@ -232,14 +234,12 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         row(f"scan {field} ({len(paths)} leaves, {mb:.1f} MB): {name}",
             f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
             f"{seconds / floor:.2f}x the floor")
-    for layout, ours, theirs in (
-        ("leaf", "store, zarr open_array()[:]", "plain copy in the store's layout, zarr [:]"),
-        ("span", f"store chunking='span' ({k} leaves per chunk), zarr open_array()[:]",
-         "plain copy in the span layout, zarr [:]"),
-    ):
+    for layout in (leaf, span):
+        ours = took[f"store {layout}, zarr open_array()[:]"]
+        theirs = took[f"plain copy in the {layout} layout, zarr [:]"]
         row(f"scan {field}: store vs plain copy of its layout ({layout}), zarr",
-            f"{took[ours] * 1e3:.1f} ms", f"plain {took[theirs] * 1e3:.1f} ms",
-            f"{took[theirs] / took[ours]:.2f}x the plain copy's speed")
+            f"{ours * 1e3:.1f} ms", f"plain {theirs * 1e3:.1f} ms",
+            f"{theirs / ours:.2f}x the plain copy's speed")
     row(f"scan {field}: requests per leaf, cold zarr scan", f"{cold:.2f}",
         f"{len(paths)} leaves", "stamp + leaf metadata + chunk per leaf")
 
