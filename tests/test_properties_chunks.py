@@ -22,24 +22,32 @@ ABSENT = 2**64 - 1
 
 @st.composite
 def shards(draw):
-    """A shard object: inner chunks stored in any order (some absent), index at the end."""
+    """A shard object: inner chunks stored in any order (some absent), the index at the end
+    or the start; half of them full and in order, as zarr writes them (the fast path)."""
     n = draw(st.integers(1, 16))
     itemsize = draw(st.sampled_from([1, 4, 8]))
     cells = draw(st.integers(1, 8))
     nbytes = itemsize * cells
     fill = draw(st.binary(min_size=nbytes, max_size=nbytes))
     chunks = [draw(st.binary(min_size=nbytes, max_size=nbytes)) for _ in range(n)]
-    present = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    order = draw(st.permutations(range(n)))
-    gap = draw(st.integers(0, 3))  # bytes a writer may leave before the first chunk
+    at_end, written_by_zarr = draw(st.booleans()), draw(st.booleans())
+    if written_by_zarr:
+        present, order, gap = [True] * n, list(range(n)), 0
+    else:
+        present = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        order = draw(st.permutations(range(n)))
+        gap = draw(st.integers(0, 3))  # bytes a writer may leave before the first chunk
+    check = ChunkCheck(shard_chunks=n, index_at_end=at_end, index_crc=True, inner_nbytes=nbytes,
+                       inner_fill=fill)
+    start = 0 if at_end else check.index_nbytes
     payload, index = bytearray(b"\0" * gap), np.full((n, 2), ABSENT, dtype="<u8")
     for i in order:
         if present[i]:
-            index[i] = (len(payload), nbytes)
+            index[i] = (start + len(payload), nbytes)
             payload += chunks[i]
     body = index.tobytes()
-    data = bytes(payload) + body + google_crc32c.value(body).to_bytes(4, "little")
-    check = ChunkCheck(shard_chunks=n, index_crc=True, inner_nbytes=nbytes, inner_fill=fill)
+    index_bytes = body + google_crc32c.value(body).to_bytes(4, "little")
+    data = bytes(payload) + index_bytes if at_end else index_bytes + bytes(payload)
     expected = b"".join(c if p else fill for c, p in zip(chunks, present, strict=True))
     return data, check, expected if any(present) else None
 
@@ -54,9 +62,34 @@ def test_reframe_is_the_inner_chunks_in_index_order_with_fill(case):
 
 @given(shards(), st.integers(1, 64))
 def test_a_cut_shard_is_refused_naming_the_object(case, cut):
-    data, check, _ = case
+    """A cut into the index or a stored chunk is refused; with the index at the start, a
+    cut of unused bytes after the last chunk leaves a valid shard, read as before."""
+    data, check, expected = case
+    cut_data = data[: max(0, len(data) - cut)]
+    need = len(data)
+    if not check.index_at_end:
+        rows = np.frombuffer(data[: 16 * (check.shard_chunks or 0)], dtype="<u8").reshape(-1, 2)
+        ends = [int(o + n) for o, n in rows if o != ABSENT]
+        need = max(ends, default=check.index_nbytes)
+    if len(cut_data) < need:
+        with pytest.raises(TruncatedChunkError, match="leaf/c/0"):
+            reframe(cut_data, check, "leaf/c/0")
+    else:
+        got = reframe(cut_data, check, "leaf/c/0")
+        assert (None if got is None else bytes(got)) == expected
+
+
+@given(shards(), st.data())
+def test_a_changed_index_byte_is_refused_even_in_zarr_s_layout(case, data):
+    """The fast path compares the whole index (crc32c included) with the in-order layout's
+    bytes: any other index goes through the checks, and a flipped byte fails them."""
+    shard, check, _ = case
+    need = check.index_nbytes
+    at = data.draw(st.integers(0, need - 1)) + (len(shard) - need if check.index_at_end else 0)
+    flipped = bytearray(shard)
+    flipped[at] ^= data.draw(st.integers(1, 255))
     with pytest.raises(TruncatedChunkError, match="leaf/c/0"):
-        reframe(data[: max(0, len(data) - cut)], check, "leaf/c/0")
+        reframe(bytes(flipped), check, "leaf/c/0")
 
 
 @st.composite

@@ -22,6 +22,7 @@ from moczarr_store import (
     HiveWarning,
     MocHiveStore,
     OptionError,
+    OutsideRootError,
     TruncatedChunkError,
 )
 from moczarr_store.cli import build_parser
@@ -96,15 +97,33 @@ def test_span_is_chosen_from_the_leaf_size(monkeypatch):
 
 
 def test_a_span_reads_each_leaf_once_as_the_leaf_view_does():
-    """Requests on a cold full read: the same objects, however they are chunked."""
+    """Requests on a cold and a warm full read: the same objects, however chunked."""
     counts = {}
-    for chunking in ("leaf", 4):
+    for chunking in ("leaf", 3):
         store = MocHiveStore(FIXTURES / "sharded", chunking=chunking)
         array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
         store.request_stats.reset()
         array[:]
-        counts[chunking] = store.request_stats.total
-    assert counts[4] == counts["leaf"] > 0
+        cold = store.request_stats.total
+        store.request_stats.reset()
+        array[:]  # warm: the parts are read from the page cache in one pass
+        counts[chunking] = (cold, dict(store.request_stats.counts))
+    assert counts[3] == counts["leaf"]
+    assert counts[3][1] == {"get": 3}  # one GET per leaf
+
+
+def test_a_link_out_of_the_root_in_a_warm_span_is_refused_naming_it(hive_copy, tmp_path):
+    root = hive_copy("sharded")
+    store = MocHiveStore(root, chunking=3)
+    array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+    array[:]  # stamps and leaf metadata known: the next read takes the one-pass path
+    shard = sorted(root.rglob("h_mean/c/0"))[1]
+    outside = tmp_path / "outside"
+    outside.write_bytes(shard.read_bytes())
+    shard.unlink()
+    shard.symlink_to(outside)
+    with pytest.raises(OutsideRootError, match=re.escape(shard.relative_to(root).as_posix())):
+        array[:]
 
 
 def test_a_missing_leaf_in_a_span_reads_as_fill_with_one_warning(hive_copy):

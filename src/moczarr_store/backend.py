@@ -334,6 +334,10 @@ class LocalReader:
         full = self._through_link(path, full)
         return full, _read(full, option, wait)
 
+    def cached(self, path: str) -> tuple[BytesLike, int] | None:
+        """The whole object if the page cache holds it all, else ``None`` (no wait)."""
+        return self._open_read(path, self._where(path), None, False)[1]
+
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
         full, got = self._open_read(path, self._where(path), option, False)  # page-cached
         if got is None:  # not all in the page cache: wait for the disk on a thread
@@ -538,6 +542,26 @@ class Backend:
                 self.stats.in_flight -= 1
                 if self.progress is not None:
                     self.progress(1)
+
+    def read_cached(self, paths: list[str]) -> list[tuple[BytesLike, int]] | None:
+        """Whole local objects read in one pass from the page cache (one GET counted each),
+        with no await; ``None`` when the hive is not local or any object is not all in the
+        page cache, missing or unreadable: read them one by one then (their errors name
+        them). Cost: the file reads alone, without a task or the concurrency cap per object."""
+        reader = self._reader
+        if not isinstance(reader, LocalReader):
+            return None
+        reader.ready()
+        try:
+            got = [reader.cached(path) for path in paths]
+        except Exception:  # read again one by one, where the error is reported
+            return None
+        if any(one is None for one in got):
+            return None
+        self.stats.counts["get"] += len(paths)
+        if self.progress is not None:
+            self.progress(len(paths))
+        return got  # type: ignore[return-value]  # no None left
 
     def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
         """An error of this package for a failed request: the reader's own errors as they

@@ -16,6 +16,7 @@ import asyncio
 import functools
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..backend import ByteRequest, BytesLike, slice_bytes
@@ -94,16 +95,47 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     present = [p for p in plan.parts if p is not None]
+    parts: list[Bytes | None] | None
     if session.backend.store is None:  # local files, read inline: a task per part only costs
-        parts = [await execute(session, p) for p in present]
+        parts = _cached_parts(session, present)
+        if parts is None:
+            parts = [await execute(session, p) for p in present]
     else:
-        parts = await asyncio.gather(*(execute(session, p) for p in present))
+        parts = list(await asyncio.gather(*(execute(session, p) for p in present)))
     if all(p is None for p in parts):
         return None
     fill = array.part_fill
     joined = b"".join(fill if p is None else p for p in parts)
     joined += fill * (len(plan.parts) - len(parts))
     return slice_bytes(joined, plan.byte_range)
+
+
+def _cached_parts(session: HiveSession, plans: Sequence[Plan]) -> list[Bytes | None] | None:
+    """A span's local parts read from the page cache in one pass and checked, exactly as
+    :func:`execute` serves them, when each is a whole leaf chunk of an immutable version
+    whose encoding is established and every object is there, whole and in order; ``None``
+    otherwise (the parts are then executed one by one). No await: ~10 us less per leaf."""
+    reads: list[Passthrough | Reframe] = []
+    for plan in plans:
+        if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
+                or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
+            return None
+        reads.append(plan)
+    got = session.backend.read_cached([plan.object for plan in reads])
+    if got is None:
+        return None
+    out: list[Bytes | None] = []
+    for plan, (data, _size) in zip(reads, got, strict=True):
+        if isinstance(plan, Passthrough):
+            if plan.check.shard_chunks or plan.check.nbytes is None:
+                return None
+            check_chunk(data, plan.check, None, plan.object)
+            out.append(data)
+        else:
+            out.append(reframe(data, plan.check, plan.object))
+        if out[-1] is None:  # no inner chunk stored: executed one by one (damage is reported)
+            return None
+    return out
 
 
 async def _leaf_chunk(session: HiveSession, plan: LeafRead) -> Bytes | None:
