@@ -42,7 +42,7 @@ DEFAULT = "leaf"
 MEASURES = (
     "scan", "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale",
     "dask", "verify",
-    "serve",
+    "serve", "remote",
 )
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -713,6 +713,59 @@ def measure_serve(hive: Path, group: str, field: str, repeat: int = 5) -> None:
         )
 
 
+# -- 11. remote ------------------------------------------------------------------------
+
+
+def measure_remote(hive: Path, group: str, field: str, rounds: int = 3) -> None:
+    """One field from moto's S3 server on loopback (the hive uploaded to it in this run):
+    the store's warm zarr scan (stamps known, one GET per leaf) in each presented layout
+    against raw concurrent obstore GETs of the same objects under the same cap on requests
+    in flight, timed in turn; values checked equal to the local read."""
+    import obstore
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from servers import PREFIX, S3Server, s3_options, s3_url  # the tests' loopback S3
+
+    from moczarr_store.backend import DEFAULT_MAX_CONCURRENCY
+
+    paths, _ = _leaf_objects(hive, group, field)
+    keys = [p[len(f"{hive}/") :] for p in paths]
+    want = zarr.open_array(MocHiveStore(hive), path=f"{group}/{field}", mode="r")[:]
+    server = S3Server()
+    try:
+        uploaded = server.upload_tree(hive, f"{PREFIX}/bench")
+        options = s3_options(server.url)
+        arrays = {}
+        for mode in (DEFAULT, "span"):
+            store = MocHiveStore(s3_url("bench"), chunking=mode, **options)
+            arrays[mode] = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+            np.testing.assert_array_equal(arrays[mode][:], want, err_msg=mode)  # stamps read
+        objects = MocHiveStore(s3_url("bench"), **options).backend.store
+
+        async def raw() -> int:
+            cap = asyncio.Semaphore(DEFAULT_MAX_CONCURRENCY)
+
+            async def one(key: str) -> int:
+                async with cap:
+                    got = await obstore.get_async(objects, key)
+                    return len(await got.bytes_async())
+
+            return sum(await asyncio.gather(*(one(k) for k in keys)))
+
+        reads = {"raw concurrent obstore GETs": lambda: asyncio.run(raw())}
+        reads.update({f"store chunking={m!r}, zarr [:]": (lambda a=a: a[:])
+                      for m, a in arrays.items()})
+        took = alternate(reads, rounds)
+    finally:
+        server.stop()
+    floor = took["raw concurrent obstore GETs"]
+    mb = _raw(paths) / 1e6
+    for name, seconds in took.items():
+        row(f"remote (moto S3 on loopback, {uploaded:,} objects uploaded): {field}, "
+            f"{len(keys)} leaves, {mb:.1f} MB: {name}", f"{mb / seconds:.3g} MB/s",
+            f"raw GETs {mb / floor:.3g} MB/s", f"{floor / seconds:.2f}x raw")
+
+
 def machine() -> str:
     import dask
 
@@ -756,6 +809,7 @@ def run(
         "dask": lambda: measure_dask(hive, plain, group, field, cells),
         "verify": lambda: measure_verify(hive),
         "serve": lambda: measure_serve(hive, group, field),
+        "remote": lambda: measure_remote(hive, group, field),
     }
     took = {}
     for name in (m for m in MEASURES if m in only):

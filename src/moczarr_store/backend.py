@@ -546,7 +546,7 @@ class Backend:
     def read_cached(self, paths: list[str]) -> list[tuple[BytesLike, int]] | None:
         """Whole local objects read in one pass from the page cache (one GET counted each),
         with no await; ``None`` when the hive is not local or any object is not all in the
-        page cache, missing or unreadable: read them one by one then (their errors name
+        page cache, missing or unreadable: read them as usual then (their errors name
         them). Cost: the file reads alone, without a task or the concurrency cap per object."""
         reader = self._reader
         if not isinstance(reader, LocalReader):
