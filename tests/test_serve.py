@@ -183,6 +183,19 @@ def test_immutable_chunk_revalidates_without_reading(sharded):
     assert store.request_stats.total == 0  # the stamp names the version: nothing to read
 
 
+def test_a_span_of_immutable_leaves_is_tagged_by_its_plan_and_revalidates_without_reading():
+    with Served(create_app(FIXTURES / "sharded", chunking=2, stamp_ttl=600)) as server:
+        status, headers, body = fetch(server, f"/{CHUNK}")
+        assert status == 200 and len(body) == 2 * 64 * 4  # two leaves of 64 float32 h_mean
+        assert headers["etag"] != f'"{hashlib.blake2b(body, digest_size=16).hexdigest()}"'
+        server.store.request_stats.reset()
+        status, again, body = fetch(server, f"/{CHUNK}", If_None_Match=headers["etag"])
+        assert (status, body, again["etag"]) == (304, b"", headers["etag"])
+        assert server.store.request_stats.total == 0
+    with Served(create_app(FIXTURES / "sharded", chunking=3, stamp_ttl=600)) as server:
+        assert fetch(server, f"/{CHUNK}")[1]["etag"] != headers["etag"]  # other leaves
+
+
 def test_if_range(sharded):
     _, headers, whole = fetch(sharded, f"/{CHUNK}")
     status, _, body = fetch(sharded, f"/{CHUNK}", Range="bytes=0-3", If_Range=headers["etag"])

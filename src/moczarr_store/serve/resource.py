@@ -3,11 +3,11 @@ from the read plan of one generation.
 
 Entity tags are strong and name what the bytes are:
 
-- a chunk of an immutable leaf version (its stamp names a ``run-*`` version): a digest of
-  the plan (the object key, which contains the version, the leaf array's metadata key in
-  the same version, the inner chunk, the virtual array's declared encoding and this
-  package's version). Known before any byte is read, so ``If-None-Match`` is answered
-  with 304 from the stamp alone;
+- a chunk of an immutable leaf version (its stamp names a ``run-*`` version), or a span
+  whose every leaf is one: a digest of the plan (per leaf the object key, which contains
+  the version, the leaf array's metadata key in the same version and the inner chunk; the
+  virtual array's declared encoding and this package's version). Known before any byte is
+  read, so ``If-None-Match`` is answered with 304 from the stamps alone;
 - documents, fabricated chunks and chunks of unversioned leaves (rewritten in place, so
   their key says nothing): a digest of the bytes, which are read to answer (an unversioned
   leaf's chunk is read whole on every request anyway).
@@ -27,7 +27,8 @@ from zarr.abc.store import RangeByteRequest
 from .. import __version__
 from ..errors import TruncatedChunkError
 from ..read.execute import execute, size_known
-from ..read.plan import Document, LeafRead, Plan
+from ..read.plan import Absent, Document, LeafRead, Plan
+from ..read.plan import Span as SpanPlan
 from .generations import Generation
 from .protocol import Span, content_tag, recipe_tag
 
@@ -49,18 +50,33 @@ class Found:
 
 
 def leaf_tag(generation: Generation, plan: Plan) -> str | None:
-    """The entity tag of a chunk of an immutable leaf version, from its plan; ``None`` for
-    every other plan (tagged by content)."""
-    if not isinstance(plan, LeafRead) or not plan.immutable:
+    """The entity tag of a chunk of immutable leaf versions (one leaf, or a span whose
+    every leaf part is), from its plan; ``None`` for every other plan (tagged by content)."""
+    if not isinstance(plan, LeafRead | SpanPlan):
         return None
-    declared = generation.declared.get(plan.array)
+    parts = plan.parts if isinstance(plan, SpanPlan) else (plan,)
+    if not all(p is None or isinstance(p, Absent) and p.problem is None
+               or isinstance(p, LeafRead) and p.immutable for p in parts):
+        return None
+    if not any(isinstance(p, LeafRead) for p in parts):
+        return None
+    array = plan.array
+    declared = generation.declared.get(array)
     if declared is None:
-        meta = generation.store.session.view.arrays[plan.array].meta
+        meta = generation.store.session.view.arrays[array].meta
         declared = json.dumps({k: meta.get(k) for k in _DECLARED}, sort_keys=True)
-        generation.declared[plan.array] = declared
-    part = getattr(plan, "part", None)
-    return recipe_tag(f"{__version__}\0{type(plan).__name__}\0{plan.object}\0{plan.meta}"
-                      f"\0{part}\0{declared}")
+        generation.declared[array] = declared
+    return recipe_tag("\0".join([__version__, declared, *map(_recipe, parts)]))
+
+
+def _recipe(plan: LeafRead | Absent | None) -> str:
+    """What determines the bytes of one leaf part: the plan kind, the object (its key names
+    the version), the leaf metadata's key and the inner chunk; an absence by design by its
+    reason; a part past the domain's end as ``-``."""
+    if isinstance(plan, LeafRead):
+        part = getattr(plan, "part", None)
+        return f"{type(plan).__name__}\0{plan.object}\0{plan.meta}\0{part}"
+    return "-" if plan is None else f"absent\0{plan.reason}"
 
 
 def _bytes(data) -> memoryview:
