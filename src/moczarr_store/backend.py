@@ -345,9 +345,6 @@ class LocalReader:
             _, got = await loop.run_in_executor(None, self._open_read, path, full, option, True)
         return got
 
-    async def head(self, path: str) -> int:
-        return (await self.stat(path)).size
-
     async def stat(self, path: str) -> ObjectStat:
         full = self._where(path)
         info = os.stat(full, follow_symlinks=self.follow_links)
@@ -437,9 +434,6 @@ class ObstoreReader:
                 f"retries ({scrub(_first_paragraph(err), self.options)})"
             )
         raise failure
-
-    async def head(self, path: str) -> int:
-        return (await obstore.head_async(self.store, path))["size"]
 
     async def stat(self, path: str) -> ObjectStat:
         meta = await obstore.head_async(self.store, path)
@@ -621,14 +615,8 @@ class Backend:
 
     async def size(self, path: str) -> int | None:
         """The object's size in bytes, or ``None`` when it does not exist (one HEAD)."""
-        self._reader.ready()
-        try:
-            return await self._call("head", self._reader.head, path)
-        except _MISSING:
-            return None
-        except Exception as err:
-            failure = self._failure(err, path, "sizing")
-        raise failure
+        stat = await self.stat(path)
+        return None if stat is None else stat.size
 
     async def stat(self, path: str) -> ObjectStat | None:
         """The object's size, ETag and modification time, or ``None`` when it does not

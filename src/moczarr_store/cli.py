@@ -26,7 +26,7 @@ from zarr.core.sync import sync  # internal: zarr exports no runner on its event
 
 from .backend import redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
-from .options import CHUNKINGS, REFERENCE_CHUNKINGS, VERIFY_MODES
+from .options import CHUNKINGS, REFERENCE_CHUNKINGS, VERIFY_MODES, parse_chunking
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
 from .verify import report_lines, verify_hive
@@ -313,12 +313,12 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def chunking_choice(text: str) -> str | int:
     """``--chunking``: a chunking's name, or a count of leaves per chunk."""
-    if text.isdigit() and int(text) >= 1:
-        return int(text)
-    if text in CHUNKINGS:
-        return text
-    raise argparse.ArgumentTypeError(
-        f"{text!r}: expected one of {', '.join(CHUNKINGS)}, or a count of leaves >= 1")
+    try:
+        return parse_chunking(text)
+    except OptionError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected one of {', '.join(CHUNKINGS)}, or a count of leaves >= 1"
+        ) from None
 
 
 def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:

@@ -20,6 +20,19 @@ REFERENCE_CHUNKINGS = ("shard", "leaf", "inner")
 GEOMETRIES: tuple[str, ...] = get_args(Geometry)
 
 
+def parse_chunking(value: object) -> str | int:
+    """A chunking: one of ``CHUNKINGS``, or a count of leaves per chunk (an int >= 1, or
+    its decimal digits, as the CLI and environment variables spell it)."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise OptionError(f"chunking={value}: leaves per chunk must be >= 1")
+        return value
+    _choice("chunking", value, CHUNKINGS)
+    return cast(str, value)
+
+
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise OptionError(f"{name}={value!r}: expected one of {choices}")
@@ -49,11 +62,9 @@ class OpenOptions:
 
     def __post_init__(self) -> None:
         _choice("verify", self.verify, VERIFY_MODES)
-        if isinstance(self.chunking, int) and not isinstance(self.chunking, bool):
-            if self.chunking < 1:
-                raise OptionError(f"chunking={self.chunking}: leaves per chunk must be >= 1")
-        else:
-            _choice("chunking", self.chunking, CHUNKINGS)
+        if isinstance(self.chunking, str) and self.chunking.isdigit():
+            raise OptionError(f"chunking={self.chunking!r}: pass a count as an int")
+        parse_chunking(self.chunking)
         _choice("geometry", self.geometry, GEOMETRIES)
         if self.window is not None:
             try:
@@ -78,11 +89,9 @@ class OpenOptions:
             raise OptionError(f"aoi: {err}") from None
         if isinstance(window, int) and not isinstance(window, bool):
             window = str(window)  # window=2019 means the label "2019"
-        if isinstance(chunking, str) and chunking.isdigit():
-            chunking = int(chunking)  # a count of leaves per chunk, as the CLI spells it
-        # verify and chunking are checked against their choices in __post_init__
-        return cls(cast(Verify, verify), cast(Chunking, chunking), window, members, cells,
-                   cast(Geometry, geometry))
+        # verify is checked against its choices in __post_init__
+        return cls(cast(Verify, verify), cast(Chunking, parse_chunking(chunking)), window,
+                   members, cells, cast(Geometry, geometry))
 
     def describe(self) -> str:
         """The options that differ from the defaults, as keyword arguments (for ``repr``);

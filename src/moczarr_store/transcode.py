@@ -6,8 +6,9 @@ wrong metadata, so the store learns each leaf's encoding and, where it differs,
 decodes the leaf's values and re-encodes them as the virtual array declares. Only
 safe casts are made; anything else is an error naming the leaf array.
 
-Cost: the leaf array's values are read through zarr (its chunks, ranged where sharded)
-and one virtual chunk is encoded in memory.
+Cost: the leaf array's values are read through zarr under the metadata already read (its
+chunks, ranged where sharded; no second read of its ``zarr.json``) and one virtual chunk is
+encoded in memory.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import json
 from collections.abc import AsyncIterator
 
 import numpy as np
+from zarr import AsyncArray
 from zarr.abc.store import Store
 from zarr.api.asynchronous import open_array
 from zarr.buffer import default_buffer_prototype
-from zarr.storage import MemoryStore
+from zarr.core.metadata.v3 import ArrayV3Metadata  # internal: no public equivalent (3.1-3.4)
+from zarr.storage import MemoryStore, StorePath
 
 from .errors import EncodingError, TranscodeReadError
 from .view.arrays import FieldArray
@@ -95,7 +98,9 @@ async def transcode(
     if leaf_meta.get("shape") != array.level.arrays[array.name].get("shape"):
         raise EncodingError(f"{where}: shape {leaf_meta.get('shape')} differs from the template")
     try:
-        source = await open_array(store=_BackendStore(backend), path=where, zarr_format=3)
+        # the leaf metadata is known (read with the chunk, or cached): zarr reads no zarr.json
+        source = AsyncArray(metadata=ArrayV3Metadata.from_dict(dict(leaf_meta)),
+                            store_path=StorePath(_BackendStore(backend), where))
         region = array.leaf_region(coords)
         values = np.asarray(await source.getitem(region))
     except Exception as err:
