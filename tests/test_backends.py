@@ -101,6 +101,26 @@ def test_local_file_reads_equal_obstore_reads(path, byte_range):
         assert local.stats.total <= min(1, via_obstore.stats.total)  # past the end: no HEAD
 
 
+@pytest.mark.parametrize("byte_range", [None, RangeByteRequest(0, 16), SuffixByteRequest(20),
+                                        RangeByteRequest(8, 8)])
+@pytest.mark.parametrize("local", [True, False], ids=["file-io", "obstore"])
+def test_get_stat_gives_the_bytes_and_the_stat_of_one_request(local, byte_range):
+    """``get_stat``: the bytes ``get`` gives and the stat ``stat`` gives (size, ETag,
+    mtime), from one GET (an empty range: one HEAD)."""
+    path = LEAF_OBJECTS[0]
+    backend = Backend(HIVE if local else obstore.store.LocalStore(str(HIVE)))
+    want_bytes = asyncio.run(backend.get(path, byte_range))
+    want_stat = asyncio.run(backend.stat(path))
+    backend.stats.reset()
+    got = asyncio.run(backend.get_stat(path, byte_range))
+    assert got is not None
+    assert bytes(got[0]) == bytes(want_bytes) and got[1] == want_stat
+    empty = isinstance(byte_range, RangeByteRequest) and byte_range.end <= byte_range.start
+    assert dict(backend.stats.counts) == ({"head": 1} if empty else
+                                          {"get" if byte_range is None else "get_range": 1})
+    assert asyncio.run(backend.get_stat("no/such/object")) is None
+
+
 @pytest.mark.parametrize("path", ["../bare_versioned/morton_hive.json", "/etc/hostname",
                                   "a//b", "./morton_hive.json", "4/../morton_hive.json"])
 def test_local_reads_refuse_paths_that_leave_the_root(path):
@@ -128,6 +148,6 @@ def test_local_read_of_a_file_that_shrank_returns_only_its_bytes(tmp_path, monke
         assert got is None
         return
     assert got is not None
-    data, size = got
+    data, info = got
     assert bytes(data) == b"abc"
-    assert size == 4099
+    assert info.st_size == 4099

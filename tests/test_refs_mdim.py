@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 import shutil
@@ -9,18 +11,23 @@ import sqlite3
 import subprocess
 import sys
 import warnings
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 from conftest import FIXTURES, fixture_roots
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsclients import missing
 from refs_read import assert_same, mdim_values, store_values
 
-from moczarr_store import HiveWarning, TruncatedChunkError
+from moczarr_store import HiveWarning, MocHiveStore, TruncatedChunkError
+from moczarr_store.backend import LocalReader
 from moczarr_store.cli import EXIT_MISSING, main
 from moczarr_store.options import OptionError
 from moczarr_store.refs import export_refs
 from moczarr_store.refs.collect import published
+from moczarr_store.view.arrays import FabricatedArray
 
 NAMES = [p.name for p in fixture_roots()]
 
@@ -194,6 +201,50 @@ def test_leaf_and_inner_references_follow_the_shard_index(tmp_path, chunking):
     export_refs(FIXTURES / "sharded", "mdim-refs", out, chunking=chunking)
     db = sqlite3.connect(out)
     assert set(db.execute('SELECT info, count(*) FROM "atl06/o7/count" GROUP BY info')) == want
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+def test_a_shard_source_is_stated_by_its_index_read(tmp_path, monkeypatch, chunking):
+    """A shard object's size and mtime in the sources table come from the ranged read of
+    its index, so the index verified and the stat recorded describe one version of the
+    object: no HEAD of it."""
+    heads: list[str] = []
+    real_stat = LocalReader.stat
+
+    async def stat(self, path):
+        heads.append(path)
+        return await real_stat(self, path)
+
+    monkeypatch.setattr(LocalReader, "stat", stat)
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "sharded", "mdim-refs", out, chunking=chunking)
+    sources = sqlite3.connect(out).execute("SELECT source, size, mtime FROM sources").fetchall()
+    root = (FIXTURES / "sharded").resolve().as_uri() + "/"
+    assert sources and not {s[len(root) :] for s, _, _ in sources} & set(heads)
+    for source, size, mtime in sources:
+        info = os.stat(source[len("file://") :])
+        assert size == info.st_size
+        assert mtime == datetime.fromtimestamp(info.st_mtime, UTC).isoformat()
+
+
+@functools.cache
+def _coordinates(name: str, chunking: str) -> list[FabricatedArray]:
+    view = asyncio.run(MocHiveStore(FIXTURES / name, chunking=chunking).session.ensure_levels(""))
+    return [a for a in view.arrays.values() if isinstance(a, FabricatedArray)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(["sharded", "windowed", "ragged"]), st.sampled_from(["shard", "leaf"]),
+       st.data())
+def test_a_run_of_coordinate_chunks_equals_them_one_by_one(name, chunking, data):
+    """The export computes coordinate chunks in runs: each equals the chunk the store
+    serves (``fabricate``), including the zero-padded last one and the window labels."""
+    array = data.draw(st.sampled_from(_coordinates(name, chunking)))
+    total = array.grid[0]
+    first = data.draw(st.integers(0, total - 1))
+    stop = data.draw(st.integers(first + 1, total))
+    want = [bytes(array.fabricate((i,))) for i in range(first, stop)]
+    assert array.fabricate_run(first, stop) == want
 
 
 def test_published_takes_the_longest_prefix_whatever_the_order():

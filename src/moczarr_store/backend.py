@@ -227,8 +227,8 @@ def _buffer(size: int) -> memoryview:
 
 
 def _read(path: str, option: RangeOption, wait: bool = True,
-          flags: int = 0) -> tuple[memoryview, int] | None:
-    """A local object's bytes (or the part ``option`` names) and its size; a file that
+          flags: int = 0) -> tuple[memoryview, os.stat_result] | None:
+    """A local object's bytes (or the part ``option`` names) and its ``fstat``; a file that
     shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
     returns ``None`` unless the page cache holds them all, so the event loop never waits on
     a disk. Memory: one uninitialised buffer of the span."""
@@ -236,7 +236,8 @@ def _read(path: str, option: RangeOption, wait: bool = True,
         return None
     fd = os.open(path, os.O_RDONLY | flags)
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        size = info.st_size
         start, end = _span(option, size)
         buffer, done = _buffer(end - start), 0
         while done < len(buffer):
@@ -248,11 +249,11 @@ def _read(path: str, option: RangeOption, wait: bool = True,
                     raise
                 return None
             if got == 0:  # the file shrank under us: what is there
-                return buffer[:done], size
+                return buffer[:done], info
             done += got
             if not wait and done < len(buffer):
                 return None
-        return buffer, size
+        return buffer, info
     finally:
         os.close(fd)
 
@@ -336,14 +337,23 @@ class LocalReader:
 
     def cached(self, path: str) -> tuple[BytesLike, int] | None:
         """The whole object if the page cache holds it all, else ``None`` (no wait)."""
-        return self._open_read(path, self._where(path), None, False)[1]
+        got = self._open_read(path, self._where(path), None, False)[1]
+        return None if got is None else (got[0], got[1].st_size)
 
-    async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
+    async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
         full, got = self._open_read(path, self._where(path), option, False)  # page-cached
         if got is None:  # not all in the page cache: wait for the disk on a thread
             loop = asyncio.get_running_loop()
             _, got = await loop.run_in_executor(None, self._open_read, path, full, option, True)
         return got
+
+    async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
+        data, info = await self._read_info(path, option)
+        return data, info.st_size
+
+    async def read_stat(self, path: str, option: RangeOption) -> tuple[BytesLike, ObjectStat]:
+        data, info = await self._read_info(path, option)
+        return data, _local_stat(info)
 
     async def stat(self, path: str) -> ObjectStat:
         full = self._where(path)
@@ -352,13 +362,17 @@ class LocalReader:
             info = os.stat(self._through_link(path, full))
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(path)
-        return ObjectStat(info.st_size, None, datetime.fromtimestamp(info.st_mtime, UTC))
+        return _local_stat(info)
 
     async def list(self, prefix: str) -> tuple[list[str], list[str]]:
         if prefix:
             _check_relative(prefix)
         directory = self._dir(prefix)
         return await asyncio.get_running_loop().run_in_executor(None, _scan, directory)
+
+
+def _local_stat(info: os.stat_result) -> ObjectStat:
+    return ObjectStat(info.st_size, None, datetime.fromtimestamp(info.st_mtime, UTC))
 
 
 def _scan(directory: str) -> tuple[list[str], list[str]]:
@@ -420,12 +434,20 @@ class ObstoreReader:
         return self._store
 
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
+        data, meta = await self._get(path, option)
+        return data, meta["size"]
+
+    async def read_stat(self, path: str, option: RangeOption) -> tuple[BytesLike, ObjectStat]:
+        data, meta = await self._get(path, option)
+        return data, ObjectStat(meta["size"], meta.get("e_tag"), meta.get("last_modified"))
+
+    async def _get(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
         """GET and read the body: the body is part of the request (the caller holds the
         concurrency cap across both)."""
         options: Any = None if option is None else {"range": option}
         result = await obstore.get_async(self.store, path, options=options)
         try:
-            return await result.bytes_async(), result.meta["size"]
+            return await result.bytes_async(), result.meta
         except _MISSING:
             raise
         except Exception as err:  # obstore's body errors do not name the object
@@ -585,19 +607,30 @@ class Backend:
     ) -> tuple[BytesLike, int] | None:
         """Like :meth:`get`, with the whole object's size, learned from the same request
         (an empty range costs a HEAD instead)."""
+        return await self._fetch(path, byte_range, False)
+
+    async def get_stat(
+        self, path: str, byte_range: ByteRequest | None = None
+    ) -> tuple[BytesLike, ObjectStat] | None:
+        """Like :meth:`get_sized`, with the object's :class:`ObjectStat` from the same
+        request: the bytes and the stat describe one version of the object."""
+        return await self._fetch(path, byte_range, True)
+
+    async def _fetch(self, path: str, byte_range: ByteRequest | None, with_stat: bool) -> Any:
         if byte_range is not None and not isinstance(byte_range, ByteRequest):
             raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
         if byte_range is not None and _unusual(byte_range):
-            got = await self.get_sized(path)  # negative or huge bounds: slice in memory
+            got = await self._fetch(path, None, with_stat)  # negative or huge: slice in memory
             return None if got is None else (slice_bytes(bytes(got[0]), byte_range), got[1])
         if isinstance(byte_range, RangeByteRequest) and byte_range.end <= byte_range.start:
-            size = await self.size(path)
-            return None if size is None else (b"", size)
+            stat = await self.stat(path)
+            return None if stat is None else (b"", stat if with_stat else stat.size)
         option = _range_option(byte_range)
         self._reader.ready()  # a missing hive root raises here, not as a missing object
         try:
             kind = "get" if option is None else "get_range"
-            return await self._call(kind, self._reader.read, path, option)
+            read = self._reader.read_stat if with_stat else self._reader.read
+            return await self._call(kind, read, path, option)
         except _MISSING:
             return None
         except Exception as err:
@@ -606,11 +639,11 @@ class Backend:
         if refused and (isinstance(option, tuple) or (isinstance(option, dict)
                                                       and "offset" in option)):
             start = option[0] if isinstance(option, tuple) else option["offset"]
-            size = await self.size(path)  # obstore refuses a range starting past the end
-            if size is None:
+            stat = await self.stat(path)  # obstore refuses a range starting past the end
+            if stat is None:
                 return None
-            if start >= size:
-                return b"", size
+            if start >= stat.size:
+                return b"", stat if with_stat else stat.size
         raise failure
 
     async def size(self, path: str) -> int | None:

@@ -16,9 +16,10 @@ nothing (the fill value).
 - ``Absent``: no reference; damage (debris, a dangling version) is warned as the store warns.
 
 Cost: per leaf its stamp (cached), per (leaf, field) the leaf array metadata where not
-already known, per referenced object one HEAD (size, ETag, mtime: the sources table), and
-one ranged GET of each shard index (``shard``/``leaf``/``inner`` modes). Inline chunks are
-read whole. Memory: the references (a few dozen bytes each) plus the inline bytes.
+already known, and per referenced object one request that gives the sources table its
+size, ETag and mtime: the ranged GET of a shard's index (verified), or a HEAD of a plain
+chunk. Inline chunks are read whole. Memory: the references (a few dozen bytes each)
+plus the inline bytes.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ import numpy as np
 
 from ..backend import ObjectStat
 from ..cache import AsyncCache
-from ..chunks import ABSENT, inner_span
+from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_span
 from ..errors import OptionError, TruncatedChunkError
-from ..read.execute import encoded_as_declared, execute, verified_index
+from ..read.execute import encoded_as_declared, execute
 from ..read.plan import Absent, InnerRange, LeafRead, Passthrough, Recode, Reframe, plan_chunk
 from ..view.arrays import FabricatedArray, FieldArray
 
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from ..session import HiveSession
 
 JOBS = 64  # chunks planned concurrently (the backend caps requests in flight)
+FABRICATED_RUN = 4096  # coordinate chunks computed in one pass
+Source = tuple[ObjectStat, "np.ndarray | None"]  # an object's stat, and a shard's index rows
 
 
 @dataclass(frozen=True)
@@ -142,21 +145,24 @@ async def collect(
     for array in arrays:
         kind = "coordinate" if isinstance(array, FabricatedArray) else "field"
         out.arrays[array.path] = ArrayRefs(array.path, array.meta, kind, tuple(array.grid))
-    work = [(a, c) for a in arrays for c in itertools.product(*(range(n) for n in a.grid))]
+    fields = [a for a in arrays if isinstance(a, FieldArray)]
+    work = [(a, c) for a in fields for c in itertools.product(*(range(n) for n in a.grid))]
     if progress is not None:
-        progress.reset(total=len(work))
-    stats: AsyncCache[ObjectStat | None] = AsyncCache(1 << 22)
+        progress.reset(total=len(work) + sum(a.grid[0] for a in arrays if a not in fields))
+    for array in arrays:
+        if isinstance(array, FabricatedArray):
+            _fabricated(array, out.arrays[array.path], progress)
+    sources: AsyncCache[Source | None] = AsyncCache(1 << 22)
     queue = iter(work)
 
     async def worker() -> None:
         for array, coords in queue:
-            chunk = await _chunk(session, array, coords, stats)
+            chunk = await _chunk(session, array, coords, sources)
             if chunk is not None:
                 out.arrays[array.path].chunks.append(chunk)
-                key = chunk.source
-                stat = None if key is None else stats.peek(key, None)
-                if key is not None and isinstance(stat, ObjectStat):
-                    out.sources[key] = stat
+                source = None if chunk.source is None else sources.peek(chunk.source)
+                if isinstance(source, tuple):
+                    out.sources[chunk.source] = source[0]  # type: ignore[index]
             if progress is not None:
                 progress.update(1)
 
@@ -172,12 +178,36 @@ async def collect(
     return out
 
 
+def _fabricated(array: FabricatedArray, refs: ArrayRefs, progress: Any) -> None:
+    """Every chunk of a coordinate array, inline, computed in runs of ``FABRICATED_RUN``."""
+    total = array.grid[0]
+    for first in range(0, total, FABRICATED_RUN):
+        stop = min(first + FABRICATED_RUN, total)
+        for i, data in enumerate(array.fabricate_run(first, stop), first):
+            refs.chunks.append(Chunk((i,), "fabricated", data=data))
+        if progress is not None:
+            progress.update(stop - first)
+
+
+async def _source(session: HiveSession, plan: LeafRead) -> Source | None:
+    """The object's stat and, for a shard, its verified index rows, from one request: a
+    HEAD (a plain chunk) or the ranged GET of the index, so that the stat recorded and the
+    index read describe one version of the object. ``None``: no such object."""
+    key, check = plan.object, plan.check
+    if not check.shard_chunks:
+        stat = await session.backend.stat(key)
+        return None if stat is None else (stat, None)
+    got = await session.backend.get_stat(key, index_range(check))
+    if got is None:
+        return None
+    index, stat = got
+    return stat, index_entries(index, check, key, stat.size)
+
+
 async def _chunk(
-    session: HiveSession, array: Any, coords: tuple[int, ...], stats: AsyncCache
+    session: HiveSession, array: FieldArray, coords: tuple[int, ...],
+    sources: AsyncCache[Source | None],
 ) -> Chunk | None:
-    if isinstance(array, FabricatedArray):
-        return Chunk(coords, "fabricated", data=bytes(array.fabricate(coords)))
-    assert isinstance(array, FieldArray)
     path = array.object_path(coords)
     if path is None:  # a sphere node no object covers: the fill value, no reference
         return None
@@ -191,21 +221,20 @@ async def _chunk(
     same = await encoded_as_declared(session, plan)
     if not same:  # None: no such array in the leaf version (read, and reported, as missing)
         return await _inline(session, plan, coords, "transcoded")
-    stat = await stats.get(plan.object, lambda: session.backend.stat(plan.object))
-    if stat is None:
+    source = await sources.get(plan.object, lambda: _source(session, plan))
+    if source is None:
         return await _inline(session, plan, coords, "missing")
+    stat, entries = source
     if isinstance(plan, Passthrough):
-        return await _whole(session, plan, coords, stat)
-    entries = await verified_index(session, plan)
-    if entries is None:  # gone since its HEAD
-        return await _inline(session, plan, coords, "missing")
+        return _whole(plan, coords, stat)
+    assert entries is not None  # a shard's source carries its index
     if isinstance(plan, InnerRange):
         span = inner_span(entries, plan.part)
         if span is None:
             return None
         return Chunk(coords, "ref", plan.object, span.start, span.end - span.start)
     assert isinstance(plan, Reframe)
-    payload = _contiguous(entries, plan.check.inner_nbytes or 0)
+    payload = _contiguous(entries, plan.check, stat.size)
     if payload is None:
         return await _inline(session, plan, coords, "reframed")
     if not payload:
@@ -214,13 +243,10 @@ async def _chunk(
     return Chunk(coords, "ref", plan.object, offset, length)
 
 
-async def _whole(session: HiveSession, plan: Passthrough, coords: tuple[int, ...],
-                 stat: ObjectStat) -> Chunk:
-    """A whole object: its shard index verified, or its size checked."""
+def _whole(plan: Passthrough, coords: tuple[int, ...], stat: ObjectStat) -> Chunk:
+    """A whole object, its shard index verified (by :func:`_source`) or its size checked."""
     check = plan.check
-    if check.shard_chunks:
-        await verified_index(session, plan)
-    elif check.nbytes is not None and stat.size != check.nbytes:
+    if not check.shard_chunks and check.nbytes is not None and stat.size != check.nbytes:
         raise TruncatedChunkError(
             f"{plan.object}: an uncompressed chunk of {check.nbytes} bytes was expected, "
             f"the object has {stat.size}"
@@ -230,17 +256,12 @@ async def _whole(session: HiveSession, plan: Passthrough, coords: tuple[int, ...
     return Chunk(coords, "ref", plan.object, 0, stat.size)
 
 
-def _contiguous(entries: np.ndarray, step: int) -> tuple[int, ...] | None:
-    """``(offset, length)`` of a shard's inner chunks stored whole and in order; ``()``
-    when every inner chunk is absent; ``None`` when they cannot be one range."""
-    offsets, sizes = entries[:, 0], entries[:, 1]
-    if (offsets == np.uint64(ABSENT)).all():
-        return ()
-    if (offsets == np.uint64(ABSENT)).any() or not (sizes == step).all():
-        return None
-    if len(offsets) > 1 and not (np.diff(offsets.astype(np.int64)) == step).all():
-        return None
-    return int(offsets[0]), step * len(offsets)
+def _contiguous(entries: np.ndarray, check: ChunkCheck, size: int) -> tuple[int, ...] | None:
+    """``(offset, length)`` of a shard's inner chunks stored whole, back to back and in
+    order; ``()`` when every inner chunk is absent; ``None`` when they cannot be one range."""
+    if in_order(entries, check, size):
+        return int(entries[0, 0]), (check.inner_nbytes or 0) * len(entries)
+    return () if (entries[:, 0] == np.uint64(ABSENT)).all() else None
 
 
 async def _inline(
