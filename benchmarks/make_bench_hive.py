@@ -12,7 +12,8 @@ Usage (Python 3.12 venv with zagg 0.61.0)::
     ``SyntheticH5Coro`` registry). Defaults: 4,096 leaves, shard order 6, cell
     order 12 (zagg's packaged ATL06 grid), ``chunk_inner: 9`` + ``sharded:
     true`` (K = 4^(9-6) = 64 inner chunks of 4^(12-9) = 64 cells; 4,096 cells
-    per leaf), the full default ATL06 aggregation (9 fields + ``morton``),
+    per leaf), the full default ATL06 aggregation (9 fields + ``morton``; ``--fields``
+    keeps some),
     zagg defaults otherwise: versioned leaves, root coverage.moc, Icechunk
     companion ON, and zagg's default pyramid, which on this interior-chunk
     grid is the ``zagg-pyramid/2`` ladder (leaf columns at order 9, rungs
@@ -205,7 +206,7 @@ def bench_config(args):
     return mf.make_config(
         args.shard_order,
         args.cell_order,
-        fields=None,  # full default ATL06 aggregation
+        fields=args.fields.split(",") if args.fields else None,  # None: all of ATL06's
         grid={"chunk_inner": args.chunk_inner, "sharded": True},
         icechunk=None if args.icechunk else False,  # None -> zagg default (ON)
         **pyr,
@@ -516,6 +517,7 @@ def main(argv=None) -> int:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=0, help="shards per zagg run (0: all)")
+    ap.add_argument("--fields", default="", help="comma-separated ATL06 fields (default: all 9)")
     ap.add_argument("--no-icechunk", dest="icechunk", action="store_false")
     ap.add_argument(
         "--no-pyramid",
