@@ -301,15 +301,6 @@ async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | No
     return None if meta is None else meta == _SAME
 
 
-async def verified_index(session: HiveSession, plan: LeafRead) -> Any:
-    """The verified ``(offset, nbytes)`` index rows of the plan's shard object (``None``:
-    no such object). One ranged GET, remembered for immutable objects."""
-    read = functools.partial(_read_sized, session)
-    if not plan.immutable:
-        return await load_index(read, plan.object, plan.check)
-    return await session.indexes.get(plan.object, lambda: load_index(read, plan.object, plan.check))
-
-
 def remember_template(session: HiveSession, level: Level) -> None:
     """The array metadata read at open (the template's and each sampled writer run's): a
     chunk of those objects needs no second read of it (immutable versions only). Each is
