@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
+from zarr.core.buffer import default_buffer_prototype
+
 from ..backend import ObjectStat
 from ..errors import HiveFormatError
 from .collect import Collected
@@ -82,7 +84,6 @@ async def write_icechunk(
     and reference of ``collected``. ``configs`` maps a container prefix to icechunk's
     object store configuration (e.g. an ``s3_store(endpoint_url=...)``)."""
     import icechunk
-    from zarr.core.buffer import default_buffer_prototype
 
     config = icechunk.RepositoryConfig.default()
     for prefix in containers(collected, publish, remap):
@@ -104,9 +105,9 @@ async def write_icechunk(
         for chunk in refs.chunks:
             key = f"{path}/c/" + "/".join(map(str, chunk.coords))
             if chunk.source is None:
-                native.append(store.set(key, buffer.from_bytes(chunk.data or b"")))
+                native.append((key, chunk.data or b""))
                 if len(native) == NATIVE_BATCH:
-                    await asyncio.gather(*native)
+                    await _set_native(store, native)
                     native.clear()
                 continue
             marks = checksum(collected.sources.get(chunk.source)) if checksums else {}
@@ -114,7 +115,7 @@ async def write_icechunk(
                 list(chunk.coords), publish(collected.url(chunk.source)), chunk.offset,
                 chunk.length, **marks,
             ))
-        await asyncio.gather(*native)
+        await _set_native(store, native)
         if specs:
             failed = store.set_virtual_refs(path, specs, validate_containers=True)
             if failed:
@@ -124,3 +125,8 @@ async def write_icechunk(
                 )
     session.commit(message)
 
+
+async def _set_native(store: Any, chunks: list[tuple[str, bytes]]) -> None:
+    """Write ``(key, bytes)`` native chunks concurrently."""
+    buffer = default_buffer_prototype().buffer
+    await asyncio.gather(*(store.set(key, buffer.from_bytes(data)) for key, data in chunks))
