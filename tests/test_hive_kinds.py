@@ -193,3 +193,29 @@ def test_an_unmaterialised_order_is_omitted_with_a_warning(hive_copy):
     with pytest.warns(HiveWarning, match="atl06/o3: declared, but no stamped overview object"):
         orders = set(zarr.open_group(MocHiveStore(root), mode="r")["atl06"].group_keys())
     assert orders == {"o7", "o5"}
+
+
+@pytest.mark.parametrize("name,group", [("sharded", "atl06/o7"), ("windowed", "atl06/o7")])
+def test_shard_mode_shards_the_coordinates_as_the_fields(name, group):
+    """In ``"shard"`` mode ``morton`` and ``cell_ids`` are sharded as the fields that pass
+    their shards through (one computed shard per leaf), with the values of ``"leaf"`` mode
+    (checked against mortie in test_properties_keys), whole and in parts, and xarray
+    chunks them as the fields."""
+    shard = zarr.open_group(MocHiveStore(FIXTURES / name, chunking="shard"), mode="r",
+                            path=group)
+    leaf = zarr.open_group(MocHiveStore(FIXTURES / name), mode="r", path=group)
+    fields = [shard[n] for n in ("count", "h_mean") if n in shard]
+    sharded = [f for f in fields if f.shards is not None]
+    for coordinate in ("morton", "cell_ids"):
+        got, want = shard[coordinate], leaf[coordinate][:]
+        if sharded:
+            assert got.shards == (sharded[0].shards[-1],)
+            assert got.chunks == (sharded[0].chunks[-1],)
+        else:  # unsharded leaves: the coordinates are not sharded either
+            assert got.shards is None
+        np.testing.assert_array_equal(got[:], want)
+        n = want.shape[0]
+        for part in (slice(0, 1), slice(3, 70), slice(n - 5, n), slice(n // 2, n // 2 + 9)):
+            np.testing.assert_array_equal(got[part], want[part])
+    ds = xr.open_zarr(MocHiveStore(FIXTURES / name, chunking="shard"), group=group)
+    assert ds["morton"].chunks[0] == ds.chunks["cells"]

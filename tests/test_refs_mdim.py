@@ -203,6 +203,18 @@ def test_leaf_and_inner_references_follow_the_shard_index(tmp_path, chunking):
     assert set(db.execute('SELECT info, count(*) FROM "atl06/o7/count" GROUP BY info')) == want
 
 
+def test_shard_mode_coordinates_are_one_inline_shard_per_leaf(tmp_path):
+    """In ``"shard"`` mode the coordinates are sharded as the fields: an export carries one
+    inline chunk of each per leaf chunk of the fields, not one per inner chunk."""
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "sharded", "mdim-refs", out, chunking="shard")
+    db = sqlite3.connect(out)
+    count = db.execute('SELECT count(*) FROM "atl06/o7/count"').fetchone()[0]
+    for name in ("morton", "cell_ids"):
+        assert db.execute(f'SELECT count(*) FROM "atl06/o7/{name}"').fetchone()[0] == count
+    assert_same(mdim_values(out), store_values(FIXTURES / "sharded"))
+
+
 @pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
 def test_a_shard_source_is_stated_by_its_index_read(tmp_path, monkeypatch, chunking):
     """A shard object's size and mtime in the sources table come from the ranged read of

@@ -230,6 +230,14 @@ def _full_shard(step: int, n: int, index_at_end: bool, crc: bool) -> tuple[int, 
     return step * n + need, index
 
 
+def full_shard_index(step: int, n: int) -> bytes:
+    """The index (at the end, crc32c'd) of a shard of ``n`` inner chunks of ``step`` bytes,
+    all present and back to back in order."""
+    layout = _full_shard(step, n, True, True)
+    assert layout is not None, "a shard has inner chunks of some bytes"
+    return layout[1]
+
+
 def _is_index_range(byte_range, check: ChunkCheck) -> bool:
     return byte_range == index_range(check)
 

@@ -530,7 +530,7 @@ class _LevelJob:
             data = self._fabricated[slot]
             if data is None:
                 raise RuntimeError(f"{array.path}: no fabricated chunk {chunk}")
-            parts.append(np.frombuffer(memoryview(data), dtype="<u8"))
+            parts.append(np.frombuffer(array.values(data), dtype="<u8"))
         rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
         offset = start - first * array.rows
         return rows[offset : offset + cells]

@@ -17,7 +17,8 @@ from zarr.codecs import ShardingCodec
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from ..chunks import chunk_check, fill_number, plain_bytes
+from ..backend import BytesLike
+from ..chunks import chunk_check, fill_number, full_shard_index, plain_bytes
 from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
 from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
 from ..hive.jsonio import is_int
@@ -389,11 +390,27 @@ class FieldArray:
         shard passes through); ``None``: no cells axis."""
         if self.axis is None:
             return None
+        shard = self._passed_shard
+        if shard is not None:
+            return int(shard["chunk_shape"][self.windowed + self.axis])
+        return self.level.cells_per_node // self.chunks_per_leaf * self.span
+
+    @property
+    def shard_rows(self) -> int | None:
+        """Rows along ``cells`` of a shard passed through (``None``: the array is not
+        presented sharded, or has no cells axis)."""
+        if self.axis is None or self._passed_shard is None:
+            return None
+        return int(self.meta["chunk_grid"]["configuration"]["chunk_shape"][
+            self.windowed + self.axis])
+
+    @property
+    def _passed_shard(self) -> dict | None:
+        """The sharding codec's configuration when the array is presented sharded."""
         codecs = self.meta["codecs"]
         if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
-            inner = codecs[0]["configuration"]["chunk_shape"]
-            return int(inner[self.windowed + self.axis])
-        return self.level.cells_per_node // self.chunks_per_leaf * self.span
+            return codecs[0]["configuration"]
+        return None
 
     def object_path(self, coords: tuple[int, ...]) -> str | None:
         """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in;
@@ -422,16 +439,34 @@ class FieldArray:
 
 
 class FabricatedArray:
-    """A coordinate array computed from the domain; its chunks never touch storage."""
+    """A coordinate array computed from the domain; its chunks never touch storage.
 
-    def __init__(self, meta: dict, rows: int, produce) -> None:
-        self.meta, self.rows, self._produce = meta, rows, produce
+    ``produce(start, stop, length)`` gives the values of rows ``[start, stop)`` padded to
+    ``length`` rows; ``tail`` (a shard index, when the array is presented sharded) follows
+    the values of every chunk."""
+
+    def __init__(self, meta: dict, rows: int, produce, tail: bytes = b"") -> None:
+        self.meta, self.rows, self._produce, self._tail = meta, rows, produce, tail
         self.path = ""  # set when the view places it
         self.grid = (math.ceil(meta["shape"][0] / rows),) if meta["shape"][0] else (0,)
+        self._last: tuple[int, bytes] | None = None  # a shard is read in parts: keep one
 
     def fabricate(self, coords: tuple[int, ...]) -> bytes | memoryview:
         start = coords[0] * self.rows
-        return self._produce(start, min(start + self.rows, self.meta["shape"][0]), self.rows)
+        values = self._produce(start, min(start + self.rows, self.meta["shape"][0]), self.rows)
+        if not self._tail:
+            return values
+        last = self._last
+        if last is not None and last[0] == coords[0]:
+            return last[1]
+        chunk = bytes(values) + self._tail
+        self._last = (coords[0], chunk)
+        return chunk
+
+    def values(self, chunk: BytesLike) -> memoryview:
+        """The values of a chunk as :meth:`fabricate` gives it (without its shard index)."""
+        view = memoryview(chunk).cast("B")
+        return view[: len(view) - len(self._tail)]
 
     def fabricate_run(self, first: int, stop: int) -> list[bytes]:
         """Chunks ``first`` to ``stop - 1`` as :meth:`fabricate` gives them; values of a
@@ -442,7 +477,7 @@ class FabricatedArray:
         end = min(stop * self.rows, self.meta["shape"][0])
         block = memoryview(self._produce(start, end, count * self.rows)).cast("B")
         step = len(block) // count
-        return [bytes(block[i * step : (i + 1) * step]) for i in range(count)]
+        return [bytes(block[i * step : (i + 1) * step]) + self._tail for i in range(count)]
 
 
 def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: str,
@@ -495,11 +530,14 @@ def check_sphere(level: Level, rows: int) -> None:
 
 
 def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
-                    sphere: bool = False) -> FabricatedArray:
+                    sphere: bool = False, shard_rows: int | None = None) -> FabricatedArray:
     """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row, chunked by
     ``rows`` (a divisor or a multiple of the cells per node, as the fields are chunked):
-    the ranks of each node's cells (``ids.child_ranks``) as words or NESTED ids. Cost:
-    ``rows`` words of numpy per chunk, no I/O; nothing per node is kept on the sphere.
+    the ranks of each node's cells (``ids.child_ranks``) as words or NESTED ids. With
+    ``shard_rows`` (the fields pass their leaves' shards through) the array is sharded as
+    they are: shards of ``shard_rows``, inner chunks of ``rows``, every inner chunk
+    present (the index is the same for every shard). Cost: the rows of a chunk in numpy,
+    no I/O; nothing per node is kept on the sphere.
     """
     cells = level.cells_per_node
     to_values = ranks_to_words if kind == "morton" else ranks_to_nested
@@ -516,9 +554,16 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
         out[: stop - start] = to_values(ranks, level.cell_order)
         return out.data.cast("B")
 
-    meta = _coordinate_meta(domain_nodes(level, sphere) * cells, rows, "uint64", 0, _BYTES_LE,
-                            "cells", attrs)
-    return FabricatedArray(meta, rows, produce)
+    n = domain_nodes(level, sphere) * cells
+    if shard_rows is None:
+        return FabricatedArray(_coordinate_meta(n, rows, "uint64", 0, _BYTES_LE, "cells", attrs),
+                               rows, produce)
+    codec = {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [rows], "codecs": [_BYTES_LE],
+        "index_codecs": [_BYTES_LE, {"name": "crc32c"}], "index_location": "end"}}
+    meta = _coordinate_meta(n, shard_rows, "uint64", 0, codec, "cells", attrs)
+    tail = full_shard_index(rows * 8, shard_rows // rows)
+    return FabricatedArray(meta, shard_rows, produce, tail)
 
 
 def cell_ranges(level: Level, sphere: bool = False) -> np.ndarray:

@@ -138,7 +138,12 @@ class View:
         rows = rows or level.cells_per_node
         if self.sphere:
             check_sphere(level, rows)
-        arrays: dict[str, Array] = {**self._coordinates(level, rows), **fields}
+        # sharded as the fields when they all pass shards of one shape through
+        shapes = {(f.shard_rows, f.chunk_rows) for f in fields.values() if f.axis is not None}
+        shard_rows = next(iter(shapes))[0] if len(shapes) == 1 else None
+        if shard_rows is not None and (shard_rows <= rows or shard_rows % rows):
+            shard_rows = None
+        arrays: dict[str, Array] = {**self._coordinates(level, rows, shard_rows), **fields}
         self._add_group(
             level.path,
             {
@@ -164,14 +169,15 @@ class View:
         level = self.levels.get(path)
         return None if level is None else cell_ranges(level, self.sphere)
 
-    def _coordinates(self, level: Level, rows: int) -> dict[str, FabricatedArray]:
+    def _coordinates(self, level: Level, rows: int,
+                     shard_rows: int | None) -> dict[str, FabricatedArray]:
         """The fabricated coordinate arrays of one level, by name."""
         sphere = self.sphere
         arrays = {
-            "morton": cell_coordinate(level, "morton", {}, rows, sphere),
+            "morton": cell_coordinate(level, "morton", {}, rows, sphere, shard_rows),
             "cell_ids": cell_coordinate(
                 level, "cell_ids", cell_ids_attrs(level.cell_order, level.group_attrs),
-                rows, sphere,
+                rows, sphere, shard_rows,
             ),
         }
         if level.windows:
