@@ -452,13 +452,13 @@ class FabricatedArray:
         self._last: tuple[int, bytes] | None = None  # a shard is read in parts: keep one
 
     def fabricate(self, coords: tuple[int, ...]) -> bytes | memoryview:
+        last = self._last
+        if last is not None and last[0] == coords[0]:
+            return last[1]
         start = coords[0] * self.rows
         values = self._produce(start, min(start + self.rows, self.meta["shape"][0]), self.rows)
         if not self._tail:
             return values
-        last = self._last
-        if last is not None and last[0] == coords[0]:
-            return last[1]
         chunk = bytes(values) + self._tail
         self._last = (coords[0], chunk)
         return chunk
