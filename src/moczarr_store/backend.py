@@ -439,7 +439,7 @@ class ObstoreReader:
 
     async def read_stat(self, path: str, option: RangeOption) -> tuple[BytesLike, ObjectStat]:
         data, meta = await self._get(path, option)
-        return data, ObjectStat(meta["size"], meta.get("e_tag"), meta.get("last_modified"))
+        return data, _obstore_stat(meta)
 
     async def _get(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
         """GET and read the body: the body is part of the request (the caller holds the
@@ -458,14 +458,18 @@ class ObstoreReader:
         raise failure
 
     async def stat(self, path: str) -> ObjectStat:
-        meta = await obstore.head_async(self.store, path)
-        return ObjectStat(meta["size"], meta.get("e_tag"), meta.get("last_modified"))
+        return _obstore_stat(await obstore.head_async(self.store, path))
 
     async def list(self, prefix: str) -> tuple[list[str], list[str]]:
         listing = await obstore.list_with_delimiter_async(self.store, prefix or None)
         cut = len(prefix) + 1 if prefix else 0
         dirs = [p.rstrip("/")[cut:] for p in listing["common_prefixes"]]
         return dirs, [meta["path"][cut:] for meta in listing["objects"]]
+
+
+def _obstore_stat(meta: Any) -> ObjectStat:
+    """An object's stat from obstore's metadata (of a GET or a HEAD)."""
+    return ObjectStat(meta["size"], meta.get("e_tag"), meta.get("last_modified"))
 
 
 # -- the facade -------------------------------------------------------------------------------

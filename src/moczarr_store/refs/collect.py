@@ -146,12 +146,12 @@ async def collect(
         kind = "coordinate" if isinstance(array, FabricatedArray) else "field"
         out.arrays[array.path] = ArrayRefs(array.path, array.meta, kind, tuple(array.grid))
     fields = [a for a in arrays if isinstance(a, FieldArray)]
+    coordinates = [a for a in arrays if isinstance(a, FabricatedArray)]
     work = [(a, c) for a in fields for c in itertools.product(*(range(n) for n in a.grid))]
     if progress is not None:
-        progress.reset(total=len(work) + sum(a.grid[0] for a in arrays if a not in fields))
-    for array in arrays:
-        if isinstance(array, FabricatedArray):
-            _fabricated(array, out.arrays[array.path], progress)
+        progress.reset(total=len(work) + sum(a.grid[0] for a in coordinates))
+    for coordinate in coordinates:
+        _fabricated(coordinate, out.arrays[coordinate.path], progress)
     sources: AsyncCache[Source | None] = AsyncCache(1 << 22)
     queue = iter(work)
 
