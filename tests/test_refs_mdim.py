@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsclients import missing
 from refs_read import assert_same, mdim_values, store_values
+from zarr.core.buffer import default_buffer_prototype
 
 from moczarr_store import HiveWarning, MocHiveStore, TruncatedChunkError
 from moczarr_store.backend import LocalReader
@@ -213,6 +214,29 @@ def test_shard_mode_coordinates_are_one_inline_shard_per_leaf(tmp_path):
     for name in ("morton", "cell_ids"):
         assert db.execute(f'SELECT count(*) FROM "atl06/o7/{name}"').fetchone()[0] == count
     assert_same(mdim_values(out), store_values(FIXTURES / "sharded"))
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf"])
+def test_the_cell_coordinates_are_published_compressed(tmp_path, chunking):
+    """``morton`` and ``cell_ids`` are computed, so an export carries their bytes: they are
+    published with Blosc appended to the store's codecs, smaller than their values, and
+    read back equal; the other coordinates keep the store's codecs."""
+    out = tmp_path / "refs.sqlite"
+    export_refs(FIXTURES / "windowed", "mdim-refs", out, chunking=chunking)
+    db = sqlite3.connect(out)
+    served = MocHiveStore(FIXTURES / "windowed", chunking=chunking)
+    for array, codec, shape in db.execute(
+            "SELECT array, codec, shape FROM arrays WHERE kind = 'coordinate'"):
+        names = [c["name"] for c in json.loads(codec)]
+        store_codecs = asyncio.run(served.get(f"{array}/zarr.json", default_buffer_prototype()))
+        declared = [c["name"] for c in json.loads(store_codecs.to_bytes())["codecs"]]
+        if array.rsplit("/", 1)[1] in ("morton", "cell_ids"):
+            assert names == [*declared, "blosc"], array
+            stored = db.execute(f'SELECT sum(length(data)) FROM "{array}"').fetchone()[0]
+            assert stored < 8 * json.loads(shape)[0], array
+        else:
+            assert names == declared, array
+    assert_same(mdim_values(out), store_values(FIXTURES / "windowed", chunking=chunking))
 
 
 @pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])

@@ -12,7 +12,10 @@ nothing (the fill value).
 - ``Transcode`` (a leaf encoded otherwise than the view declares, e.g. a mixed writer run):
   the bytes the store serves, re-encoded as declared, inline. A reference cannot carry a
   re-encoding, and refusing would make mixed-writer hives unexportable.
-- ``Fabricate`` (``morton``, ``cell_ids``, windows): the computed bytes, inline.
+- ``Fabricate`` (``morton``, ``cell_ids``, windows): the computed bytes, inline; the
+  per-cell coordinates ``morton`` and ``cell_ids`` published with Blosc (zstd, byte
+  shuffle) appended to their codecs: ~90x smaller, compressed at ~1 GB/s (computed, they
+  would otherwise be most of an export's bytes).
 - ``Absent``: no reference; damage (debris, a dangling version) is warned as the store warns.
 
 Cost: per leaf its stamp (cached), per (leaf, field) the leaf array metadata where not
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numcodecs import blosc
 
 from ..backend import ObjectStat
 from ..cache import AsyncCache
@@ -45,6 +49,10 @@ if TYPE_CHECKING:
 
 JOBS = 64  # chunks planned concurrently (the backend caps requests in flight)
 FABRICATED_RUN = 4096  # coordinate chunks computed in one pass
+# The codec appended to the per-cell coordinates' chain in exports (a bytes-to-bytes codec
+# may follow ``bytes`` or ``sharding_indexed``): sorted 8-byte ids shuffle into long runs.
+COMPRESSED = {"name": "blosc", "configuration": {
+    "cname": "zstd", "clevel": 1, "shuffle": "shuffle", "typesize": 8, "blocksize": 0}}
 Source = tuple[ObjectStat, "np.ndarray | None"]  # an object's stat, and a shard's index rows
 
 
@@ -152,6 +160,8 @@ async def collect(
         progress.reset(total=len(work) + sum(a.grid[0] for a in coordinates))
     for coordinate in coordinates:
         _fabricated(coordinate, out.arrays[coordinate.path], progress)
+        if coordinate.meta.get("dimension_names") == ["cells"]:
+            _compress(out.arrays[coordinate.path])
     sources: AsyncCache[Source | None] = AsyncCache(1 << 22)
     queue = iter(work)
 
@@ -187,6 +197,15 @@ def _fabricated(array: FabricatedArray, refs: ArrayRefs, progress: Any) -> None:
             refs.chunks.append(Chunk((i,), "fabricated", data=data))
         if progress is not None:
             progress.update(stop - first)
+
+
+def _compress(refs: ArrayRefs) -> None:
+    """Publish a per-cell coordinate (8-byte values) compressed: :data:`COMPRESSED` appended
+    to its codecs, every chunk compressed so. Cost: ~1 ms per MB."""
+    assert np.dtype(refs.meta["data_type"]).itemsize == 8, refs.path
+    refs.meta = {**refs.meta, "codecs": [*refs.meta["codecs"], COMPRESSED]}
+    refs.chunks = [Chunk(c.coords, c.info, data=blosc.compress(
+        c.data, b"zstd", 1, blosc.SHUFFLE, blosc.AUTOBLOCKS, 8)) for c in refs.chunks]
 
 
 async def _source(session: HiveSession, plan: LeafRead) -> Source | None:
