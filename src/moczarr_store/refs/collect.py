@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numcodecs import blosc
+from numcodecs import Blosc
 
 from ..backend import ObjectStat
 from ..cache import AsyncCache
@@ -204,8 +204,8 @@ def _compress(refs: ArrayRefs) -> None:
     to its codecs, every chunk compressed so. Cost: ~1.5 ms per MB."""
     assert np.dtype(refs.meta["data_type"]).itemsize == 8, refs.path
     refs.meta = {**refs.meta, "codecs": [*refs.meta["codecs"], COMPRESSED]}
-    refs.chunks = [Chunk(c.coords, c.info, data=blosc.compress(
-        c.data, b"zstd", 1, blosc.SHUFFLE, blosc.AUTOBLOCKS, 8)) for c in refs.chunks]
+    codec = Blosc(cname="zstd", clevel=1, shuffle=Blosc.SHUFFLE, blocksize=0, typesize=8)
+    refs.chunks = [Chunk(c.coords, c.info, data=codec.encode(c.data)) for c in refs.chunks]
 
 
 async def _source(session: HiveSession, plan: LeafRead) -> Source | None:
