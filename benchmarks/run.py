@@ -479,6 +479,9 @@ class SlowBackend(Backend):
 
     delay = 0.05  # seconds per request
 
+    def _now(self, *args):
+        return None  # no inline page-cache reads: every request pays the latency
+
     async def _call(self, kind, coro_fn, *args, **kwargs):
         async def slow(*a, **k):
             await asyncio.sleep(self.delay)

@@ -335,9 +335,14 @@ class LocalReader:
         full = self._through_link(path, full)
         return full, _read(full, option, wait)
 
+    def now(self, path: str, option: RangeOption) -> tuple[BytesLike, os.stat_result] | None:
+        """The object's bytes (or the part ``option`` names) and its ``fstat`` if the page
+        cache holds them all, else ``None``: never waits (~10 us)."""
+        return self._open_read(path, self._where(path), option, False)[1]
+
     def cached(self, path: str) -> tuple[BytesLike, int] | None:
         """The whole object if the page cache holds it all, else ``None`` (no wait)."""
-        got = self._open_read(path, self._where(path), None, False)[1]
+        got = self.now(path, None)
         return None if got is None else (got[0], got[1].st_size)
 
     async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
@@ -563,6 +568,23 @@ class Backend:
                 if self.progress is not None:
                     self.progress(1)
 
+    def _now(self, kind: str, path: str, option: RangeOption, with_stat: bool) -> Any:
+        """A local read the page cache can serve whole, done inline and counted as one
+        request, without the concurrency cap (it never waits, so it is never in flight
+        alongside another); ``None``: not local, or not all in the page cache. Saves the
+        cap's semaphore and a coroutine per read (~10 us)."""
+        reader = self._reader
+        if not isinstance(reader, LocalReader):
+            return None
+        got = reader.now(path, option)
+        if got is None:
+            return None
+        self.stats.counts[kind] += 1
+        if self.progress is not None:
+            self.progress(1)
+        data, info = got
+        return data, (_local_stat(info) if with_stat else info.st_size)
+
     def read_cached(self, paths: list[str]) -> list[tuple[BytesLike, int]] | None:
         """Whole local objects read in one pass from the page cache (one GET counted each),
         with no await; ``None`` when the hive is not local or any object is not all in the
@@ -633,6 +655,9 @@ class Backend:
         self._reader.ready()  # a missing hive root raises here, not as a missing object
         try:
             kind = "get" if option is None else "get_range"
+            got = self._now(kind, path, option, with_stat)
+            if got is not None:
+                return got
             read = self._reader.read_stat if with_stat else self._reader.read
             return await self._call(kind, read, path, option)
         except _MISSING:
