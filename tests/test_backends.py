@@ -121,6 +121,33 @@ def test_get_stat_gives_the_bytes_and_the_stat_of_one_request(local, byte_range)
     assert asyncio.run(backend.get_stat("no/such/object")) is None
 
 
+@pytest.mark.parametrize("nowait", [backend_module._NOWAIT, None], ids=["page-cache", "no-nowait"])
+def test_a_page_cached_local_read_skips_the_cap_and_counts_once(monkeypatch, nowait):
+    """A local object the page cache holds is read inline: one request counted, the
+    progress told once, no slot of the concurrency cap taken; where the inline read is
+    impossible (no ``RWF_NOWAIT``), the read goes through the cap as before."""
+    path = LEAF_OBJECTS[0]
+    want = (HIVE / path).read_bytes()  # now in the page cache
+    capped: list[str] = []
+    real_call = Backend._call
+
+    async def call(self, kind, *args, **kwargs):
+        capped.append(kind)
+        return await real_call(self, kind, *args, **kwargs)
+
+    monkeypatch.setattr(Backend, "_call", call)
+    monkeypatch.setattr(backend_module, "_NOWAIT", nowait)
+    backend = Backend(HIVE)
+    ticks: list[int] = []
+    backend.progress = ticks.append
+    assert bytes(asyncio.run(backend.get(path))) == want
+    data, stat = asyncio.run(backend.get_stat(path, SuffixByteRequest(4)))
+    assert bytes(data) == want[-4:] and stat.size == len(want)
+    assert dict(backend.stats.counts) == {"get": 1, "get_range": 1} and ticks == [1, 1]
+    assert capped == ([] if nowait is not None else ["get", "get_range"])
+    assert asyncio.run(backend.get("no/such/object")) is None
+
+
 @pytest.mark.parametrize("path", ["../bare_versioned/morton_hive.json", "/etc/hostname",
                                   "a//b", "./morton_hive.json", "4/../morton_hive.json"])
 def test_local_reads_refuse_paths_that_leave_the_root(path):
