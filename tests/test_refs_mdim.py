@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from jsclients import missing
 from refs_read import assert_same, mdim_values, store_values
 from zarr.core.buffer import default_buffer_prototype
+from zarr.core.metadata.v3 import ArrayV3Metadata
 
 from moczarr_store import HiveWarning, MocHiveStore, TruncatedChunkError
 from moczarr_store.backend import LocalReader
@@ -31,6 +33,8 @@ from moczarr_store.refs.collect import published
 from moczarr_store.view.arrays import FabricatedArray
 
 NAMES = [p.name for p in fixture_roots()]
+collect_module = importlib.import_module("moczarr_store.refs.collect")  # the package's
+# ``collect`` attribute is the function
 
 
 @pytest.fixture(autouse=True)
@@ -217,26 +221,53 @@ def test_shard_mode_coordinates_are_one_inline_shard_per_leaf(tmp_path):
 
 
 @pytest.mark.parametrize("chunking", ["shard", "leaf"])
-def test_the_cell_coordinates_are_published_compressed(tmp_path, chunking):
-    """``morton`` and ``cell_ids`` are computed, so an export carries their bytes: they are
-    published with Blosc appended to the store's codecs, smaller than their values, and
-    read back equal; the other coordinates keep the store's codecs."""
+def test_the_cell_coordinates_are_published_compressed(tmp_path, monkeypatch, chunking):
+    """``morton`` and ``cell_ids`` are computed, so an export carries their bytes: unsharded
+    ones (in chunks of at least ``COMPRESS_MIN_ROWS``, lowered here: the fixtures' leaves
+    are small) are published with Blosc after ``bytes``, smaller than their values, and
+    read back equal; sharded ones and the other coordinates keep the store's codecs."""
+    monkeypatch.setattr(collect_module, "COMPRESS_MIN_ROWS", 1)
+    for name in ("windowed", "sharded"):
+        out = tmp_path / f"{name}.sqlite"
+        export_refs(FIXTURES / name, "mdim-refs", out, chunking=chunking)
+        db = sqlite3.connect(out)
+        served = MocHiveStore(FIXTURES / name, chunking=chunking)
+        for array, codec, shape in db.execute(
+                "SELECT array, codec, shape FROM arrays WHERE kind = 'coordinate'"):
+            names = [c["name"] for c in json.loads(codec)]
+            doc = asyncio.run(served.get(f"{array}/zarr.json", default_buffer_prototype()))
+            declared = [c["name"] for c in json.loads(doc.to_bytes())["codecs"]]
+            if array.rsplit("/", 1)[1] in ("morton", "cell_ids") and declared == ["bytes"]:
+                assert names == ["bytes", "blosc"], array
+                stored = db.execute(f'SELECT sum(length(data)) FROM "{array}"').fetchone()[0]
+                assert stored < 8 * json.loads(shape)[0], array
+            else:
+                assert names == declared, array
+        assert_same(mdim_values(out), store_values(FIXTURES / name, chunking=chunking))
+
+
+@pytest.mark.parametrize("compress_min_rows", [None, 1], ids=["default", "compressing"])
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("name", ["sharded", "ragged", "windowed"])
+def test_published_coordinates_are_chunked_as_the_fields(
+        tmp_path, monkeypatch, name, chunking, compress_min_rows):
+    """zarr sees the published coordinates chunked as the fields along ``cells`` (what
+    xarray takes as dask chunks, so ``ds.chunks`` holds), compressed or not; with the
+    fixtures' small leaves and at the default threshold nothing is compressed."""
+    if compress_min_rows is not None:
+        monkeypatch.setattr(collect_module, "COMPRESS_MIN_ROWS", compress_min_rows)
     out = tmp_path / "refs.sqlite"
-    export_refs(FIXTURES / "windowed", "mdim-refs", out, chunking=chunking)
+    export_refs(FIXTURES / name, "mdim-refs", out, chunking=chunking)
     db = sqlite3.connect(out)
-    served = MocHiveStore(FIXTURES / "windowed", chunking=chunking)
-    for array, codec, shape in db.execute(
-            "SELECT array, codec, shape FROM arrays WHERE kind = 'coordinate'"):
-        names = [c["name"] for c in json.loads(codec)]
-        store_codecs = asyncio.run(served.get(f"{array}/zarr.json", default_buffer_prototype()))
-        declared = [c["name"] for c in json.loads(store_codecs.to_bytes())["codecs"]]
-        if array.rsplit("/", 1)[1] in ("morton", "cell_ids"):
-            assert names == [*declared, "blosc"], array
-            stored = db.execute(f'SELECT sum(length(data)) FROM "{array}"').fetchone()[0]
-            assert stored < 8 * json.loads(shape)[0], array
-        else:
-            assert names == declared, array
-    assert_same(mdim_values(out), store_values(FIXTURES / "windowed", chunking=chunking))
+    by_level: dict[str, set[int]] = {}
+    for array, zarr_json in db.execute("SELECT array, zarr_json FROM arrays"):
+        doc = json.loads(zarr_json)
+        dims = doc.get("dimension_names") or []
+        if "cells" in dims:
+            chunks = ArrayV3Metadata.from_dict(doc).chunks[dims.index("cells")]
+            by_level.setdefault(array.rsplit("/", 1)[0], set()).add(chunks)
+        assert compress_min_rows or "blosc" not in json.dumps(doc["codecs"]), array
+    assert by_level and all(len(sizes) == 1 for sizes in by_level.values()), by_level
 
 
 @pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])

@@ -13,9 +13,13 @@ nothing (the fill value).
   the bytes the store serves, re-encoded as declared, inline. A reference cannot carry a
   re-encoding, and refusing would make mixed-writer hives unexportable.
 - ``Fabricate`` (``morton``, ``cell_ids``, windows): the computed bytes, inline; the
-  per-cell coordinates ``morton`` and ``cell_ids`` published with Blosc (zstd, byte
-  shuffle) appended to their codecs: ~90x smaller, compressed at ~0.7 GB/s (computed, they
-  would otherwise be most of an export's bytes).
+  per-cell coordinates ``morton`` and ``cell_ids``, when unsharded in chunks of at least
+  ``COMPRESS_MIN_ROWS``, published with Blosc (zstd, byte shuffle) after their ``bytes``
+  codec: ~90x smaller, compressed at ~0.7 GB/s (computed, they would otherwise be most of
+  an export's bytes). Sharded ones stay as served: a compressor after
+  ``sharding_indexed`` would hide the sharding from zarr (its ``chunks`` would become the
+  shard), so xarray would no longer chunk them as the fields; and compressing each small
+  inner chunk apart costs ~20 us a call, more than it saves.
 - ``Absent``: no reference; damage (debris, a dangling version) is warned as the store warns.
 
 Cost: per leaf its stamp (cached), per (leaf, field) the leaf array metadata where not
@@ -49,10 +53,11 @@ if TYPE_CHECKING:
 
 JOBS = 64  # chunks planned concurrently (the backend caps requests in flight)
 FABRICATED_RUN = 4096  # coordinate chunks computed in one pass
-# The codec appended to the per-cell coordinates' chain in exports (a bytes-to-bytes codec
-# may follow ``bytes`` or ``sharding_indexed``): sorted 8-byte ids shuffle into long runs.
+# The codec appended to the per-cell coordinates' ``bytes`` codec in exports: sorted 8-byte
+# ids shuffle into long runs. Smaller chunks compress poorly and cost a call each.
 COMPRESSED = {"name": "blosc", "configuration": {
     "cname": "zstd", "clevel": 1, "shuffle": "shuffle", "typesize": 8, "blocksize": 0}}
+COMPRESS_MIN_ROWS = 512
 Source = tuple[ObjectStat, "np.ndarray | None"]  # an object's stat, and a shard's index rows
 
 
@@ -160,7 +165,7 @@ async def collect(
         progress.reset(total=len(work) + sum(a.grid[0] for a in coordinates))
     for coordinate in coordinates:
         _fabricated(coordinate, out.arrays[coordinate.path], progress)
-        if coordinate.meta.get("dimension_names") == ["cells"]:
+        if _compressible(coordinate.meta):
             _compress(out.arrays[coordinate.path])
     sources: AsyncCache[Source | None] = AsyncCache(1 << 22)
     queue = iter(work)
@@ -199,9 +204,17 @@ def _fabricated(array: FabricatedArray, refs: ArrayRefs, progress: Any) -> None:
             progress.update(stop - first)
 
 
+def _compressible(meta: dict) -> bool:
+    """Whether a coordinate is published compressed: a per-cell one (8-byte values),
+    unsharded, in chunks of at least ``COMPRESS_MIN_ROWS``."""
+    return (meta.get("dimension_names") == ["cells"]
+            and [c["name"] for c in meta["codecs"]] == ["bytes"]
+            and meta["chunk_grid"]["configuration"]["chunk_shape"][0] >= COMPRESS_MIN_ROWS)
+
+
 def _compress(refs: ArrayRefs) -> None:
-    """Publish a per-cell coordinate (8-byte values) compressed: :data:`COMPRESSED` appended
-    to its codecs, every chunk compressed so. Cost: ~1.5 ms per MB."""
+    """Publish a per-cell coordinate compressed: :data:`COMPRESSED` appended to its codecs,
+    every chunk compressed so. Cost: ~1.5 ms per MB."""
     assert np.dtype(refs.meta["data_type"]).itemsize == 8, refs.path
     refs.meta = {**refs.meta, "codecs": [*refs.meta["codecs"], COMPRESSED]}
     codec = Blosc(cname="zstd", clevel=1, shuffle=Blosc.SHUFFLE, blocksize=0, typesize=8)
