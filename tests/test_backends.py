@@ -124,8 +124,9 @@ def test_get_stat_gives_the_bytes_and_the_stat_of_one_request(local, byte_range)
 @pytest.mark.parametrize("nowait", [backend_module._NOWAIT, None], ids=["page-cache", "no-nowait"])
 def test_a_page_cached_local_read_skips_the_cap_and_counts_once(monkeypatch, nowait):
     """A local object the page cache holds is read inline: one request counted, the
-    progress told once, no slot of the concurrency cap taken; where the inline read is
-    impossible (no ``RWF_NOWAIT``), the read goes through the cap as before."""
+    progress told once, no slot of the concurrency cap taken; a missing one is counted
+    too; where the inline read is impossible (no ``RWF_NOWAIT``), the read goes through
+    the cap as before."""
     path = LEAF_OBJECTS[0]
     want = (HIVE / path).read_bytes()  # now in the page cache
     capped: list[str] = []
@@ -145,7 +146,8 @@ def test_a_page_cached_local_read_skips_the_cap_and_counts_once(monkeypatch, now
     assert bytes(data) == want[-4:] and stat.size == len(want)
     assert dict(backend.stats.counts) == {"get": 1, "get_range": 1} and ticks == [1, 1]
     assert capped == ([] if nowait is not None else ["get", "get_range"])
-    assert asyncio.run(backend.get("no/such/object")) is None
+    assert asyncio.run(backend.get("no/such/object")) is None  # a request made all the same
+    assert dict(backend.stats.counts) == {"get": 2, "get_range": 1} and ticks == [1, 1, 1]
 
 
 @pytest.mark.parametrize("path", ["../bare_versioned/morton_hive.json", "/etc/hostname",

@@ -568,6 +568,12 @@ class Backend:
                 if self.progress is not None:
                     self.progress(1)
 
+    def _tally(self, kind: str) -> None:
+        """One request of ``kind`` made outside :meth:`_call`: counted and reported."""
+        self.stats.counts[kind] += 1
+        if self.progress is not None:
+            self.progress(1)
+
     def _now(self, kind: str, path: str, option: RangeOption, with_stat: bool) -> Any:
         """A local read the page cache can serve whole, done inline and counted as one
         request, without the concurrency cap (it never waits, so it is never in flight
@@ -576,12 +582,14 @@ class Backend:
         reader = self._reader
         if not isinstance(reader, LocalReader):
             return None
-        got = reader.now(path, option)
+        try:
+            got = reader.now(path, option)
+        except Exception:  # a missing object, a refused path: the request was made
+            self._tally(kind)
+            raise
         if got is None:
             return None
-        self.stats.counts[kind] += 1
-        if self.progress is not None:
-            self.progress(1)
+        self._tally(kind)
         data, info = got
         return data, (_local_stat(info) if with_stat else info.st_size)
 
