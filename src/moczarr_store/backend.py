@@ -578,7 +578,7 @@ class Backend:
         """A local read the page cache can serve whole, done inline and counted as one
         request, without the concurrency cap (it never waits, so it is never in flight
         alongside another); ``None``: not local, or not all in the page cache. Saves the
-        cap's semaphore and a coroutine per read (~10 us)."""
+        cap's semaphore and a coroutine per read (~5 us)."""
         reader = self._reader
         if not isinstance(reader, LocalReader):
             return None
