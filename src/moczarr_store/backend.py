@@ -568,11 +568,11 @@ class Backend:
                 if self.progress is not None:
                     self.progress(1)
 
-    def _tally(self, kind: str) -> None:
-        """One request of ``kind`` made outside :meth:`_call`: counted and reported."""
-        self.stats.counts[kind] += 1
+    def _tally(self, kind: str, n: int = 1) -> None:
+        """``n`` requests of ``kind`` made outside :meth:`_call`: counted and reported."""
+        self.stats.counts[kind] += n
         if self.progress is not None:
-            self.progress(1)
+            self.progress(n)
 
     def _now(self, kind: str, path: str, option: RangeOption, with_stat: bool) -> Any:
         """A local read the page cache can serve whole, done inline and counted as one
@@ -608,9 +608,7 @@ class Backend:
             return None
         if any(one is None for one in got):
             return None
-        self.stats.counts["get"] += len(paths)
-        if self.progress is not None:
-            self.progress(len(paths))
+        self._tally("get", len(paths))
         return got  # type: ignore[return-value]  # no None left
 
     def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
