@@ -58,6 +58,16 @@ def _outside(tmp_path, root, rel: str):
     return target
 
 
+@pytest.fixture(params=["kernel", "lstat"])
+def link_checks(request, monkeypatch):
+    """Both ways a local reader checks where an object really is: the kernel's real path
+    of the open file (``/proc/self/fd``), and one ``lstat`` per directory (no ``/proc``)."""
+    if request.param == "kernel" and not backend_module._HAS_FD_PATHS:
+        pytest.skip("this system has no /proc/self/fd")
+    monkeypatch.setattr(backend_module, "_HAS_FD_PATHS", request.param == "kernel")
+    return request.param
+
+
 def _chunk(root, field: str = "h_mean") -> str:
     stamp = json.loads((root / LEAF / "zarr.json").read_text())["attributes"]
     return f"{LEAF}/{stamp['morton_hive_commit']['current']}/7/{field}/c/0"
@@ -74,7 +84,7 @@ def _refused(err: pytest.ExceptionInfo, rel: str, outside) -> None:
 
 @pytest.mark.parametrize("page_cache", [True, False])
 def test_a_chunk_linked_out_of_the_root_is_refused_unless_links_are_followed(
-        hive_copy, tmp_path, reference, monkeypatch, page_cache):
+        hive_copy, tmp_path, reference, monkeypatch, page_cache, link_checks):
     if not page_cache:  # every read waits on a worker thread
         monkeypatch.setattr(backend_module, "_NOWAIT", None)
     root = hive_copy("bare_versioned")
@@ -93,7 +103,7 @@ def test_a_chunk_linked_out_of_the_root_is_refused_unless_links_are_followed(
 
 @pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
 def test_a_shard_linked_out_of_the_root_is_refused_in_every_mode(hive_copy, tmp_path,
-                                                                   chunking):
+                                                                   chunking, link_checks):
     root = hive_copy("sharded")
     stamp = json.loads((root / "4/4/4/1/1/44411.zarr/zarr.json").read_text())["attributes"]
     key = f"4/4/4/1/1/44411.zarr/{stamp['morton_hive_commit']['current']}/7/count/c/0"
@@ -105,7 +115,8 @@ def test_a_shard_linked_out_of_the_root_is_refused_in_every_mode(hive_copy, tmp_
         _refused(err, key, outside)
 
 
-def test_a_leaf_directory_linked_out_of_the_root_is_refused(hive_copy, tmp_path, reference):
+def test_a_leaf_directory_linked_out_of_the_root_is_refused(hive_copy, tmp_path, reference,
+                                                            link_checks):
     root = hive_copy("bare_versioned")
     outside = _outside(tmp_path, root, LEAF)
     with pytest.raises(OutsideRootError) as err:
@@ -144,7 +155,7 @@ def test_a_manifest_linked_out_of_the_root_is_refused(hive_copy, tmp_path):
     assert sync(Backend(root, follow_links=True).size("morton_hive.json")) > 0
 
 
-def test_links_that_stay_inside_the_root_read_either_way(hive_copy, reference):
+def test_links_that_stay_inside_the_root_read_either_way(hive_copy, reference, link_checks):
     root = hive_copy("bare_versioned")
     key = _chunk(root)
     spare = root / "spare" / "h_mean_c_0"
@@ -163,14 +174,35 @@ def test_a_hive_root_that_is_itself_a_link_reads(tmp_path, reference):
     np.testing.assert_array_equal(_values(MocHiveStore(tmp_path / "hive")), reference["h_mean"])
 
 
-def test_the_real_path_of_a_directory_is_resolved_once(hive_copy):
+def test_a_directory_is_checked_once(hive_copy, monkeypatch, link_checks):
     root = hive_copy("bare_versioned")
+    calls = {"readlink": 0, "islink": 0}
+    for name, module in (("readlink", os), ("islink", os.path)):
+        original = getattr(module, name)
+
+        def counted(path, _original=original, _name=name):
+            calls[_name] += 1
+            return _original(path)
+
+        monkeypatch.setattr(module, name, counted)
     backend = Backend(root)
-    sync(backend.get(_chunk(root)))
-    sync(backend.get(_chunk(root, "count")))
-    info = backend._reader._real_dir.cache_info()
-    assert info.misses == len(_chunk(root).split("/")) - 1 + 2  # its dirs, + count and count/c
-    assert info.hits >= 1
+    for key in (_chunk(root), _chunk(root, "count"), _chunk(root)):
+        assert sync(backend.get(key)) == (root / key).read_bytes()
+    new_dirs = len(_chunk(root).split("/")) - 1 + 2  # the chunk's dirs, + count and count/c
+    if link_checks == "kernel":  # one readlink per object in a directory not yet known
+        assert calls == {"readlink": 2, "islink": 0}
+    else:
+        assert calls == {"readlink": 0, "islink": new_dirs}
+
+
+def test_a_missing_object_behind_a_link_out_of_the_root_is_refused_not_missing(
+        hive_copy, tmp_path, link_checks):
+    root = hive_copy("bare_versioned")
+    outside = _outside(tmp_path, root, LEAF)
+    key = _chunk(root).replace("/c/0", "/c/9")  # no such chunk, there or here
+    with pytest.raises(OutsideRootError) as err:
+        sync(Backend(root).get(key))
+    _refused(err, LEAF, outside)
 
 
 # -- secrets -----------------------------------------------------------------------------------

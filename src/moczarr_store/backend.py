@@ -218,6 +218,10 @@ def _span(option: RangeOption, size: int) -> tuple[int, int]:
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
 _NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# an open never waits on a FIFO or becomes a terminal's controlling one
+_OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descriptor
+_HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
 
 
 def _buffer(size: int) -> memoryview:
@@ -226,16 +230,19 @@ def _buffer(size: int) -> memoryview:
     return np.empty(size, np.uint8).data
 
 
-def _read(path: str, option: RangeOption, wait: bool = True,
-          flags: int = 0) -> tuple[memoryview, os.stat_result] | None:
+def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
+          vet: Callable[[int], None] | None = None) -> tuple[memoryview, os.stat_result] | None:
     """A local object's bytes (or the part ``option`` names) and its ``fstat``; a file that
     shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
     returns ``None`` unless the page cache holds them all, so the event loop never waits on
-    a disk. Memory: one uninitialised buffer of the span."""
+    a disk. ``vet(fd)`` runs once the file is open, before a byte is read. Memory: one
+    uninitialised buffer of the span."""
     if not wait and _NOWAIT is None:
         return None
-    fd = os.open(path, os.O_RDONLY | flags)
+    fd = os.open(path, _OPEN | flags)
     try:
+        if vet is not None:
+            vet(fd)
         info = os.fstat(fd)
         size = info.st_size
         start, end = _span(option, size)
@@ -259,7 +266,8 @@ def _read(path: str, option: RangeOption, wait: bool = True,
 
 
 def _check_relative(path: str) -> None:
-    if path.startswith("/") or not set(path.split("/")).isdisjoint(("", ".", "..")):
+    padded = f"/{path}/"
+    if "//" in padded or "/./" in padded or "/../" in padded:
         raise ValueError(f"{path!r} is not a path below the hive root")
 
 
@@ -268,9 +276,13 @@ class LocalReader:
     (``preadv`` with ``RWF_NOWAIT``, ~7 us), else on a worker thread.
 
     Unless ``follow_links``, an object or directory whose real path leaves the root is
-    refused with :class:`OutsideRootError`: directories are resolved once (an LRU of
-    ``DIR_CACHE`` real paths, one ``lstat`` per new directory) and objects are opened with
-    ``O_NOFOLLOW``. A tree changed while it is read may be seen as resolved before.
+    refused with :class:`OutsideRootError`. The real paths of directories found inside are
+    remembered (up to ``DIR_CACHE``). An object in a directory not yet known is opened
+    under the root and its real path, as the kernel resolved it (``/proc/self/fd``), is
+    checked before a byte is read: one ``readlink`` per new directory instead of one
+    ``lstat`` per path component (without ``/proc``: the ``lstat`` per component, before the
+    open). Objects are opened with ``O_NOFOLLOW`` (a final link is resolved and checked
+    apart). A tree changed while it is read may be seen as resolved before.
     """
 
     options: dict[str, Any] = {}
@@ -281,7 +293,7 @@ class LocalReader:
         self.follow_links = follow_links
         self._real_root = os.path.realpath(self.root)
         self._flags = 0 if follow_links else _NOFOLLOW
-        self._real_dir = functools.lru_cache(maxsize=DIR_CACHE)(self._resolve_dir)
+        self._dirs: dict[str, str] = {}  # hive-relative directory -> its real path, inside
         self._ready = False
 
     def ready(self) -> None:
@@ -294,27 +306,61 @@ class LocalReader:
         root = self._real_root
         return real == root or real.startswith(root.rstrip("/") + "/")
 
-    def _resolve_dir(self, rel: str) -> str:
-        """The real path of directory ``rel`` (resolving links one component at a time)."""
-        parent, _, name = rel.rpartition("/")
-        full = f"{self._real_dir(parent) if parent else self._real_root}/{name}"
-        return os.path.realpath(full) if os.path.islink(full) else full
+    def _remember(self, rel: str, real: str) -> None:
+        if len(self._dirs) >= DIR_CACHE:
+            self._dirs.clear()
+        self._dirs[rel] = real
 
     def _dir(self, rel: str) -> str:
-        """The file system path of directory ``rel`` ('' is the root), checked."""
+        """The real path of directory ``rel`` ('' is the root), checked: links resolved one
+        component at a time (one ``lstat`` per directory not yet known)."""
         if self.follow_links:
             return f"{self.root}/{rel}" if rel else self.root
-        real = self._real_dir(rel) if rel else self._real_root
-        if not self._inside(real):
-            raise OutsideRootError(f"{rel}: a link leads out of the hive root (refused; "
-                                   "pass follow_links=True to read through links)")
+        if not rel:
+            return self._real_root
+        real = self._dirs.get(rel)
+        if real is None:
+            parent, _, name = rel.rpartition("/")
+            full = f"{self._dir(parent)}/{name}"
+            real = os.path.realpath(full) if os.path.islink(full) else full
+            if not self._inside(real):
+                raise OutsideRootError(f"{rel}: a link leads out of the hive root (refused; "
+                                       "pass follow_links=True to read through links)")
+            self._remember(rel, real)
         return real
 
-    def _where(self, path: str) -> str:
-        """The file system path of object ``path``, its directory checked."""
-        _check_relative(path)
+    def _known(self, path: str) -> str | None:
+        """The file system path of object ``path`` through its directory's checked real
+        path, ``None`` while that directory is not known."""
         parent, _, name = path.rpartition("/")
-        return f"{self._dir(parent)}/{name}"
+        real = self._dirs.get(parent) if parent else self._real_root
+        return None if real is None else f"{real}/{name}"
+
+    def _where(self, path: str, checked: bool = False) -> str:
+        """The file system path of object ``path``: through its checked directory, or,
+        unless ``checked``, under the root (its real path is then vetted once open)."""
+        _check_relative(path)
+        if self.follow_links:
+            return f"{self.root}/{path}"
+        full = self._known(path)
+        if full is not None:
+            return full
+        if checked or not _HAS_FD_PATHS:
+            parent, _, name = path.rpartition("/")
+            return f"{self._dir(parent)}/{name}"
+        return f"{self._real_root}/{path}"
+
+    def _vet(self, path: str, fd: int) -> None:
+        """Refuse open object ``path`` unless its real path is inside the root; remember its
+        directory's real path (the object itself is no link: ``O_NOFOLLOW``)."""
+        real = os.readlink(f"{_FD_PATHS}/{fd}")
+        parent = path.rpartition("/")[0]
+        if not self._inside(real):
+            self._dir(parent)  # names the directory that leads out
+            raise OutsideRootError(f"{path}: a link leads out of the hive root (refused; "
+                                   "pass follow_links=True to read through links)")
+        if parent:
+            self._remember(parent, real.rpartition("/")[0])
 
     def _through_link(self, path: str, full: str) -> str:
         """The real path of an object that is itself a link, if it stays inside the root."""
@@ -325,11 +371,18 @@ class LocalReader:
         return real
 
     def _open_read(self, path: str, full: str, option: RangeOption, wait: bool):
-        """``(path read, (bytes, size) or None)``: :func:`_read` with a final link resolved
-        and checked (``O_NOFOLLOW`` refuses to open one)."""
+        """``(path read, (bytes, size) or None)``: :func:`_read` with its real path vetted
+        where ``full`` is not through a checked directory, and a final link resolved and
+        checked (``O_NOFOLLOW`` refuses to open one)."""
+        vet = None
+        if not self.follow_links and full != self._known(path):
+            vet = functools.partial(self._vet, path)
         try:
-            return full, _read(full, option, wait, self._flags)
+            return full, _read(full, option, wait, self._flags, vet)
         except OSError as err:
+            if vet is not None and err.errno in (errno.ENOENT, errno.ENOTDIR):
+                self._dir(path.rpartition("/")[0])  # a link out of the root: refused, not
+                raise  # missing (as when the directory is checked before the open)
             if err.errno != errno.ELOOP or self.follow_links:
                 raise
         full = self._through_link(path, full)
@@ -361,7 +414,7 @@ class LocalReader:
         return data, _local_stat(info)
 
     async def stat(self, path: str) -> ObjectStat:
-        full = self._where(path)
+        full = self._where(path, checked=True)
         info = os.stat(full, follow_symlinks=self.follow_links)
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(self._through_link(path, full))
