@@ -35,7 +35,7 @@ from moczarr_store.refs import export_refs  # noqa: E402
 
 pytest_plugins = ["servers"]
 NAMES = [p.name for p in fixture_roots()]
-CHUNKINGS = ["shard", "leaf", "inner"]
+CHUNKINGS = ["auto", "shard", "leaf", "inner"]
 
 
 @pytest.fixture(autouse=True)

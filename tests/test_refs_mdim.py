@@ -44,7 +44,7 @@ def _quiet():
         yield
 
 
-@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("chunking", ["auto", "shard", "leaf", "inner"])
 @pytest.mark.parametrize("name", NAMES)
 def test_every_fixture_reads_back_identically(tmp_path, name, chunking):
     out = tmp_path / "refs.sqlite"
@@ -56,6 +56,39 @@ def test_every_fixture_reads_back_identically(tmp_path, name, chunking):
     else:
         assert report.counts["chunks_referenced"] > 0
     assert_same(mdim_values(out), store_values(FIXTURES / name))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_auto_publishes_the_leaf_layout_where_every_shard_is_whole(tmp_path, name):
+    """The default ``auto``: a group is published as ``leaf`` exactly where the ``leaf``
+    export references every field chunk (no gap re-framed inline, nothing transcoded),
+    else as ``shard``; each array carries the metadata of the view its group follows, and
+    no chunk is re-framed or re-encoded inline (only what ``shard`` inlines: transcoded)."""
+    report = export_refs(FIXTURES / name, "mdim-refs", tmp_path / "auto.sqlite")
+    export_refs(FIXTURES / name, "mdim-refs", tmp_path / "leaf.sqlite", chunking="leaf")
+    expected: dict[str, str] = {}
+    for array, kind, storage in sqlite3.connect(tmp_path / "leaf.sqlite").execute(
+            "SELECT array, kind, storage FROM arrays"):
+        group = array.rpartition("/")[0]
+        expected.setdefault(group, "leaf")
+        if kind == "field" and storage not in ("referenced", "empty"):
+            expected[group] = "shard"
+    assert report.chunking == "auto" and report.layouts == expected
+    views = {c: asyncio.run(MocHiveStore(FIXTURES / name, chunking=c).session.ensure_levels(""))
+             for c in ("leaf", "shard")}
+    db = sqlite3.connect(tmp_path / "auto.sqlite")
+    assert dict(db.execute("SELECT key, value FROM meta"))["chunking"] == "auto"
+    for array, kind, zarr_json in db.execute(
+            "SELECT array, kind, zarr_json FROM arrays").fetchall():
+        meta = views[expected[array.rpartition("/")[0]]].arrays[array].meta
+        published = json.loads(zarr_json)
+        if kind == "coordinate":  # a compressor may follow the codecs served
+            published["codecs"] = published["codecs"][: len(meta["codecs"])]
+        else:
+            infos = {i for (i,) in db.execute(f'SELECT DISTINCT info FROM "refs_{array}"')}
+            layout = expected[array.rpartition("/")[0]]
+            assert infos <= ({"ref"} if layout == "leaf" else {"ref", "transcoded"}), array
+        assert published == meta, array
 
 
 def test_schema_sources_and_journal_mode(tmp_path):
@@ -247,7 +280,7 @@ def test_the_cell_coordinates_are_published_compressed(tmp_path, monkeypatch, ch
 
 
 @pytest.mark.parametrize("compress_min_rows", [None, 1], ids=["default", "compressing"])
-@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
+@pytest.mark.parametrize("chunking", ["auto", "shard", "leaf", "inner"])
 @pytest.mark.parametrize("name", ["sharded", "ragged", "windowed"])
 def test_published_coordinates_are_chunked_as_the_fields(
         tmp_path, monkeypatch, name, chunking, compress_min_rows):

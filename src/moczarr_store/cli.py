@@ -391,8 +391,9 @@ def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
                       help="only the arrays under this virtual path; repeat for several")
     refs.add_argument("--remap", action="append", default=[], metavar="PREFIX=NEW",
                       help="publish source URLs starting with PREFIX under NEW (longest wins)")
-    refs.add_argument("--chunking", choices=REFERENCE_CHUNKINGS, default="shard",
-                      help="how sharded leaf arrays are referenced (shard)")
+    refs.add_argument("--chunking", choices=REFERENCE_CHUNKINGS, default="auto",
+                      help="how sharded leaf arrays are referenced (auto: per group, leaf "
+                           "where every shard is whole and in order, else shard)")
     refs.add_argument("--no-checksums", action="store_true",
                       help="icechunk: no ETag/mtime checksums (a re-uploaded copy has its own)")
     refs.add_argument("--json", action="store_true", help="print a JSON summary")

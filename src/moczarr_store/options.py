@@ -15,8 +15,9 @@ Chunking = Literal["shard", "leaf", "inner", "span"]
 Geometry = Literal["covered", "sphere"]
 VERIFY_MODES: tuple[str, ...] = get_args(Verify)
 CHUNKINGS: tuple[str, ...] = get_args(Chunking)
-REFERENCE_CHUNKINGS = ("shard", "leaf", "inner")
-"""The chunkings whose every chunk is one byte range of one object (what a reference names)."""
+REFERENCE_CHUNKINGS = ("auto", "shard", "leaf", "inner")
+"""The chunkings an export takes: every chunk one byte range of one object (what a
+reference names); ``auto`` chooses ``leaf`` or ``shard`` per group."""
 GEOMETRIES: tuple[str, ...] = get_args(Geometry)
 
 

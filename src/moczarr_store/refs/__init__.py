@@ -35,6 +35,7 @@ class ExportReport:
     source: str
     chunking: str
     counts: dict[str, int] = field(default_factory=dict)
+    layouts: dict[str, str] = field(default_factory=dict)  # chunking="auto": group -> layout
     remap: list[tuple[str, str]] = field(default_factory=list)
     checksums: bool = True
     seconds: float = 0.0
@@ -45,6 +46,7 @@ class ExportReport:
         return {
             "format": self.format, "out": self.out, "source": self.source,
             "chunking": self.chunking, **self.counts,
+            **({"layouts": self.layouts} if self.layouts else {}),
             "remap": [{"prefix": p, "replacement": n} for p, n in self.remap],
             "checksums": self.checksums, "seconds": round(self.seconds, 3),
             "bytes_on_disk": self.bytes_on_disk, "problems": self.problems,
@@ -82,7 +84,7 @@ async def export_refs_async(
     *,
     group: Iterable[str] | str | None = None,
     remap: Iterable[str] | Mapping[str, str] | None = None,
-    chunking: str = "shard",
+    chunking: str = "auto",
     checksums: bool = True,
     containers: Mapping[str, Any] | None = None,
     progress: Any = None,
@@ -104,8 +106,9 @@ async def export_refs_async(
         require_export()
     groups = [group] if isinstance(group, str) else list(group or [])
     rules = parse_remap(remap)
+    relayout = chunking == "auto" and not isinstance(source, MocHiveStore)
     store = source if isinstance(source, MocHiveStore) else MocHiveStore(
-        source, chunking=chunking, **store_options)
+        source, chunking="shard" if relayout else chunking, **store_options)
     if store.session.options.chunking not in REFERENCE_CHUNKINGS:
         raise OptionError(
             f"chunking={store.session.options.chunking!r}: a chunk that joins several leaves "
@@ -116,10 +119,10 @@ async def export_refs_async(
     if backend.url is None:
         raise OptionError("an export needs the hive's URL (not an obstore store instance)")
     start = time.perf_counter()
-    collected: Collected = await collect(store.session, backend.url, groups, progress)
+    collected: Collected = await collect(store.session, backend.url, groups, progress, relayout)
     publish = published(rules)
-    report = ExportReport(format, out, public_source(backend.url), store.session.options.chunking,
-                          collected.counts(), rules, checksums)
+    report = ExportReport(format, out, public_source(backend.url), str(collected.chunking),
+                          collected.counts(), collected.layouts, rules, checksums)
     if format == "mdim-refs":
         from .mdim import write_mdim
 
@@ -146,7 +149,7 @@ def export_refs(
     *,
     group: Iterable[str] | str | None = None,
     remap: Iterable[str] | Mapping[str, str] | None = None,
-    chunking: str = "shard",
+    chunking: str = "auto",
     checksums: bool = True,
     containers: Mapping[str, Any] | None = None,
     progress: Any = None,
@@ -159,7 +162,10 @@ def export_refs(
     ``PREFIX=NEW`` rules; a published path is the source URL with the longest matching
     prefix replaced (the mdim-refs sources table keeps the source URLs). ``chunking``: how
     sharded leaf arrays are referenced (``shard``: whole objects; ``inner``: one reference
-    per inner chunk; ``leaf``: the payload as one range). ``checksums`` (Icechunk): each
+    per inner chunk; ``leaf``: the payload as one range, inline where a shard has gaps;
+    ``auto``: per group, ``leaf`` where every shard is whole and in order, else ``shard``:
+    every chunk a reference either way; a :class:`MocHiveStore` source is exported with its
+    own chunking). ``checksums`` (Icechunk): each
     reference carries its object's ETag, else its modification time; turn off when
     publishing to a copy whose objects were re-uploaded (their own ETag and time differ).
     ``containers`` (Icechunk): object store configurations by container prefix.

@@ -22,6 +22,14 @@ nothing (the fill value).
   inner chunk apart costs ~20 us a call, more than it saves.
 - ``Absent``: no reference; damage (debris, a dangling version) is warned as the store warns.
 
+``relayout=True`` (the export's ``chunking="auto"``; the session plans ``"shard"``): a group
+whose every field chunk is a reference to a whole object, each shard's inner chunks all
+present and back to back in order, is published in the ``"leaf"`` layout instead (one
+payload range per leaf, its coordinates per leaf and compressed): the same references
+without the shard indexes, and no per-inner-chunk coordinates. Any other group (a gap in a
+shard, an inline chunk) keeps the ``"shard"`` layout, every chunk a pure reference. Cost:
+no request beyond the plan's, plus a leaf-chunked view's open when a group qualifies.
+
 Cost: per leaf its stamp (cached), per (leaf, field) the leaf array metadata where not
 already known, and per referenced object one request that gives the sources table its
 size, ETag and mtime: the ranged GET of a shard's index (verified), or a HEAD of a plain
@@ -34,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +58,7 @@ from ..view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
     from ..session import HiveSession
+    from ..view.tree import View
 
 JOBS = 64  # chunks planned concurrently (the backend caps requests in flight)
 FABRICATED_RUN = 4096  # coordinate chunks computed in one pass
@@ -73,6 +82,8 @@ class Chunk:
     offset: int = 0
     length: int = 0
     data: bytes | None = None
+    # a whole shard in order: its payload as one range ((offset, length); (): no inner chunk)
+    payload: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -106,6 +117,7 @@ class Collected:
     groups: dict[str, dict] = field(default_factory=dict)  # path -> attributes
     arrays: dict[str, ArrayRefs] = field(default_factory=dict)
     sources: dict[str, ObjectStat] = field(default_factory=dict)  # object key -> stat
+    layouts: dict[str, str] = field(default_factory=dict)  # group -> "leaf"/"shard" (auto)
 
     def url(self, key: str) -> str:
         """The source URL of hive-relative object ``key``."""
@@ -143,12 +155,15 @@ async def collect(
     root: str,
     groups: Iterable[str] | None = None,
     progress: Any = None,
+    relayout: bool = False,
 ) -> Collected:
     """Every chunk of every array under ``groups`` as a :class:`Chunk`, planned by the
     store's read plan. ``progress`` (a ``tqdm``-like bar) is reset to the number of chunks
-    and updated as they are planned."""
+    and updated as they are planned. ``relayout``: publish the groups that qualify in the
+    leaf layout (see the module's docstring; the session must plan ``"shard"``)."""
     view = await session.ensure_levels("")
-    out = Collected(root if root.endswith("/") else root + "/", session.options.chunking)
+    out = Collected(root if root.endswith("/") else root + "/",
+                    "auto" if relayout else session.options.chunking)
     arrays = [view.arrays[p] for p in view.arrays if in_groups(p, groups)]
     if not arrays:
         raise OptionError(f"group={list(groups or [])!r} names no array of the hive")
@@ -163,14 +178,12 @@ async def collect(
     work = [(a, c) for a in fields for c in itertools.product(*(range(n) for n in a.grid))]
     if progress is not None:
         progress.reset(total=len(work) + sum(a.grid[0] for a in coordinates))
-    for coordinate in coordinates:
-        _fabricated(coordinate, out.arrays[coordinate.path], progress)
     sources: AsyncCache[Source | None] = AsyncCache(1 << 22)
     queue = iter(work)
 
     async def worker() -> None:
         for array, coords in queue:
-            chunk = await _chunk(session, array, coords, sources)
+            chunk = await _chunk(session, array, coords, sources, relayout)
             if chunk is not None:
                 out.arrays[array.path].chunks.append(chunk)
                 source = None if chunk.source is None else sources.peek(chunk.source)
@@ -186,9 +199,62 @@ async def collect(
         for task in tasks:
             task.cancel()
         raise
+    if relayout:
+        leaf_view = await _relayout(session, out)
+        if leaf_view is not None:
+            coordinates = [leaf_view.arrays[a.path] if out.layouts[_group(a.path)] == "leaf"
+                           else a for a in coordinates]  # type: ignore[misc]
+    for coordinate in coordinates:
+        _fabricated(coordinate, out.arrays[coordinate.path], progress)
     for refs in out.arrays.values():
         refs.chunks.sort(key=lambda c: c.coords)
     return out
+
+
+def _group(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+async def _relayout(session: HiveSession, out: Collected) -> View | None:
+    """Decide each group's layout (``out.layouts``) and rewrite the field references of
+    the groups published in the leaf layout; returns the leaf-chunked view (``None`` when
+    no group qualifies). Coordinates are left to the caller."""
+    fields: dict[str, list[ArrayRefs]] = {}
+    for refs in out.arrays.values():
+        fields.setdefault(_group(refs.path), [])
+        if refs.kind == "field":
+            fields[_group(refs.path)].append(refs)
+    ready = {g: all(c.info == "ref" for r in members for c in r.chunks)
+             for g, members in fields.items()}
+    out.layouts = {g: "shard" for g in fields}
+    if not any(ready.values()):
+        return None
+    from ..session import HiveSession  # the session module imports the read plan
+
+    leaf = HiveSession(session.backend, replace(session.options, chunking="leaf"))
+    leaf_view = await leaf.ensure_levels("")
+    for group, members in fields.items():
+        published = [leaf_view.arrays[r.path].meta for r in members]
+        if not ready[group] or not all(
+                c.payload is not None or r.meta == meta
+                for r, meta in zip(members, published, strict=True) for c in r.chunks):
+            continue  # a gap or an inline chunk: the group stays as planned (shard)
+        out.layouts[group] = "leaf"
+        for refs, meta in zip(members, published, strict=True):
+            refs.meta = meta
+            refs.chunks = [_leaf_ref(c) for c in refs.chunks if c.payload != ()]
+    for path, refs in out.arrays.items():
+        if refs.kind == "coordinate" and out.layouts.get(_group(path)) == "leaf":
+            refs.meta = leaf_view.arrays[path].meta
+    return leaf_view
+
+
+def _leaf_ref(chunk: Chunk) -> Chunk:
+    """A whole-object reference in the leaf layout: its payload range, when a shard."""
+    if chunk.payload is None:  # an unsharded object: the same reference in both layouts
+        return chunk
+    offset, length = chunk.payload
+    return Chunk(chunk.coords, "ref", chunk.source, offset, length)
 
 
 def _fabricated(array: FabricatedArray, refs: ArrayRefs, progress: Any) -> None:
@@ -240,7 +306,7 @@ async def _source(session: HiveSession, plan: LeafRead) -> Source | None:
 
 async def _chunk(
     session: HiveSession, array: FieldArray, coords: tuple[int, ...],
-    sources: AsyncCache[Source | None],
+    sources: AsyncCache[Source | None], relayout: bool = False,
 ) -> Chunk | None:
     located, path = array.located_object(coords)
     if path is None:  # a sphere node no object covers: the fill value, no reference
@@ -260,7 +326,11 @@ async def _chunk(
         return await _inline(session, plan, coords, "missing")
     stat, entries = source
     if isinstance(plan, Passthrough):
-        return _whole(plan, coords, stat)
+        chunk = _whole(plan, coords, stat)
+        if relayout and entries is not None:
+            payload = _contiguous(entries, plan.check, stat.size)
+            return chunk if payload is None else replace(chunk, payload=payload)
+        return chunk
     assert entries is not None  # a shard's source carries its index
     if isinstance(plan, InnerRange):
         span = inner_span(entries, plan.part)

@@ -120,6 +120,7 @@ def write_mdim(collected: Collected, out: str, remap: list[tuple[str, str]],
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "source": source,
             "chunking": collected.chunking,
+            **({"layouts": json.dumps(collected.layouts)} if collected.layouts else {}),
         }
         db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         db.executemany(
