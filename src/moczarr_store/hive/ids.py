@@ -84,15 +84,29 @@ def words_to_ranks(words: np.ndarray, order: int) -> np.ndarray:
 
 
 def ranks_to_words(ranks: np.ndarray, order: int) -> np.ndarray:
-    return (np.asarray(ranks, dtype=_U64) << _U64(shift(order))) | _U64(order)
+    return words_in_place(np.array(ranks, dtype=_U64), order)
 
 
 def ranks_to_nested(ranks: np.ndarray, order: int) -> np.ndarray:
-    return np.asarray(ranks, dtype=_U64) - _U64(4**order)
+    return nested_in_place(np.array(ranks, dtype=_U64), order)
+
+
+def words_in_place(ranks: np.ndarray, order: int) -> np.ndarray:
+    """:func:`ranks_to_words` of a fresh uint64 array, computed in it (no allocation)."""
+    ranks <<= _U64(shift(order))
+    ranks |= _U64(order)
+    return ranks
+
+
+def nested_in_place(ranks: np.ndarray, order: int) -> np.ndarray:
+    """:func:`ranks_to_nested` of a fresh uint64 array, computed in it (no allocation)."""
+    ranks -= _U64(4**order)
+    return ranks
 
 
 def child_ranks(node_ranks: np.ndarray, depth: int, start: int, stop: int) -> np.ndarray:
-    """Ranks of rows ``[start, stop)`` of the concatenated node subtrees.
+    """Ranks of rows ``[start, stop)`` of the concatenated node subtrees, as a fresh,
+    contiguous uint64 array (callers may compute in it).
 
     Row ``r`` is child ``r % 4**depth`` of node ``r // 4**depth``. Cost: one broadcast of
     the nodes' first children over their child steps (a few passes over ``stop - start``

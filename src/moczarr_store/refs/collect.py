@@ -326,11 +326,10 @@ async def _chunk(
         return await _inline(session, plan, coords, "missing")
     stat, entries = source
     if isinstance(plan, Passthrough):
-        chunk = _whole(plan, coords, stat)
+        payload = None
         if relayout and entries is not None:
             payload = _contiguous(entries, plan.check, stat.size)
-            return chunk if payload is None else replace(chunk, payload=payload)
-        return chunk
+        return _whole(plan, coords, stat, payload)
     assert entries is not None  # a shard's source carries its index
     if isinstance(plan, InnerRange):
         span = inner_span(entries, plan.part)
@@ -347,8 +346,10 @@ async def _chunk(
     return Chunk(coords, "ref", plan.object, offset, length)
 
 
-def _whole(plan: Passthrough, coords: tuple[int, ...], stat: ObjectStat) -> Chunk:
-    """A whole object, its shard index verified (by :func:`_source`) or its size checked."""
+def _whole(plan: Passthrough, coords: tuple[int, ...], stat: ObjectStat,
+           payload: tuple[int, ...] | None = None) -> Chunk:
+    """A whole object, its shard index verified (by :func:`_source`) or its size checked
+    (``payload``: see :attr:`Chunk.payload`)."""
     check = plan.check
     if not check.shard_chunks and check.nbytes is not None and stat.size != check.nbytes:
         raise TruncatedChunkError(
@@ -357,7 +358,7 @@ def _whole(plan: Passthrough, coords: tuple[int, ...], stat: ObjectStat) -> Chun
         )
     if stat.size == 0:
         raise TruncatedChunkError(f"{plan.object}: the object is empty")
-    return Chunk(coords, "ref", plan.object, 0, stat.size)
+    return Chunk(coords, "ref", plan.object, 0, stat.size, payload=payload)
 
 
 def _contiguous(entries: np.ndarray, check: ChunkCheck, size: int) -> tuple[int, ...] | None:

@@ -20,7 +20,7 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 from ..backend import BytesLike
 from ..chunks import chunk_check, fill_number, full_shard_index, plain_bytes
 from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
-from ..hive.ids import child_ranks, ranks_to_nested, ranks_to_words
+from ..hive.ids import child_ranks, nested_in_place, words_in_place
 from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
@@ -540,7 +540,7 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
     no I/O; nothing per node is kept on the sphere.
     """
     cells = level.cells_per_node
-    to_values = ranks_to_words if kind == "morton" else ranks_to_nested
+    to_values = words_in_place if kind == "morton" else nested_in_place
 
     def produce(start: int, stop: int, length: int) -> memoryview:
         first, last = start // cells, -(-stop // cells)  # the nodes the rows fall in
@@ -549,9 +549,12 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
         else:
             nodes = level.node_ranks[first:last]
         skip = first * cells
-        ranks = child_ranks(nodes, level.depth, start - skip, stop - skip)
+        values = to_values(child_ranks(nodes, level.depth, start - skip, stop - skip),
+                           level.cell_order)
+        if values.size == length:
+            return values.data.cast("B")
         out = np.zeros(length, dtype="<u8")  # past the domain's end (the last chunk): zero
-        out[: stop - start] = to_values(ranks, level.cell_order)
+        out[: values.size] = values
         return out.data.cast("B")
 
     n = domain_nodes(level, sphere) * cells
