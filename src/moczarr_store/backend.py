@@ -179,15 +179,16 @@ def slice_bytes(data: BytesLike, byte_range: ByteRequest | None) -> BytesLike:
     raise TypeError(f"Unexpected byte_range, got {byte_range}.")
 
 
+_USUAL = 2**62
+
+
 def _unusual(byte_range: ByteRequest) -> bool:
     """Bounds an object store cannot take as they are: negative, or beyond 2**62."""
-    values: tuple[int, ...]
     if isinstance(byte_range, RangeByteRequest):
-        values = (byte_range.start, byte_range.end)
-    else:
-        values = (byte_range.offset if isinstance(byte_range, OffsetByteRequest)
-                  else byte_range.suffix,)
-    return any(not 0 <= v < 2**62 for v in values)
+        return not (0 <= byte_range.start < _USUAL and 0 <= byte_range.end < _USUAL)
+    if isinstance(byte_range, OffsetByteRequest):
+        return not 0 <= byte_range.offset < _USUAL
+    return not 0 <= byte_range.suffix < _USUAL
 
 
 def _range_option(byte_range: ByteRequest | None) -> RangeOption:

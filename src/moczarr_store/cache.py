@@ -21,7 +21,7 @@ class AsyncCache(Generic[V]):
         self.max_entries = max_entries
         self._keep = keep
         self._done: OrderedDict[Hashable, V] = OrderedDict()
-        self._pending: dict[tuple[int, Hashable], asyncio.Future] = {}
+        self._pending: dict[tuple[int, Hashable], asyncio.Future | None] = {}
 
     def __len__(self) -> int:
         return len(self._done)
@@ -50,20 +50,24 @@ class AsyncCache(Generic[V]):
         if key in self._done:
             self._done.move_to_end(key)
             return self._done[key]
-        slot = (id(asyncio.get_running_loop()), key)
-        pending = self._pending.get(slot)
-        if pending is not None:
+        loop = asyncio.get_running_loop()
+        slot = (id(loop), key)
+        if slot in self._pending:  # a load is under way: wait for it (a future made once)
+            pending = self._pending[slot]
+            if pending is None:
+                pending = self._pending[slot] = loop.create_future()
             return await asyncio.shield(pending)
-        future = asyncio.get_running_loop().create_future()
-        self._pending[slot] = future
+        self._pending[slot] = None  # no future until a second caller asks (most never do)
         try:
             value = await load()
             self.put(key, value)
-            future.set_result(value)
-            return value
         except BaseException as err:
-            future.set_exception(err)
-            future.exception()  # retrieved: the waiters re-raise it themselves
+            future = self._pending.pop(slot)
+            if future is not None:
+                future.set_exception(err)
+                future.exception()  # retrieved: the waiters re-raise it themselves
             raise
-        finally:
-            del self._pending[slot]
+        future = self._pending.pop(slot)
+        if future is not None:
+            future.set_result(value)
+        return value
