@@ -602,13 +602,15 @@ def _recorded_reads(hive: Path):
     reads: list[tuple[str, object]] = []
     if not isinstance(reader, LocalReader):
         raise SystemExit("verify: the read floor needs a local hive")
-    original = reader.read
+    original = reader._open_read
 
-    async def read(path, option):
-        reads.append((path, option))
-        return await original(path, option)
+    def read(path, full, option, wait):  # inline (page-cached) reads and waited ones
+        got = original(path, full, option, wait)
+        if got[1] is not None:
+            reads.append((path, option))
+        return got
 
-    reader.read = read
+    reader._open_read = read  # type: ignore[method-assign]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = asyncio.run(verify_hive(store))
@@ -616,17 +618,20 @@ def _recorded_reads(hive: Path):
 
 
 def _bare_reads(root: Path, reads: list[tuple[str, object]]) -> tuple[int, int]:
-    """The same objects read with bare syscalls (open, fstat, preadv, close), and one
-    ``lstat`` per distinct directory (the store resolves each once, for links)."""
+    """The same objects read with bare syscalls (open, fstat, preadv, close), and the
+    link check of the first object of each directory (the store checks each once: the
+    open file's real path, one ``readlink``)."""
     from moczarr_store.backend import _span
 
-    base = f"{root}/"
-    for directory in {path.rpartition("/")[0] for path, _ in reads}:
-        os.lstat(base + directory)
+    base, seen = f"{root}/", set()
     total = 0
     for path, option in reads:
         fd = os.open(base + path, os.O_RDONLY | os.O_NOFOLLOW)
         try:
+            directory = path.rpartition("/")[0]
+            if directory not in seen:
+                seen.add(directory)
+                os.readlink(f"/proc/self/fd/{fd}")
             start, end = _span(option, os.fstat(fd).st_size)
             total += os.preadv(fd, [bytearray(end - start)], start)
         finally:

@@ -8,6 +8,7 @@ rank ``K = (base + 1) * 4**c + rank``, and ``NESTED = K - 4**c``.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -119,9 +120,20 @@ def child_ranks(node_ranks: np.ndarray, depth: int, start: int, stop: int) -> np
         rows = np.arange(start, stop, dtype=_U64)
         nodes = np.asarray(node_ranks, dtype=_U64)[(rows >> bits).astype(np.intp)]
         return (nodes << bits) | (rows & _U64(per - 1))
-    block = (np.asarray(node_ranks, dtype=_U64)[first:last, None] << bits) | np.arange(
-        per, dtype=_U64)
+    block = (np.asarray(node_ranks, dtype=_U64)[first:last, None] << bits) | _steps(per)
     return block.ravel()[start - first * per : stop - first * per]
+
+
+@functools.lru_cache(maxsize=8)
+def _child_steps(per: int) -> np.ndarray:
+    steps = np.arange(per, dtype=_U64)
+    steps.flags.writeable = False
+    return steps
+
+
+def _steps(per: int) -> np.ndarray:
+    """``arange(per)`` as uint64: kept (read-only) up to 1 Mi rows (8 MB), else made."""
+    return _child_steps(per) if per <= 1 << 20 else np.arange(per, dtype=_U64)
 
 
 def ancestor_ranks(ranks: npt.ArrayLike, depth: int) -> np.ndarray:
