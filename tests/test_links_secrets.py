@@ -195,6 +195,29 @@ def test_a_directory_is_checked_once(hive_copy, monkeypatch, link_checks):
         assert calls == {"readlink": 0, "islink": new_dirs}
 
 
+def test_an_unreadable_proc_falls_back_to_the_directory_checks(hive_copy, tmp_path,
+                                                                monkeypatch):
+    if not backend_module._HAS_FD_PATHS:
+        pytest.skip("this system has no /proc/self/fd")
+    root = hive_copy("bare_versioned")
+    key = _chunk(root)
+    want = (root / key).read_bytes()
+    outside = _outside(tmp_path, root, LEAF)
+
+    readlink = os.readlink
+
+    def refused(path, *args, **kwargs):
+        if str(path).startswith("/proc/"):
+            raise PermissionError(13, "Permission denied", path)
+        return readlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "readlink", refused)
+    with pytest.raises(OutsideRootError) as err:
+        sync(Backend(root).get(key))
+    _refused(err, LEAF, outside)
+    assert sync(Backend(root, follow_links=True).get(key)) == want
+
+
 def test_a_missing_object_behind_a_link_out_of_the_root_is_refused_not_missing(
         hive_copy, tmp_path, link_checks):
     root = hive_copy("bare_versioned")

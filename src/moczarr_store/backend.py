@@ -354,8 +354,12 @@ class LocalReader:
     def _vet(self, path: str, fd: int) -> None:
         """Refuse open object ``path`` unless its real path is inside the root; remember its
         directory's real path (the object itself is no link: ``O_NOFOLLOW``)."""
-        real = os.readlink(f"{_FD_PATHS}/{fd}")
         parent = path.rpartition("/")[0]
+        try:
+            real = os.readlink(f"{_FD_PATHS}/{fd}")
+        except OSError:  # /proc not readable here: check the directories one by one
+            self._dir(parent)
+            return
         if not self._inside(real):
             self._dir(parent)  # names the directory that leads out
             raise OutsideRootError(f"{path}: a link leads out of the hive root (refused; "

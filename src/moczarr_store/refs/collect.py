@@ -234,15 +234,15 @@ async def _relayout(session: HiveSession, out: Collected) -> View | None:
     leaf = HiveSession(session.backend, replace(session.options, chunking="leaf"))
     leaf_view = await leaf.ensure_levels("")
     for group, members in fields.items():
-        published = [leaf_view.arrays[r.path].meta for r in members]
-        if not ready[group] or not all(
-                c.payload is not None or r.meta == meta
-                for r, meta in zip(members, published, strict=True) for c in r.chunks):
+        # an array presented alike in both layouts (unsharded leaves) keeps its references
+        relaid = [(r, leaf_view.arrays[r.path].meta) for r in members
+                  if r.meta != leaf_view.arrays[r.path].meta]
+        if not ready[group] or any(c.payload is None for r, _ in relaid for c in r.chunks):
             continue  # a gap or an inline chunk: the group stays as planned (shard)
         out.layouts[group] = "leaf"
-        for refs, meta in zip(members, published, strict=True):
+        for refs, meta in relaid:
             refs.meta = meta
-            refs.chunks = [_leaf_ref(c) for c in refs.chunks if c.payload != ()]
+            refs.chunks = [_leaf_ref(c) for c in refs.chunks if c.payload]
     for path, refs in out.arrays.items():
         if refs.kind == "coordinate" and out.layouts.get(_group(path)) == "leaf":
             refs.meta = leaf_view.arrays[path].meta
@@ -250,10 +250,8 @@ async def _relayout(session: HiveSession, out: Collected) -> View | None:
 
 
 def _leaf_ref(chunk: Chunk) -> Chunk:
-    """A whole-object reference in the leaf layout: its payload range, when a shard."""
-    if chunk.payload is None:  # an unsharded object: the same reference in both layouts
-        return chunk
-    offset, length = chunk.payload
+    """A whole shard's reference in the leaf layout: its payload range."""
+    offset, length = chunk.payload or ()
     return Chunk(chunk.coords, "ref", chunk.source, offset, length)
 
 
