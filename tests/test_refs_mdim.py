@@ -186,6 +186,13 @@ def test_cli_json_summary(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["format"] == "mdim-refs" and summary["chunks_referenced"] == 12
     assert summary["sources"] == 12 and summary["bytes_on_disk"] == out.stat().st_size
+    # the default: some shards of this fixture have gaps, so its one group stays sharded
+    assert summary["chunking"] == "auto" and summary["layouts"] == {"atl06/o7": "shard"}
+    out = tmp_path / "pyramid1.sqlite"
+    assert main(["refs", str(FIXTURES / "pyramid1"), "--format", "mdim-refs", str(out),
+                 "--json", "--chunking", "shard"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["chunking"] == "shard" and "layouts" not in summary
 
 
 def test_gdal_ogr_opens_tables_and_views(tmp_path):
