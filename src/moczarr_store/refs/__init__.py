@@ -172,9 +172,10 @@ def export_refs(
     ``store_options`` go to :class:`MocHiveStore` (storage options, ``window``, ``aoi``).
 
     Cost: the store's read plan for every chunk (one GET per leaf stamp, one per leaf
-    array metadata not yet known), one HEAD per referenced object, one ranged GET per shard
-    index; fabricated and inline chunks are computed or read whole. Memory: the references
-    and the inline bytes.
+    array metadata not yet known), then one request per referenced object that also gives
+    its size and time: the ranged GET of a shard's index, or a HEAD of a plain chunk
+    (``auto`` adds only the open of a leaf-chunked view, a few requests); fabricated and
+    inline chunks are computed or read whole. Memory: the references and the inline bytes.
     """
     from zarr.core.sync import sync
 
