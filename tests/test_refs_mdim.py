@@ -91,6 +91,29 @@ def test_auto_publishes_the_leaf_layout_where_every_shard_is_whole(tmp_path, nam
         assert published == meta, array
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_auto_publishes_exactly_what_the_layout_it_chose_publishes(tmp_path, name):
+    """Each array of an ``auto`` export holds the same metadata and the same rows
+    (references, inline bytes, absent chunks) as the export forced into its group's
+    layout."""
+    report = export_refs(FIXTURES / name, "mdim-refs", tmp_path / "auto.sqlite")
+    forced = {}
+    for layout in ("leaf", "shard"):
+        export_refs(FIXTURES / name, "mdim-refs", tmp_path / f"{layout}.sqlite",
+                    chunking=layout)
+        forced[layout] = sqlite3.connect(tmp_path / f"{layout}.sqlite")
+    auto = sqlite3.connect(tmp_path / "auto.sqlite")
+    arrays = [a for (a,) in auto.execute("SELECT array FROM arrays")]
+    assert arrays
+    for array in arrays:
+        other = forced[report.layouts[array.rpartition("/")[0]]]
+        query = "SELECT zarr_json FROM arrays WHERE array = ?"
+        assert auto.execute(query, (array,)).fetchone() == other.execute(
+            query, (array,)).fetchone(), array
+        rows = f'SELECT * FROM "refs_{array}" ORDER BY 1, 2'
+        assert auto.execute(rows).fetchall() == other.execute(rows).fetchall(), array
+
+
 def test_schema_sources_and_journal_mode(tmp_path):
     out = tmp_path / "refs.sqlite"
     export_refs(FIXTURES / "sharded", "mdim-refs", out)
