@@ -152,14 +152,20 @@ def test_remap_to_s3_reads_there(tmp_path, s3_server, name):
     assert_same(mdim_values(tmp_path / "refs.sqlite", read), want)
 
 
-def test_s3_source_refs_carry_etags_and_a_changed_object_fails(tmp_path, s3_server):
-    prefix = "refs-etag/sharded"
-    s3_server.upload_tree(FIXTURES / "sharded", prefix)
+@pytest.mark.parametrize(("name", "changed", "layouts"), [
+    ("sharded", "atl06/o7/count", {"atl06/o7": "shard"}),
+    ("multiproduct", "atl06_b/o7/count", {"atl06_a/o6": "leaf", "atl06_b/o7": "shard"}),
+])
+def test_s3_source_refs_carry_etags_and_a_changed_object_fails(tmp_path, s3_server, name,
+                                                               changed, layouts):
+    prefix = f"refs-etag/{name}"
+    s3_server.upload_tree(FIXTURES / name, prefix)
     source = f"s3://{BUCKET}/{prefix}"
     options = s3_options(s3_server.url)
     config = icechunk.s3_store(region=REGION, endpoint_url=s3_server.url, allow_http=True,
                                force_path_style=True)
-    export_refs(source, "mdim-refs", tmp_path / "refs.sqlite", **options)
+    report = export_refs(source, "mdim-refs", tmp_path / "refs.sqlite", **options)
+    assert report.layouts == layouts  # decided on S3 as locally
     import sqlite3
 
     etags = sqlite3.connect(tmp_path / "refs.sqlite").execute(
@@ -169,9 +175,9 @@ def test_s3_source_refs_carry_etags_and_a_changed_object_fails(tmp_path, s3_serv
                 **options)
     access = icechunk.containers_credentials(
         {source + "/": icechunk.s3_static_credentials(**CREDENTIALS)})
-    assert_same(icechunk_values(tmp_path / "repo", access), store_values(FIXTURES / "sharded"))
+    assert_same(icechunk_values(tmp_path / "repo", access), store_values(FIXTURES / name))
     key = next(k for k in s3_server.keys(prefix) if k.endswith("7/count/c/0"))
     s3_server.put(key, s3_server.get(key)[:-1] + b"\x00")
     group = zarr.open_group(icechunk_store(tmp_path / "repo", access), mode="r")
     with pytest.raises(icechunk.IcechunkError, match="checksum"):
-        group["atl06/o7/count"][...]
+        group[changed][...]
