@@ -152,12 +152,13 @@ def test_remap_to_s3_reads_there(tmp_path, s3_server, name):
     assert_same(mdim_values(tmp_path / "refs.sqlite", read), want)
 
 
-@pytest.mark.parametrize(("name", "changed", "layouts"), [
-    ("sharded", "atl06/o7/count", {"atl06/o7": "shard"}),
-    ("multiproduct", "atl06_b/o7/count", {"atl06_a/o6": "leaf", "atl06_b/o7": "shard"}),
+@pytest.mark.parametrize(("name", "changed", "layouts", "chunk"), [
+    ("sharded", "atl06/o7/count", {"atl06/o7": "shard"}, "/7/count/c/0"),
+    ("multiproduct", "atl06_a/o6/count", {"atl06_a/o6": "leaf", "atl06_b/o7": "shard"},
+     "/6/count/c/0"),  # a leaf-layout reference: a payload range of the changed object
 ])
 def test_s3_source_refs_carry_etags_and_a_changed_object_fails(tmp_path, s3_server, name,
-                                                               changed, layouts):
+                                                               changed, layouts, chunk):
     prefix = f"refs-etag/{name}"
     s3_server.upload_tree(FIXTURES / name, prefix)
     source = f"s3://{BUCKET}/{prefix}"
@@ -176,8 +177,9 @@ def test_s3_source_refs_carry_etags_and_a_changed_object_fails(tmp_path, s3_serv
     access = icechunk.containers_credentials(
         {source + "/": icechunk.s3_static_credentials(**CREDENTIALS)})
     assert_same(icechunk_values(tmp_path / "repo", access), store_values(FIXTURES / name))
-    key = next(k for k in s3_server.keys(prefix) if k.endswith("7/count/c/0"))
-    s3_server.put(key, s3_server.get(key)[:-1] + b"\x00")
+    key = next(k for k in s3_server.keys(prefix) if k.endswith(chunk))
+    data = s3_server.get(key)
+    s3_server.put(key, data[:-1] + bytes([data[-1] ^ 1]))  # a new ETag (the last byte flipped)
     group = zarr.open_group(icechunk_store(tmp_path / "repo", access), mode="r")
     with pytest.raises(icechunk.IcechunkError, match="checksum"):
         group[changed][...]
