@@ -604,8 +604,8 @@ def _recorded_reads(hive: Path):
         raise SystemExit("verify: the read floor needs a local hive")
     original = reader._open_read
 
-    def read(path, full, option, wait):  # inline (page-cached) reads and waited ones
-        got = original(path, full, option, wait)
+    def read(path, option, wait):  # inline (page-cached) reads and waited ones
+        got = original(path, option, wait)
         if got[1] is not None:
             reads.append((path, option))
         return got

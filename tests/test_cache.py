@@ -10,44 +10,43 @@ import pytest
 from moczarr_store.cache import AsyncCache
 
 
-def test_concurrent_callers_share_one_load():
-    cache: AsyncCache[int] = AsyncCache(8)
-    loads = []
+def _slow_load(outcome: object, loads: list[int]):
+    """A load that counts its calls, waits so that others ask meanwhile, then returns
+    ``outcome`` (or raises it, an exception)."""
 
-    async def load() -> int:
+    async def load() -> object:
         loads.append(1)
         await asyncio.sleep(0.01)
-        return 42
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
-    async def main() -> list[int]:
-        return await asyncio.gather(*(cache.get("k", load) for _ in range(5)))
+    return load
 
-    assert asyncio.run(main()) == [42] * 5
+
+def _callers(cache: AsyncCache, load, n: int) -> list[object]:
+    async def main() -> list[object]:
+        return await asyncio.gather(*(cache.get("k", load) for _ in range(n)),
+                                    return_exceptions=True)
+
+    return asyncio.run(main())
+
+
+def test_concurrent_callers_share_one_load():
+    cache: AsyncCache[int] = AsyncCache(8)
+    loads: list[int] = []
+    assert _callers(cache, _slow_load(42, loads), 5) == [42] * 5
     assert len(loads) == 1
     assert cache.peek("k") == 42
 
 
 def test_a_failed_load_fails_every_waiter_and_is_not_remembered():
     cache: AsyncCache[int] = AsyncCache(8)
-    loads = []
-
-    async def fail() -> int:
-        loads.append(1)
-        await asyncio.sleep(0.01)
-        raise OSError("boom")
-
-    async def main() -> list[object]:
-        return await asyncio.gather(*(cache.get("k", fail) for _ in range(3)),
-                                    return_exceptions=True)
-
-    got = asyncio.run(main())
+    loads: list[int] = []
+    got = _callers(cache, _slow_load(OSError("boom"), loads), 3)
     assert len(loads) == 1 and all(isinstance(e, OSError) for e in got)
     assert cache.peek("k") is None
-
-    async def ok() -> int:
-        return 7
-
-    assert asyncio.run(cache.get("k", ok)) == 7  # loaded again, then kept
+    assert _callers(cache, _slow_load(7, loads), 1) == [7]  # loaded again, then kept
 
 
 def test_a_lone_load_that_fails_raises_to_its_caller():

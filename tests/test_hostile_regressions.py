@@ -50,8 +50,8 @@ def reads_outside(monkeypatch):
     seen: list[str] = []
     original = backend_module.LocalReader._open_read
 
-    def spy(self, path, full, option, wait):
-        got = original(self, path, full, option, wait)
+    def spy(self, path, option, wait):
+        got = original(self, path, option, wait)
         if not os.path.realpath(got[0]).startswith(os.path.realpath(self.root) + "/"):
             seen.append(path)
         return got

@@ -337,19 +337,13 @@ class LocalReader:
         real = self._dirs.get(parent) if parent else self._real_root
         return None if real is None else f"{real}/{name}"
 
-    def _where(self, path: str, checked: bool = False) -> str:
-        """The file system path of object ``path``: through its checked directory, or,
-        unless ``checked``, under the root (its real path is then vetted once open)."""
-        _check_relative(path)
+    def _where(self, path: str) -> str:
+        """The file system path of object ``path`` (a relative path, checked by the caller),
+        its directory checked."""
         if self.follow_links:
             return f"{self.root}/{path}"
-        full = self._known(path)
-        if full is not None:
-            return full
-        if checked or not _HAS_FD_PATHS:
-            parent, _, name = path.rpartition("/")
-            return f"{self._dir(parent)}/{name}"
-        return f"{self._real_root}/{path}"
+        parent, _, name = path.rpartition("/")
+        return f"{self._dir(parent)}/{name}"
 
     def _vet(self, path: str, fd: int) -> None:
         """Refuse open object ``path`` unless its real path is inside the root; remember its
@@ -375,13 +369,17 @@ class LocalReader:
                                    "(refused; pass follow_links=True to read through links)")
         return real
 
-    def _open_read(self, path: str, full: str, option: RangeOption, wait: bool):
-        """``(path read, (bytes, size) or None)``: :func:`_read` with its real path vetted
-        where ``full`` is not through a checked directory, and a final link resolved and
-        checked (``O_NOFOLLOW`` refuses to open one)."""
-        vet = None
-        if not self.follow_links and full != self._known(path):
-            vet = functools.partial(self._vet, path)
+    def _open_read(self, path: str, option: RangeOption, wait: bool):
+        """``(path read, (bytes, size) or None)``: :func:`_read` through the checked real
+        path of the object's directory, or, while that is not known, under the root with
+        the open file's real path vetted; a final link resolved and checked
+        (``O_NOFOLLOW`` refuses to open one)."""
+        _check_relative(path)
+        full, vet = None if self.follow_links else self._known(path), None
+        if full is None and (self.follow_links or not _HAS_FD_PATHS):
+            full = self._where(path)
+        elif full is None:
+            full, vet = f"{self._real_root}/{path}", functools.partial(self._vet, path)
         try:
             return full, _read(full, option, wait, self._flags, vet)
         except OSError as err:
@@ -396,7 +394,7 @@ class LocalReader:
     def now(self, path: str, option: RangeOption) -> tuple[BytesLike, os.stat_result] | None:
         """The object's bytes (or the part ``option`` names) and its ``fstat`` if the page
         cache holds them all, else ``None``: never waits (~10 us)."""
-        return self._open_read(path, self._where(path), option, False)[1]
+        return self._open_read(path, option, False)[1]
 
     def cached(self, path: str) -> tuple[BytesLike, int] | None:
         """The whole object if the page cache holds it all, else ``None`` (no wait)."""
@@ -404,10 +402,10 @@ class LocalReader:
         return None if got is None else (got[0], got[1].st_size)
 
     async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
-        full, got = self._open_read(path, self._where(path), option, False)  # page-cached
+        got = self._open_read(path, option, False)[1]  # page-cached
         if got is None:  # not all in the page cache: wait for the disk on a thread
             loop = asyncio.get_running_loop()
-            _, got = await loop.run_in_executor(None, self._open_read, path, full, option, True)
+            _, got = await loop.run_in_executor(None, self._open_read, path, option, True)
         return got
 
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
@@ -419,7 +417,8 @@ class LocalReader:
         return data, _local_stat(info)
 
     async def stat(self, path: str) -> ObjectStat:
-        full = self._where(path, checked=True)
+        _check_relative(path)
+        full = self._where(path)
         info = os.stat(full, follow_symlinks=self.follow_links)
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(self._through_link(path, full))

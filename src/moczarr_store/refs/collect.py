@@ -58,7 +58,6 @@ from ..view.arrays import FabricatedArray, FieldArray
 
 if TYPE_CHECKING:
     from ..session import HiveSession
-    from ..view.tree import View
 
 JOBS = 64  # chunks planned concurrently (the backend caps requests in flight)
 FABRICATED_RUN = 4096  # coordinate chunks computed in one pass
@@ -200,10 +199,7 @@ async def collect(
             task.cancel()
         raise
     if relayout:
-        leaf_view = await _relayout(session, out)
-        if leaf_view is not None:
-            coordinates = [leaf_view.arrays[a.path] if out.layouts[_group(a.path)] == "leaf"
-                           else a for a in coordinates]  # type: ignore[misc]
+        coordinates = await _relayout(session, out, coordinates)
     for coordinate in coordinates:
         _fabricated(coordinate, out.arrays[coordinate.path], progress)
     for refs in out.arrays.values():
@@ -215,38 +211,40 @@ def _group(path: str) -> str:
     return path.rpartition("/")[0]
 
 
-async def _relayout(session: HiveSession, out: Collected) -> View | None:
+async def _relayout(session: HiveSession, out: Collected,
+                    coordinates: list[FabricatedArray]) -> list[FabricatedArray]:
     """Decide each group's layout (``out.layouts``) and rewrite the field references of
-    the groups published in the leaf layout; returns the leaf-chunked view (``None`` when
-    no group qualifies). Coordinates are left to the caller."""
-    fields: dict[str, list[ArrayRefs]] = {}
+    the groups published in the leaf layout; returns the coordinates to fabricate, each
+    from the view its group follows."""
+    fields: dict[str, list[ArrayRefs]] = {_group(path): [] for path in out.arrays}
     for refs in out.arrays.values():
-        fields.setdefault(_group(refs.path), [])
         if refs.kind == "field":
             fields[_group(refs.path)].append(refs)
-    ready = {g: all(c.info == "ref" for r in members for c in r.chunks)
-             for g, members in fields.items()}
     out.layouts = {g: "shard" for g in fields}
-    if not any(ready.values()):
-        return None
+    ready = [g for g, members in fields.items()
+             if all(c.info == "ref" for r in members for c in r.chunks)]
+    if not ready:
+        return coordinates
     from ..session import HiveSession  # the session module imports the read plan
 
     leaf = HiveSession(session.backend, replace(session.options, chunking="leaf"))
-    leaf_view = await leaf.ensure_levels("")
-    for group, members in fields.items():
+    leaf_arrays = (await leaf.ensure_levels("")).arrays
+    for group in ready:
         # an array presented alike in both layouts (unsharded leaves) keeps its references
-        relaid = [(r, leaf_view.arrays[r.path].meta) for r in members
-                  if r.meta != leaf_view.arrays[r.path].meta]
-        if not ready[group] or any(c.payload is None for r, _ in relaid for c in r.chunks):
-            continue  # a gap or an inline chunk: the group stays as planned (shard)
+        relaid = [r for r in fields[group] if r.meta != leaf_arrays[r.path].meta]
+        if any(c.payload is None for r in relaid for c in r.chunks):
+            continue  # a shard with a gap or out of order: the group stays as planned
         out.layouts[group] = "leaf"
-        for refs, meta in relaid:
-            refs.meta = meta
+        for refs in relaid:
+            refs.meta = leaf_arrays[refs.path].meta
             refs.chunks = [_leaf_ref(c) for c in refs.chunks if c.payload]
-    for path, refs in out.arrays.items():
-        if refs.kind == "coordinate" and out.layouts.get(_group(path)) == "leaf":
-            refs.meta = leaf_view.arrays[path].meta
-    return leaf_view
+    relaid_coordinates = []
+    for array in coordinates:
+        if out.layouts[_group(array.path)] == "leaf":
+            array = leaf_arrays[array.path]  # type: ignore[assignment]
+            out.arrays[array.path].meta = array.meta
+        relaid_coordinates.append(array)
+    return relaid_coordinates
 
 
 def _leaf_ref(chunk: Chunk) -> Chunk:
