@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numcodecs import Blosc
 
-from ..backend import ObjectStat
+from ..backend import BytesLike, ObjectStat
 from ..cache import AsyncCache
 from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_span
 from ..errors import OptionError, TruncatedChunkError
@@ -277,7 +277,7 @@ def _compressible(meta: dict) -> bool:
             and meta["chunk_grid"]["configuration"]["chunk_shape"][0] >= COMPRESS_MIN_ROWS)
 
 
-def _compressor(refs: ArrayRefs) -> Callable[[bytes], bytes]:
+def _compressor(refs: ArrayRefs) -> Callable[[BytesLike], bytes]:
     """Publish a per-cell coordinate compressed: :data:`COMPRESSED` appended to its codecs;
     returns the encoder of its chunks. Cost: ~1.5 ms per MB encoded."""
     refs.meta = {**refs.meta, "codecs": [*refs.meta["codecs"], COMPRESSED]}

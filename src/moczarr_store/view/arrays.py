@@ -478,7 +478,7 @@ class FabricatedArray:
         end = min(stop * self.rows, self.meta["shape"][0])
         block = memoryview(self._produce(start, end, count * self.rows)).cast("B")
         step = len(block) // count
-        chunks = [block[i * step : (i + 1) * step] for i in range(count)]
+        chunks: list[BytesLike] = [block[i * step : (i + 1) * step] for i in range(count)]
         if not self._tail:
             return chunks
         return [bytes(chunk) + self._tail for chunk in chunks]
