@@ -8,6 +8,7 @@ import re
 import shutil
 import warnings
 
+import google_crc32c
 import numpy as np
 import pytest
 import xarray as xr
@@ -26,6 +27,7 @@ from moczarr_store import (
     TruncatedChunkError,
 )
 from moczarr_store.cli import build_parser
+from moczarr_store.read import execute
 from moczarr_store.refs import export_refs
 from moczarr_store.view import arrays
 
@@ -62,6 +64,8 @@ def test_span_values_are_moczarr_s_and_the_leaf_view_s(name, group, chunking):
         for field, want in ref.values.items():
             got = _values(spanned[field])
             assert got.dtype == want.dtype, field
+            # warm, whole leaves of immutable versions are read straight into one buffer
+            np.testing.assert_array_equal(_values(spanned[field]), got, err_msg=field)
             np.testing.assert_array_equal(got, _values(plain[field]), err_msg=field)
             got = got[position] if group.windows else got
             if want.dtype.kind == "O":
@@ -144,14 +148,91 @@ def test_a_missing_leaf_in_a_span_reads_as_fill_with_one_warning(hive_copy):
     np.testing.assert_array_equal(np.delete(count, np.r_[gone]), np.delete(ref, np.r_[gone]))
 
 
-def test_a_damaged_leaf_in_a_span_fails_naming_it(hive_copy):
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_damaged_leaf_in_a_span_fails_naming_it(hive_copy, warm):
     root = hive_copy("sharded")
+    store = MocHiveStore(root, chunking=3)
+    array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+    if warm:  # stamps and leaf metadata known: the next read goes straight to one buffer
+        array[:]
     shard = sorted(root.rglob("h_mean/c/0"))[2]
     shard.write_bytes(shard.read_bytes()[:-7])
-    store = MocHiveStore(root, chunking=3)
     with pytest.raises((TruncatedChunkError, ChunkReadError),
                        match=re.escape(shard.relative_to(root).as_posix())):
-        zarr.open_array(store, path="atl06/o7/h_mean", mode="r")[:]
+        array[:]
+
+
+LEAVES = ("4/4/4/1/1/44411.zarr", "4/4/4/1/2/44412.zarr", "-4/1/1/3/3/-41133.zarr")  # in order
+
+
+def _write_shard(path, values: np.ndarray, order=range(16)) -> None:
+    """A shard object of 16 inner chunks of 4 float32 values (index at its end, crc32c),
+    the inner chunks stored in ``order``, the index naming where each one is."""
+    inner = [values[4 * i : 4 * i + 4].astype("<f4").tobytes() for i in range(16)]
+    rows, payload = np.zeros((16, 2), "<u8"), b""
+    for i in order:
+        rows[i] = (len(payload), len(inner[i]))
+        payload += inner[i]
+    index = rows.tobytes()
+    path.write_bytes(payload + index + google_crc32c.value(index).to_bytes(4, "little"))
+
+
+@pytest.fixture
+def full_span(hive_copy):
+    """``sharded`` with every ``h_mean`` shard rewritten whole and in order (as zarr writes
+    a full shard), so that a warm span of its 3 leaves is read straight into one buffer;
+    returns the root, the array and the values written, in the leaves' order."""
+    root = hive_copy("sharded")
+    want = np.arange(3 * 64, dtype="<f4") + 0.5
+    for at, leaf in enumerate(LEAVES):
+        (shard,) = (root / leaf).glob("run-*/7/h_mean/c/0")
+        _write_shard(shard, want[64 * at : 64 * (at + 1)])
+    array = zarr.open_array(MocHiveStore(root, chunking=3), path="atl06/o7/h_mean", mode="r")
+    np.testing.assert_array_equal(array[:], want)  # cold: leaf metadata read with each leaf
+    return root, array, want
+
+
+def _shard(root, at: int):
+    return next((root / LEAVES[at]).glob("run-*/7/h_mean/c/0"))
+
+
+def test_a_warm_span_of_whole_shards_is_read_straight_into_one_buffer(full_span, monkeypatch):
+    _root, array, want = full_span
+    joined = []
+    read_joined = execute._read_joined
+    monkeypatch.setattr(execute, "_read_joined",
+                        lambda *args: joined.append(read_joined(*args)) or joined[-1])
+    np.testing.assert_array_equal(array[:], want)
+    assert len(joined) == 1 and joined[0] is not None
+
+
+def test_a_warm_span_serves_a_shard_stored_out_of_order_as_its_index_says(full_span):
+    """The same size, the inner chunks in reverse order: read straight into the span's
+    buffer, the payload would be the wrong way round; its index is not the in-order
+    layout's, so the shard is read as its index says."""
+    root, array, want = full_span
+    _write_shard(_shard(root, 1), want[64:128], order=reversed(range(16)))
+    np.testing.assert_array_equal(array[:], want)
+
+
+def test_a_warm_span_refuses_a_shard_whose_index_lies_naming_it(full_span):
+    root, array, want = full_span
+    shard = _shard(root, 0)
+    raw = bytearray(shard.read_bytes())
+    raw[256:272] = raw[272:288]  # inner chunk 0 names inner chunk 1's bytes
+    raw[-4:] = google_crc32c.value(bytes(raw[256:-4])).to_bytes(4, "little")
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(TruncatedChunkError, match=re.escape(shard.relative_to(root).as_posix())):
+        array[:]
+
+
+def test_a_warm_span_refuses_a_cut_shard_naming_it(full_span):
+    root, array, _want = full_span
+    shard = _shard(root, 2)
+    shard.write_bytes(shard.read_bytes()[:-7])
+    with pytest.raises((TruncatedChunkError, ChunkReadError),
+                       match=re.escape(shard.relative_to(root).as_posix())):
+        array[:]
 
 
 @pytest.mark.parametrize("geometry", ["covered", "sphere"])

@@ -232,12 +232,15 @@ def _buffer(size: int) -> memoryview:
 
 
 def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
-          vet: Callable[[int], None] | None = None) -> tuple[memoryview, os.stat_result] | None:
+          vet: Callable[[int], None] | None = None,
+          into: list[memoryview] | None = None) -> tuple[memoryview, os.stat_result] | None:
     """A local object's bytes (or the part ``option`` names) and its ``fstat``; a file that
     shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
     returns ``None`` unless the page cache holds them all, so the event loop never waits on
-    a disk. ``vet(fd)`` runs once the file is open, before a byte is read. Memory: one
-    uninitialised buffer of the span."""
+    a disk. ``vet(fd)`` runs once the file is open, before a byte is read. ``into``: the
+    whole object read into these buffers in turn (returned: the first), ``None`` unless its
+    size is their total and one read fills them. Memory: one uninitialised buffer of the
+    span (none with ``into``)."""
     if not wait and _NOWAIT is None:
         return None
     fd = os.open(path, _OPEN | flags)
@@ -246,15 +249,16 @@ def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
             vet(fd)
         info = os.fstat(fd)
         size = info.st_size
+        if into is not None:
+            if size != sum(len(buffer) for buffer in into):
+                return None
+            got = _pread(fd, into, 0, wait)
+            return None if got != size else (into[0], info)
         start, end = _span(option, size)
         buffer, done = _buffer(end - start), 0
         while done < len(buffer):
-            try:
-                got = os.preadv(fd, [buffer[done:]], start + done,
-                                0 if wait else _NOWAIT or 0)
-            except OSError as err:
-                if wait or err.errno not in _NO_NOWAIT:
-                    raise
+            got = _pread(fd, [buffer[done:]], start + done, wait)
+            if got is None:
                 return None
             if got == 0:  # the file shrank under us: what is there
                 return buffer[:done], info
@@ -264,6 +268,16 @@ def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
         return buffer, info
     finally:
         os.close(fd)
+
+
+def _pread(fd: int, buffers: list[memoryview], offset: int, wait: bool) -> int | None:
+    """``preadv``; ``None`` when ``wait=False`` and the page cache lacks the bytes."""
+    try:
+        return os.preadv(fd, buffers, offset, 0 if wait else _NOWAIT or 0)
+    except OSError as err:
+        if wait or err.errno not in _NO_NOWAIT:
+            raise
+        return None
 
 
 def _check_relative(path: str) -> None:
@@ -369,7 +383,8 @@ class LocalReader:
                                    "(refused; pass follow_links=True to read through links)")
         return real
 
-    def _open_read(self, path: str, option: RangeOption, wait: bool):
+    def _open_read(self, path: str, option: RangeOption, wait: bool,
+                   into: list[memoryview] | None = None):
         """``(path read, (bytes, size) or None)``: :func:`_read` through the checked real
         path of the object's directory, or, while that is not known, under the root with
         the open file's real path vetted; a final link resolved and checked
@@ -381,7 +396,7 @@ class LocalReader:
         elif full is None:
             full, vet = f"{self._real_root}/{path}", functools.partial(self._vet, path)
         try:
-            return full, _read(full, option, wait, self._flags, vet)
+            return full, _read(full, option, wait, self._flags, vet, into)
         except OSError as err:
             if vet is not None and err.errno in (errno.ENOENT, errno.ENOTDIR):
                 self._dir(path.rpartition("/")[0])  # a link out of the root: refused, not
@@ -389,7 +404,7 @@ class LocalReader:
             if err.errno != errno.ELOOP or self.follow_links:
                 raise
         full = self._through_link(path, full)
-        return full, _read(full, option, wait)
+        return full, _read(full, option, wait, into=into)
 
     def now(self, path: str, option: RangeOption) -> tuple[BytesLike, os.stat_result] | None:
         """The object's bytes (or the part ``option`` names) and its ``fstat`` if the page
@@ -400,6 +415,11 @@ class LocalReader:
         """The whole object if the page cache holds it all, else ``None`` (no wait)."""
         got = self.now(path, None)
         return None if got is None else (got[0], got[1].st_size)
+
+    def cached_into(self, path: str, into: list[memoryview]) -> bool:
+        """Whether the whole object was read into ``into`` in turn: its size is their total
+        and the page cache holds it all (no wait)."""
+        return self._open_read(path, None, False, into)[1] is not None
 
     async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
         got = self._open_read(path, option, False)[1]  # page-cached
@@ -667,6 +687,23 @@ class Backend:
             return None
         self._tally("get", len(paths))
         return got  # type: ignore[return-value]  # no None left
+
+    def read_cached_into(self, reads: list[tuple[str, list[memoryview]]]) -> bool:
+        """:meth:`read_cached`, each whole object read straight into its buffers (in turn,
+        their total its size); ``False`` when not local or any object is not all in the
+        page cache, missing, unreadable or of another size (some buffers may then be
+        written). Cost: the file reads alone, no copy."""
+        reader = self._reader
+        if not isinstance(reader, LocalReader):
+            return False
+        reader.ready()
+        try:
+            if not all(reader.cached_into(path, into) for path, into in reads):
+                return False
+        except Exception:  # read again one by one, where the error is reported
+            return False
+        self._tally("get", len(reads))
+        return True
 
     def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
         """An error of this package for a failed request: the reader's own errors as they

@@ -230,6 +230,13 @@ def _full_shard(step: int, n: int, index_at_end: bool, crc: bool) -> tuple[int, 
     return step * n + need, index
 
 
+def full_shard(check: ChunkCheck) -> tuple[int, bytes] | None:
+    """``(object size, index bytes)`` of a shard object of ``check`` written whole and in
+    order (:func:`reframe`'s fast case), or ``None`` when its inner chunks have no fixed size."""
+    return _full_shard(check.inner_nbytes or 0, check.shard_chunks or 0, check.index_at_end,
+                       check.index_crc)
+
+
 def full_shard_index(step: int, n: int) -> bytes:
     """The index (at the end, crc32c'd) of a shard of ``n`` inner chunks of ``step`` bytes,
     all present and back to back in order."""

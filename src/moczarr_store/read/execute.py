@@ -19,11 +19,14 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..backend import ByteRequest, BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
     ChunkCheck,
     check_chunk,
+    full_shard,
     inner_span,
     load_index,
     reframe,
@@ -90,10 +93,14 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
 
 async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     """A span's leaf chunks read and joined, each absent one as its fill bytes; ``None``
-    when every part is absent. Cost: as many leaf chunk reads (concurrent, or one pass
-    over the page cache), one copy."""
+    when every part is absent. Cost: as many leaf chunk reads: straight into the chunk's
+    buffer (:func:`_read_joined`), else one pass over the page cache or concurrent, and
+    one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
+    direct = _read_joined(session, plan.parts, array.part_fill)
+    if direct is not None:
+        return slice_bytes(direct, plan.byte_range)
     present = [p for p in plan.parts if p is not None]
     parts = _cached_parts(session, present)  # warm local parts: one pass, no task per part
     if parts is None:  # concurrent: a cold disk or a network file system has latency too
@@ -104,6 +111,46 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     joined = b"".join(fill if p is None else p for p in parts)
     joined += fill * (len(plan.parts) - len(parts))
     return slice_bytes(joined, plan.byte_range)
+
+
+def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
+                 fill: bytes) -> memoryview | None:
+    """A span read straight from the page cache into one buffer, when every part is a
+    whole leaf chunk of an immutable version encoded as declared and its object is a plain
+    chunk of exactly that size, or a full shard written in order whose index equals that
+    layout's (checked as :func:`reframe` checks it); ``None`` otherwise (the parts are then
+    read as :func:`_cached_parts` or :func:`execute` read them). Cost: one ``preadv`` per
+    object, no copy."""
+    step = len(fill)
+    out = np.empty(step * len(parts), np.uint8).data
+    reads: list[tuple[str, list[memoryview]]] = []
+    indexes: list[tuple[bytearray, bytes]] = []
+    for at, plan in enumerate(parts):
+        into = out[at * step : (at + 1) * step]
+        if plan is None:  # past the domain's end
+            into[:] = fill
+            continue
+        if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
+                or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
+            return None
+        check = plan.check
+        if isinstance(plan, Passthrough):
+            if check.shard_chunks or check.nbytes != step:
+                return None
+            reads.append((plan.object, [into]))
+            continue
+        layout = full_shard(check)
+        if layout is None or layout[0] - len(layout[1]) != step:
+            return None
+        index = bytearray(len(layout[1]))
+        indexes.append((index, layout[1]))
+        pieces = [into, memoryview(index)] if check.index_at_end else [memoryview(index), into]
+        reads.append((plan.object, pieces))
+    if not reads or not session.backend.read_cached_into(reads):
+        return None
+    if any(index != layout for index, layout in indexes):
+        return None  # another layout: read and checked entry by entry
+    return out
 
 
 def _cached_parts(session: HiveSession, plans: Sequence[Plan]) -> list[Bytes | None] | None:
