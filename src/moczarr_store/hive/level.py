@@ -18,6 +18,7 @@ from .runs import RunEncoding
 from .windows import bounds
 
 COORDINATE_NAMES = ("morton", "cell_ids")
+PATHS_KEPT = 1 << 16  # object paths remembered per level (~10 MB at most)
 WINDOW_COORDINATES = ("window", "window_start", "window_end")
 
 
@@ -48,6 +49,9 @@ class Level:
     template_data: str = ""  # where the template's arrays live (its data prefix)
     encodings: list[RunEncoding] = field(default_factory=list)  # the template's, then runs'
     dropped: list[str] = field(default_factory=list)
+    # object paths by (node rank, window), computed once: every field of a leaf, every scan
+    _paths: dict[tuple[int, str | None], str] = field(
+        default_factory=dict, init=False, repr=False)
 
     @property
     def path(self) -> str:
@@ -67,9 +71,18 @@ class Level:
         return 4**self.depth
 
     def object_path(self, index: int, window: str | None = None) -> str:
-        """Hive-relative path of the ``index``-th object (in ``window``)."""
-        decimal = rank_to_decimal(int(self.node_ranks[index]), self.node_order)
-        window = window or self.window
+        """Hive-relative path of the ``index``-th object (in ``window``). Cost: a dict
+        lookup once computed (up to ``PATHS_KEPT`` paths kept per level)."""
+        rank, window = int(self.node_ranks[index]), window or self.window
+        path = self._paths.get((rank, window))
+        if path is None:
+            if len(self._paths) >= PATHS_KEPT:
+                self._paths.clear()
+            path = self._paths[rank, window] = self._object_path(rank, window)
+        return path
+
+    def _object_path(self, rank: int, window: str | None) -> str:
+        decimal = rank_to_decimal(rank, self.node_order)
         stem = "all" if self.fold or window is None else window
         if self.artifact == "overview":
             rel = f"{node_path(decimal)}/{stem}.zarr"

@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from zarr.codecs import ShardingCodec
@@ -132,9 +131,9 @@ def _check_codecs(where: str, field: str, codecs: Any, rank: int) -> None:
                 location in ("start", "end"))
 
 
-@dataclass(frozen=True)
-class LeafChunk:
-    """Where a virtual chunk lives: a key below the data prefix of one node's leaf."""
+class LeafChunk(NamedTuple):
+    """Where a virtual chunk lives: a key below the data prefix of one node's leaf (a
+    tuple: made for every chunk read, at a third of a frozen dataclass's cost)."""
 
     node: int | None  # None: a sphere node no object covers (geometry="sphere")
     window: str | None
