@@ -101,13 +101,13 @@ def _leaf_objects(hive: Path, group: str, field: str) -> tuple[list[str], float]
     cold = store.request_stats.total / array.nchunks
     reader = store.session.backend._reader
     reads: list[str] = []
-    original = reader.read
+    original = reader._open_read  # every local read passes here: inline, threaded, into
 
-    async def read(path, option):
+    def open_read(path, *args):
         reads.append(path)
-        return await original(path, option)
+        return original(path, *args)
 
-    reader.read = read
+    reader._open_read = open_read
     array[:]
     return [f"{hive}/{path}" for path in reads], cold
 
