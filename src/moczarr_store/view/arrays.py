@@ -300,6 +300,7 @@ class FieldArray:
             chunks[self.windowed] *= self.span
         self.leaf_encoding = leaf_meta.get("chunk_key_encoding", {"name": "default"})
         _leaf_chunk_key(self.leaf_encoding, (0,) * len(names))  # refuse unknown encodings now
+        self._keys: dict[tuple[int, ...], str] = {}  # leaf chunk keys by inner coordinates
         self.meta = {
             **leaf_meta,
             "codecs": codecs,
@@ -431,7 +432,10 @@ class FieldArray:
         if self.mode == "inner" and self.axis is not None:  # inner mode has a cells axis;
             # the shard object is the leaf's only chunk along it
             part, inner[self.axis] = inner[self.axis], 0
-        key = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, tuple(inner))}"
+        at = tuple(inner)  # at most the chunks of one leaf: the keys are kept
+        key = self._keys.get(at)
+        if key is None:
+            key = self._keys[at] = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, at)}"
         if node is not None and node < 0:
             return LeafChunk(-1, None, key, self.level.template)
         return LeafChunk(node, window, key, inner=part)
