@@ -237,10 +237,10 @@ def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
     """A local object's bytes (or the part ``option`` names) and its ``fstat``; a file that
     shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
     returns ``None`` unless the page cache holds them all, so the event loop never waits on
-    a disk. ``vet(fd)`` runs once the file is open, before a byte is read. ``into``: the
-    whole object read into these buffers in turn (returned: the first), ``None`` unless its
-    size is their total and one read fills them. Memory: one uninitialised buffer of the
-    span (none with ``into``)."""
+    a disk. ``vet(fd)`` runs once the file is open, before a byte is read. ``into``: when
+    the object's size is their total, it is read into these buffers in turn and the first
+    is returned (``None`` unless one read fills them); else it is read whole as usual.
+    Memory: one uninitialised buffer of the span (none when read ``into``)."""
     if not wait and _NOWAIT is None:
         return None
     fd = os.open(path, _OPEN | flags)
@@ -249,9 +249,7 @@ def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
             vet(fd)
         info = os.fstat(fd)
         size = info.st_size
-        if into is not None:
-            if size != sum(len(buffer) for buffer in into):
-                return None
+        if into is not None and size == sum(len(buffer) for buffer in into):
             got = _pread(fd, into, 0, wait)
             return None if got != size else (into[0], info)
         start, end = _span(option, size)
@@ -411,15 +409,12 @@ class LocalReader:
         cache holds them all, else ``None``: never waits (~10 us)."""
         return self._open_read(path, option, False)[1]
 
-    def cached(self, path: str) -> tuple[BytesLike, int] | None:
-        """The whole object if the page cache holds it all, else ``None`` (no wait)."""
-        got = self.now(path, None)
-        return None if got is None else (got[0], got[1].st_size)
-
-    def cached_into(self, path: str, into: list[memoryview]) -> bool:
-        """Whether the whole object was read into ``into`` in turn: its size is their total
-        and the page cache holds it all (no wait)."""
-        return self._open_read(path, None, False, into)[1] is not None
+    def cached_into(self, path: str, into: list[memoryview]) -> tuple[bool, BytesLike] | None:
+        """The whole object if the page cache holds it all, else ``None`` (no wait):
+        ``(True, _)`` read straight into ``into`` in turn (its size is their total), or
+        ``(False, its bytes)``."""
+        got = self._open_read(path, None, False, into)[1]
+        return None if got is None else (got[0] is into[0], got[0])
 
     async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
         got = self._open_read(path, option, False)[1]  # page-cached
@@ -670,40 +665,30 @@ class Backend:
         data, info = got
         return data, (_local_stat(info) if with_stat else info.st_size)
 
-    def read_cached(self, paths: list[str]) -> list[tuple[BytesLike, int]] | None:
-        """Whole local objects read in one pass from the page cache (one GET counted each),
-        with no await; ``None`` when the hive is not local or any object is not all in the
-        page cache, missing or unreadable: read them as usual then (their errors name
-        them). Cost: the file reads alone, without a task or the concurrency cap per object."""
+    def read_cached_into(
+        self, reads: list[tuple[str, list[memoryview]]]
+    ) -> list[BytesLike | None] | None:
+        """Whole local objects read in one pass from the page cache, each straight into its
+        buffers (in turn) when its size is their total (``None`` in its place), else as its
+        bytes; one GET counted each, no await. ``None`` when the hive is not local or any
+        object is not all in the page cache, missing or unreadable (the buffers may then
+        be partly written): read them as usual then (their errors name them). Cost: the
+        file reads alone, without a task or the concurrency cap per object, and no copy."""
         reader = self._reader
         if not isinstance(reader, LocalReader):
             return None
         reader.ready()
+        got: list[BytesLike | None] = []
         try:
-            got = [reader.cached(path) for path in paths]
+            for path, into in reads:
+                one = reader.cached_into(path, into)
+                if one is None:
+                    return None
+                got.append(None if one[0] else one[1])
         except Exception:  # read again one by one, where the error is reported
             return None
-        if any(one is None for one in got):
-            return None
-        self._tally("get", len(paths))
-        return got  # type: ignore[return-value]  # no None left
-
-    def read_cached_into(self, reads: list[tuple[str, list[memoryview]]]) -> bool:
-        """:meth:`read_cached`, each whole object read straight into its buffers (in turn,
-        their total its size); ``False`` when not local or any object is not all in the
-        page cache, missing, unreadable or of another size (some buffers may then be
-        written). Cost: the file reads alone, no copy."""
-        reader = self._reader
-        if not isinstance(reader, LocalReader):
-            return False
-        reader.ready()
-        try:
-            if not all(reader.cached_into(path, into) for path, into in reads):
-                return False
-        except Exception:  # read again one by one, where the error is reported
-            return False
         self._tally("get", len(reads))
-        return True
+        return got
 
     def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
         """An error of this package for a failed request: the reader's own errors as they

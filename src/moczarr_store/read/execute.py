@@ -94,17 +94,14 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
 async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     """A span's leaf chunks read and joined, each absent one as its fill bytes; ``None``
     when every part is absent. Cost: as many leaf chunk reads: straight into the chunk's
-    buffer (:func:`_read_joined`), else one pass over the page cache or concurrent, and
-    one copy."""
+    buffer from the page cache (:func:`_read_joined`), else concurrent, and one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     direct = _read_joined(session, plan.parts, array.part_fill)
     if direct is not None:
         return slice_bytes(direct, plan.byte_range)
     present = [p for p in plan.parts if p is not None]
-    parts = _cached_parts(session, present)  # warm local parts: one pass, no task per part
-    if parts is None:  # concurrent: a cold disk or a network file system has latency too
-        parts = list(await asyncio.gather(*(execute(session, p) for p in present)))
+    parts = list(await asyncio.gather(*(execute(session, p) for p in present)))
     if all(p is None for p in parts):
         return None
     fill = array.part_fill
@@ -115,16 +112,18 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
 
 def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
                  fill: bytes) -> memoryview | None:
-    """A span read straight from the page cache into one buffer, when every part is a
-    whole leaf chunk of an immutable version encoded as declared and its object is a plain
-    chunk of exactly that size, or a full shard written in order whose index equals that
-    layout's (checked as :func:`reframe` checks it); ``None`` otherwise (the parts are then
-    read as :func:`_cached_parts` or :func:`execute` read them). Cost: one ``preadv`` per
-    object, no copy."""
+    """A span read from the page cache into one buffer in one pass, each part served
+    exactly as :func:`execute` serves it, when every part is a whole leaf chunk of an
+    immutable version whose encoding is established (a plain chunk, or a shard of
+    uncompressed inner chunks) and every object is there; ``None`` otherwise (the parts
+    are then executed as usual; damage is reported there). Cost: one ``preadv`` per
+    object, no task, no copy for a plain chunk of the chunk's size or a full shard written
+    in order (its index compared with that layout's bytes, as :func:`reframe` does); a
+    shard laid out otherwise is re-framed from its bytes (one copy)."""
     step = len(fill)
     out = np.empty(step * len(parts), np.uint8).data
+    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray | None]] = []
     reads: list[tuple[str, list[memoryview]]] = []
-    indexes: list[tuple[bytearray, bytes]] = []
     for at, plan in enumerate(parts):
         into = out[at * step : (at + 1) * step]
         if plan is None:  # past the domain's end
@@ -133,51 +132,37 @@ def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
         if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
                 or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
             return None
-        check = plan.check
+        check, index = plan.check, None
         if isinstance(plan, Passthrough):
             if check.shard_chunks or check.nbytes != step:
                 return None
-            reads.append((plan.object, [into]))
-            continue
-        layout = full_shard(check)
-        if layout is None or layout[0] - len(layout[1]) != step:
-            return None
-        index = bytearray(len(layout[1]))
-        indexes.append((index, layout[1]))
-        pieces = [into, memoryview(index)] if check.index_at_end else [memoryview(index), into]
+            pieces = [into]
+        else:
+            layout = full_shard(check)
+            if layout is None or layout[0] - len(layout[1]) != step:
+                return None
+            index = bytearray(len(layout[1]))
+            pieces = [into, memoryview(index)] if check.index_at_end else [memoryview(index), into]
+        slots.append((plan, into, index))
         reads.append((plan.object, pieces))
-    if not reads or not session.backend.read_cached_into(reads):
-        return None
-    if any(index != layout for index, layout in indexes):
-        return None  # another layout: read and checked entry by entry
-    return out
-
-
-def _cached_parts(session: HiveSession, plans: Sequence[Plan]) -> list[Bytes | None] | None:
-    """A span's local parts read from the page cache in one pass and checked, exactly as
-    :func:`execute` serves them, when each is a whole leaf chunk of an immutable version
-    whose encoding is established and every object is there, whole and in order; ``None``
-    otherwise (the parts are then executed as usual). No await: ~10 us less per leaf."""
-    reads: list[Passthrough | Reframe] = []
-    for plan in plans:
-        if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
-                or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
-            return None
-        reads.append(plan)
-    got = session.backend.read_cached([plan.object for plan in reads])
+    got = session.backend.read_cached_into(reads) if reads else None
     if got is None:
         return None
-    out: list[Bytes | None] = []
-    for plan, (data, _size) in zip(reads, got, strict=True):
-        if isinstance(plan, Passthrough):
-            if plan.check.shard_chunks or plan.check.nbytes is None:
-                return None
-            check_chunk(data, plan.check, None, plan.object)
-            out.append(data)
-        else:
-            out.append(reframe(data, plan.check, plan.object))
-        if out[-1] is None:  # no inner chunk stored: executed one by one (damage is reported)
-            return None
+    for (plan, into, index), data in zip(slots, got, strict=True):
+        check = plan.check
+        if index is None:  # a plain chunk: read in place, or of another size (refused)
+            if data is not None:
+                check_chunk(data, check, None, plan.object)
+                return None  # (not reached: the size differs from the chunk's)
+            continue
+        if data is None:  # read in place: the in-order layout's index, or re-framed
+            if index == full_shard(check)[1]:  # type: ignore[index]  # checked above
+                continue
+            data = bytes(into) + index if check.index_at_end else bytes(index) + bytes(into)
+        framed = reframe(data, check, plan.object)
+        if framed is None or len(framed) != step:  # no inner chunk stored: executed one by
+            return None  # one (damage is reported)
+        into[:] = framed
     return out
 
 
