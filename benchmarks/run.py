@@ -99,17 +99,30 @@ def _leaf_objects(hive: Path, group: str, field: str) -> tuple[list[str], float]
     store.request_stats.reset()
     array[:]
     cold = store.request_stats.total / array.nchunks
-    reader = store.session.backend._reader
-    reads: list[str] = []
-    original = reader._open_read  # every local read passes here: inline, threaded, into
-
-    def open_read(path, *args):
-        reads.append(path)
-        return original(path, *args)
-
-    reader._open_read = open_read
+    reads = _record_reads(store)
     array[:]
-    return [f"{hive}/{path}" for path in reads], cold
+    return [f"{hive}/{path}" for path, _option in reads], cold
+
+
+def _record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
+    """Every object (and range) the store's local reader reads from now on: the one place
+    each read passes, inline (page-cached), waited or straight into a span's buffer."""
+    from moczarr_store.backend import LocalReader
+
+    reader = store.session.backend._reader
+    if not isinstance(reader, LocalReader):
+        raise SystemExit("the read floor needs a local hive")
+    reads: list[tuple[str, object]] = []
+    original = reader._open_read
+
+    def read(path, option, *rest):
+        got = original(path, option, *rest)
+        if got[1] is not None:
+            reads.append((path, option))
+        return got
+
+    reader._open_read = read  # type: ignore[method-assign]
+    return reads
 
 
 def _raw(paths: list[str]) -> int:
@@ -592,25 +605,12 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
 # -- 9. verify -------------------------------------------------------------------------
 
 
-def _recorded_reads(hive: Path):
+def _verify_and_reads(hive: Path):
     """One ``verify_hive`` run, and every object (and range) its backend read."""
-    from moczarr_store.backend import LocalReader
     from moczarr_store.verify import verify_hive
 
     store = MocHiveStore(hive)
-    reader = store.session.backend._reader
-    reads: list[tuple[str, object]] = []
-    if not isinstance(reader, LocalReader):
-        raise SystemExit("verify: the read floor needs a local hive")
-    original = reader._open_read
-
-    def read(path, option, wait):  # inline (page-cached) reads and waited ones
-        got = original(path, option, wait)
-        if got[1] is not None:
-            reads.append((path, option))
-        return got
-
-    reader._open_read = read  # type: ignore[method-assign]
+    reads = _record_reads(store)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = asyncio.run(verify_hive(store))
@@ -646,7 +646,7 @@ def measure_verify(hive: Path, rounds: int = 5) -> None:
     its read path: the objects verify read, read again with bare syscalls."""
     from moczarr_store.verify import verify_hive
 
-    report, reads = _recorded_reads(hive)  # warms the page cache too
+    report, reads = _verify_and_reads(hive)  # warms the page cache too
     if not report.ok:
         raise SystemExit(f"verify: {hive} does not verify: {report.failures[:3]}")
     payload = np.random.default_rng(0).bytes(report.nbytes // max(1, report.arrays))

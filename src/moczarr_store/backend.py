@@ -409,12 +409,12 @@ class LocalReader:
         cache holds them all, else ``None``: never waits (~10 us)."""
         return self._open_read(path, option, False)[1]
 
-    def cached_into(self, path: str, into: list[memoryview]) -> tuple[bool, BytesLike] | None:
-        """The whole object if the page cache holds it all, else ``None`` (no wait):
-        ``(True, _)`` read straight into ``into`` in turn (its size is their total), or
-        ``(False, its bytes)``."""
+    def cached_into(self, path: str, into: list[memoryview]) -> BytesLike | None:
+        """The whole object if the page cache holds it all, else ``None`` (no wait): read
+        straight into ``into`` in turn when its size is their total (``into[0]`` is then
+        returned), else as its own bytes."""
         got = self._open_read(path, None, False, into)[1]
-        return None if got is None else (got[0] is into[0], got[0])
+        return None if got is None else got[0]
 
     async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
         got = self._open_read(path, option, False)[1]  # page-cached
@@ -681,10 +681,10 @@ class Backend:
         got: list[BytesLike | None] = []
         try:
             for path, into in reads:
-                one = reader.cached_into(path, into)
-                if one is None:
+                data = reader.cached_into(path, into)
+                if data is None:
                     return None
-                got.append(None if one[0] else one[1])
+                got.append(None if data is into[0] else data)
         except Exception:  # read again one by one, where the error is reported
             return None
         self._tally("get", len(reads))

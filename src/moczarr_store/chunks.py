@@ -358,7 +358,7 @@ def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     by entry.
     """
     view, step = memoryview(data), check.inner_nbytes or 0
-    full = _full_shard(step, check.shard_chunks or 0, check.index_at_end, check.index_crc)
+    full = full_shard(check)
     if full is not None and len(view) == full[0]:
         need = check.index_nbytes
         index = view[len(view) - need :] if check.index_at_end else view[:need]

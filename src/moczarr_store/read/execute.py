@@ -122,7 +122,7 @@ def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
     shard laid out otherwise is re-framed from its bytes (one copy)."""
     step = len(fill)
     out = np.empty(step * len(parts), np.uint8).data
-    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray | None]] = []
+    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
     reads: list[tuple[str, list[memoryview]]] = []
     for at, plan in enumerate(parts):
         into = out[at * step : (at + 1) * step]
@@ -132,7 +132,7 @@ def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
         if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
                 or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
             return None
-        check, index = plan.check, None
+        check, index, want = plan.check, bytearray(), b""  # a plain chunk: no index
         if isinstance(plan, Passthrough):
             if check.shard_chunks or check.nbytes != step:
                 return None
@@ -141,23 +141,20 @@ def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
             layout = full_shard(check)
             if layout is None or layout[0] - len(layout[1]) != step:
                 return None
-            index = bytearray(len(layout[1]))
+            index, want = bytearray(len(layout[1])), layout[1]
             pieces = [into, memoryview(index)] if check.index_at_end else [memoryview(index), into]
-        slots.append((plan, into, index))
+        slots.append((plan, into, index, want))
         reads.append((plan.object, pieces))
     got = session.backend.read_cached_into(reads) if reads else None
     if got is None:
         return None
-    for (plan, into, index), data in zip(slots, got, strict=True):
+    for (plan, into, index, want), data in zip(slots, got, strict=True):
         check = plan.check
-        if index is None:  # a plain chunk: read in place, or of another size (refused)
-            if data is not None:
-                check_chunk(data, check, None, plan.object)
-                return None  # (not reached: the size differs from the chunk's)
+        if data is None and index == want:  # in place: a plain chunk, or a shard in order
             continue
-        if data is None:  # read in place: the in-order layout's index, or re-framed
-            if index == full_shard(check)[1]:  # type: ignore[index]  # checked above
-                continue
+        if not want:  # a plain chunk of another size: read as usual (its error named there)
+            return None
+        if data is None:  # in place, another layout: re-framed from its bytes
             data = bytes(into) + index if check.index_at_end else bytes(index) + bytes(into)
         framed = reframe(data, check, plan.object)
         if framed is None or len(framed) != step:  # no inner chunk stored: executed one by
