@@ -502,6 +502,69 @@ def test_an_overview_storing_a_non_integer_order_is_omitted(hive_copy):
         assert _orders(MocHiveStore(root)) == [3, 7]
 
 
+# a pyramid object other than the template that is not its level's artifact: moczarr drops it
+# with a warning; the store reads its cells as missing, with one warning naming it
+
+
+OBJECT_CASES = [
+    ("pyramid1", "-4/1/1/3/all.zarr", 5, ("role",), 2**64 + 1),
+    ("pyramid1", "-4/1/1/3/all.zarr", 5, ("role",), "source"),
+    ("pyramid1", "-4/1/1/3/all.zarr", 5, ("zagg_overview",), ["not", "a", "block"]),
+    ("pyramid1", "-4/1/1/3/all.zarr", 5, ("zagg_overview", "spec"), "zagg-overview/9"),
+    ("pyramid1", "-4/1/1/3/all.zarr", 5, ("zagg_overview", "cell_order"), True),
+    ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("role",), "overview"),
+    ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column",), None),
+    ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "spec"), "zagg-column/0"),
+    ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "node"), "441"),
+    ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "window"), "2020"),
+]
+
+
+def _rows(ds: xr.Dataset) -> dict[int, dict[str, object]]:
+    names = list(ds.data_vars)
+    return {m: {n: ds[n].values[i] for n in names}
+            for i, m in enumerate(ds["morton"].values.tolist())}
+
+
+@pytest.mark.parametrize("verify", ["lazy", "open"])
+@pytest.mark.parametrize("fixture,obj,order,at,value", OBJECT_CASES)
+def test_a_pyramid_object_not_its_levels_artifact_reads_as_missing(hive_copy, fixture, obj,
+                                                                   order, at, value, verify):
+    """Every row is moczarr's (of the undamaged hive) but the object's own, which read as
+    the fill value (or leave the domain, with ``verify="open"``), with a warning naming it;
+    where moczarr opens the damaged hive (it drops the object; it refuses one naming
+    another node, window or cell order), the rows it lacks are exactly the object's."""
+    root = hive_copy(fixture)
+    _edit(root / obj / "zarr.json", _set("attributes", *at, value=value))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = _rows(moczarr.open_level(str(FIXTURES / fixture), order,
+                                          xr_kwargs={"chunks": None}))
+        try:
+            after = _rows(moczarr.open_level(str(root), order, xr_kwargs={"chunks": None}))
+        except ValueError:
+            after = None
+    store = MocHiveStore(root, verify=verify)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = _rows(xr.open_zarr(store, group=f"atl06/o{order}").load())
+    said = [str(w.message) for w in seen if issubclass(w.category, HiveWarning)]
+    assert [m for m in said if obj in m and "read as missing" in m], said
+    group = zarr.open_group(store, mode="r")[f"atl06/o{order}"]
+    fills = {name: group[name].fill_value for name in next(iter(before.values()))}
+    dropped = None if after is None else set(before) - set(after)
+    lost = set()
+    for m, values in before.items():
+        for name, want in values.items():
+            have = got.get(m, {}).get(name, fills[name])
+            if dropped is not None and m not in dropped:
+                assert np.array_equal(have, want, equal_nan=True), (m, name, have)
+            elif not np.array_equal(have, want, equal_nan=True):
+                assert np.array_equal(have, fills[name], equal_nan=True), (m, name, have)
+                lost.add(m)
+    assert lost, "the object's cells with data read as missing"
+
+
 # -- array names --------------------------------------------------------------------------------
 
 

@@ -18,6 +18,11 @@ from .paths import validate_current
 
 STAMP_KEY = "morton_hive_commit"
 LeafState = Literal["stamped", "debris", "absent"]
+# What a pyramid level checks of an object's role and provenance block (``Level.refusal``)
+_OVERVIEW_KEYS = ("spec", "cell_order")
+_COLUMN_KEYS = ("spec", "node", "order", "window")
+Provenance = tuple[object, tuple | None, tuple | None]
+_KEPT = 128  # characters of a provenance string kept (longer ones match nothing)
 
 
 @dataclass(frozen=True)
@@ -25,13 +30,17 @@ class Leaf:
     """What a leaf's root ``zarr.json`` said when it was read.
 
     ``attrs`` (the whole root attributes) is kept only on a freshly read leaf; the
-    cache keeps the slim form.
+    cache keeps the slim form, with ``provenance``: ``(role, overview, column)``, the
+    scalar fields of the ``zagg_overview`` and ``zagg_column`` blocks a pyramid level
+    checks (``None``: a block that is no JSON object); ``None`` when the object has no
+    role and no block (a source leaf).
     """
 
     path: str
     state: LeafState
     current: str | None = None
     attrs: dict | None = None
+    provenance: Provenance | None = None
 
     @property
     def data_prefix(self) -> str | None:
@@ -53,7 +62,31 @@ class Leaf:
         return self.path
 
     def slim(self) -> Leaf:
-        return Leaf(self.path, self.state, self.current)
+        return Leaf(self.path, self.state, self.current, None, self.provenance)
+
+
+def _scalar(value: object) -> object:
+    """A JSON value kept for a later comparison (and a message): itself when null, a
+    boolean, an integer of at most 64 bits or a string of at most ``_KEPT`` characters;
+    else a short description, never equal to what a check wants."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() <= 64 else f"<an integer of {value.bit_length()} bits>"
+    if isinstance(value, str):
+        return value if len(value) <= _KEPT else f"<a string of {len(value):,} characters>"
+    return f"<a JSON {type(value).__name__}>"
+
+
+def _provenance(attrs: dict) -> Provenance | None:
+    if not any(key in attrs for key in ("role", "zagg_overview", "zagg_column")):
+        return None
+
+    def fields(block: object, keys: tuple[str, ...]) -> tuple | None:
+        return tuple(_scalar(block.get(k)) for k in keys) if isinstance(block, dict) else None
+
+    return (_scalar(attrs.get("role")), fields(attrs.get("zagg_overview"), _OVERVIEW_KEYS),
+            fields(attrs.get("zagg_column"), _COLUMN_KEYS))
 
 
 def parse_leaf(path: str, payload: bytes | None) -> Leaf:
@@ -65,13 +98,13 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
         return Leaf(path, "absent")
     meta = load_json(payload, f"leaf {path}/zarr.json")
     attrs = meta.get("attributes") if isinstance(meta, dict) else None
-    stamp = attrs.get(STAMP_KEY) if isinstance(attrs, dict) else None
-    if not isinstance(stamp, dict):  # no commit mapping: debris, as moczarr reads it
-        return Leaf(path, "debris")
+    if not isinstance(attrs, dict) or not isinstance(attrs.get(STAMP_KEY), dict):
+        return Leaf(path, "debris")  # no commit mapping: debris, as moczarr reads it
+    stamp = attrs[STAMP_KEY]
     current = stamp.get("current")
     if current is not None:
         validate_current(current, path)
-    return Leaf(path, "stamped", current, attrs)
+    return Leaf(path, "stamped", current, attrs, _provenance(attrs))
 
 
 class LeafCache(AsyncCache[Leaf]):

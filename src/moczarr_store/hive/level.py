@@ -12,10 +12,14 @@ from datetime import datetime
 import numpy as np
 
 from .ids import rank_to_decimal
+from .jsonio import is_int
 from .manifest import Manifest
-from .paths import leaf_path, node_path
+from .paths import leaf_path, node_path, short
 from .runs import RunEncoding
 from .windows import bounds
+
+OVERVIEW_SPECS = ("zagg-overview/1", "zagg-overview/2")
+COLUMN_SPEC = "zagg-column/1"
 
 COORDINATE_NAMES = ("morton", "cell_ids")
 PATHS_KEPT = 1 << 16  # object paths remembered per level (~10 MB at most)
@@ -93,6 +97,43 @@ class Level:
             rel = leaf_path(decimal, window, self.manifest.path_grouping)
         return f"{self.root}/{rel}" if self.root else rel
 
+    def refusal(self, provenance: tuple | None, index: int, window: str | None) -> str | None:
+        """Why the stamped object of node ``index`` (in ``window``) may not serve this
+        level, as moczarr drops or refuses it: on an overview level a role other than
+        ``overview`` (no role reads as a source object, and is kept), or a ``zagg_overview``
+        block missing, of an unknown spec, or storing another cell order; on a column level
+        a role other than ``column``, or a ``zagg_column`` block missing, of an unknown
+        spec, or naming another node, order or window. ``None``: it may. ``provenance``:
+        :attr:`Leaf.provenance`. No I/O."""
+        if self.artifact == "source":
+            return None
+        role, overview, column = provenance or (None, None, None)
+        if self.artifact == "overview":
+            if role is None:
+                return None
+            if role != "overview":
+                return f"declares role {short(role)}, not 'overview'"
+            if overview is None:
+                return "has no 'zagg_overview' provenance block"
+            spec, cell_order = overview
+            if spec not in OVERVIEW_SPECS:
+                return f"declares overview spec {short(spec)}, not one of {OVERVIEW_SPECS}"
+            if not is_int(cell_order) or cell_order != self.cell_order:
+                return f"stores cells at order {short(cell_order)}, not {self.cell_order}"
+            return None
+        if role != "column":
+            return f"declares role {short(role)}, not 'column'"
+        if column is None:
+            return "has no 'zagg_column' provenance block"
+        spec, node, order, label = column
+        want = (rank_to_decimal(int(self.node_ranks[index]), self.node_order), self.node_order,
+                window or self.window or "all")
+        if spec != COLUMN_SPEC:
+            return f"declares column spec {short(spec)}, not {COLUMN_SPEC!r}"
+        if (node, order, label) != want or not is_int(order):
+            return f"declares node/order/window {short((node, order, label), 160)}, not {want!r}"
+        return None
+
     def summary(self) -> dict:
         """``attrs["morton_hive"]`` as moczarr publishes it for this order."""
         return {**self.manifest.summary(), "cell_order": self.cell_order,
@@ -101,11 +142,12 @@ class Level:
     def window_bounds(self) -> list[tuple[datetime, datetime] | None]:
         return [bounds(self.manifest, label) for label in self.windows]
 
-    def object_pairs(self) -> Iterator[tuple[int, str]]:
-        """``(node index, object path)`` of every object the view may read, in order."""
+    def object_pairs(self) -> Iterator[tuple[int, str | None, str]]:
+        """``(node index, window, object path)`` of every object the view may read, in
+        order."""
         for index in range(self.n_nodes):
             for window in self.windows or (None,):
-                yield index, self.object_path(index, window)
+                yield index, window, self.object_path(index, window)
 
 
 @dataclass

@@ -39,7 +39,7 @@ from .level import COORDINATE_NAMES, WINDOW_COORDINATES, Level
 from .manifest import Manifest
 from .paths import short
 from .runs import learn_runs
-from .template import find_template, warn_dangling
+from .template import find_template, warn_dangling, warn_refused
 from .walk import walk_leaves
 from .windows import check_window, explicit_labels, known_labels, labels_between, schedule
 
@@ -106,14 +106,20 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     keep = np.zeros(level.n_nodes, dtype=bool)
     dropped: list[str] = []
     dangling: list[tuple[Leaf, str]] = []
+    refused: list[tuple[str, str]] = []
     provenance: dict[str, dict] = {}
     cell_order = level.cell_order
 
-    async def check(index: int, path: str) -> None:
+    async def check(index: int, window: str | None, path: str) -> None:
         leaf = await leaves.resolve(path, backend.get)
         if leaf.state != "stamped":
             if leaf.state == "debris" or not (level.windows or level.window or level.fold):
                 dropped.append(path)
+            return
+        reason = level.refusal(leaf.provenance, index, window)
+        if reason is not None:
+            refused.append((path, reason))
+            dropped.append(path)
             return
         if leaf.current is not None:
             group = f"{leaf.data_prefix}/{cell_order}"
@@ -128,12 +134,13 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
 
     pairs = list(level.object_pairs())
     for start in range(0, len(pairs), VERIFY_BATCH):
-        await asyncio.gather(*(check(i, p) for i, p in pairs[start : start + VERIFY_BATCH]))
+        await asyncio.gather(*(check(i, w, p) for i, w, p in pairs[start : start + VERIFY_BATCH]))
     warn_dangling(level.path, sorted(dangling, key=lambda found: found[0].path))
+    warn_refused(level.path, sorted(refused))
     level.node_ranks = level.node_ranks[keep]
     level.dropped = sorted(dropped)
     if provenance:
-        level.group_attrs["zagg_objects"] = [provenance[p] for _, p in pairs if p in provenance]
+        level.group_attrs["zagg_objects"] = [provenance[p] for _, _, p in pairs if p in provenance]
 
 
 async def _window_labels(backend: HiveIO, level: Level, envelope: dict | None, walked) -> list[str]:
@@ -213,7 +220,8 @@ async def warn_if_stale(
     unlisted = np.setdiff1d(_walked_ranks(walked, level.window, bool(level.windows)), listed)
     probe = Level(level.product, level.root, manifest, level.cell_order, level.node_order,
                   unlisted, "walk", windows=level.windows, window=level.window)
-    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, p in probe.object_pairs()))
+    pairs = probe.object_pairs()
+    found = await asyncio.gather(*(leaves.resolve(p, backend.get) for _, _, p in pairs))
     stale = sorted(leaf.path for leaf in found if leaf.state == "stamped")
     if stale:
         _warn(

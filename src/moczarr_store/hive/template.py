@@ -234,7 +234,7 @@ async def find_template(
     """
     limit = DEFAULT_TEMPLATE_PROBES if max_probes is None else max_probes
     total = level.n_nodes * max(1, len(level.windows))
-    pairs = (path for _, path in level.object_pairs())
+    pairs = (path for _, _, path in level.object_pairs())
     probed: set[str] = set()
     for size in (1, TEMPLATE_BATCH):
         batch = [path for _, path in zip(range(size), pairs, strict=False)]
@@ -297,6 +297,21 @@ async def _walked_template(
                 batch, size = [], min(2 * size, TEMPLATE_MAX_BATCH)
     seen += len(batch)
     return await _first_template(backend, leaves, batch, level), seen
+
+
+def warn_refused(level: str, refused: list[tuple[str, str]]) -> None:
+    """One warning for the objects of pyramid ``level`` whose role or provenance block
+    does not make them this level's artifact (:meth:`Level.refusal`; they read as missing),
+    naming the first ``DANGLING_NAMED``; every one is logged at DEBUG."""
+    if not refused:
+        return
+    for path, reason in refused:
+        logger.debug("%s: object %s %s: read as missing (fill value)", level, path, reason)
+    said = [f"object {path} {reason}" for path, reason in refused[:DANGLING_NAMED]]
+    more = len(refused) - len(said)
+    rest = f"; {more:,} more objects of {level} too (DEBUG log of 'moczarr_store')" if more else ""
+    warnings.warn(f"{level}: {'; '.join(said)}{rest}: read as missing (fill value)",
+                  HiveWarning, stacklevel=3)
 
 
 def warn_dangling(level: str, dangling: list[tuple[Leaf, str]]) -> None:

@@ -150,6 +150,10 @@ def plan_chunk(
             f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
         )
     located = located or array.locate(coords)
+    if level.artifact != "source" and located.node is not None and located.node >= 0:
+        refused = level.refusal(leaf.provenance, located.node, located.window)
+        if refused is not None:
+            return Absent(f"leaf {leaf.path}: {refused}", "provenance", level.path, leaf.path)
     prefix = leaf.data_prefix
     read = (  # LeafRead's fields, in order
         array.path,
