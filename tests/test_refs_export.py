@@ -27,6 +27,7 @@ from refs_read import (  # noqa: E402
     local_access,
     mdim_values,
     store_values,
+    walk,
 )
 from servers import BUCKET, CREDENTIALS, REGION, s3_options  # noqa: E402
 
@@ -51,6 +52,33 @@ def test_kerchunk_json_reads_back_identically(tmp_path, name, chunking):
     out = tmp_path / "refs.json"
     export_refs(FIXTURES / name, "kerchunk-json", out, chunking=chunking)
     assert_same(kerchunk_values(out), store_values(FIXTURES / name))
+
+
+@pytest.mark.parametrize("name", ["multiproduct", "pyramid2", "windowed_explicit"])
+def test_kerchunk_json_reads_back_without_listing(tmp_path, name):
+    """Each group's ``zarr.json`` carries its members' metadata (consolidated), so zarr reads
+    the whole hierarchy through a store that cannot list (zarr 3.2 and 3.3 find no member
+    below the root when they list fsspec's reference file system)."""
+    import fsspec
+    from zarr.storage import FsspecStore
+
+    class Unlisted(FsspecStore):
+        supports_listing = False
+
+        def list(self):
+            raise AssertionError("listed")
+
+        def list_prefix(self, prefix):
+            raise AssertionError(f"listed {prefix!r}")
+
+        def list_dir(self, prefix):
+            raise AssertionError(f"listed {prefix!r}")
+
+    out = tmp_path / "refs.json"
+    export_refs(FIXTURES / name, "kerchunk-json", out)
+    fs = fsspec.filesystem("reference", fo=str(out), remote_protocol="file", asynchronous=True)
+    group = zarr.open_group(Unlisted(fs, read_only=True, path=""), mode="r", zarr_format=3)
+    assert_same({p: a[...] for p, a in walk(group).items()}, store_values(FIXTURES / name))
 
 
 @pytest.mark.parametrize("chunking", CHUNKINGS)

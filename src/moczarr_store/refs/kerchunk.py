@@ -1,7 +1,10 @@
 """kerchunk JSON references (version 1, Zarr v3 keys) through VirtualiZarr's kerchunk
 writer: one ``zarr.json`` per node, ``[url, offset, length]`` per referenced chunk and
 ``base64:`` data per inline chunk. A ``file://`` URL is written as its path (kerchunk's
-convention)."""
+convention). Each group's ``zarr.json`` carries its descendants' metadata inline
+(zarr-python's consolidated metadata, ``must_understand: false``), so zarr opens the
+hierarchy without listing the references (zarr 3.2 and 3.3 list no member below the root
+through fsspec's reference file system)."""
 
 from __future__ import annotations
 
@@ -19,16 +22,22 @@ def kerchunk_refs(collected: Collected, publish: Callable[[str], str]) -> dict:
     from virtualizarr.writers.kerchunk import variable_to_kerchunk_arr_refs
 
     refs: dict[str, object] = {}
-    for path, attrs in collected.groups.items():
-        refs[f"{path}/zarr.json" if path else "zarr.json"] = json.dumps(
-            group_doc(attrs), separators=(",", ":"), allow_nan=False
-        )
     for path, array in collected.arrays.items():
         marr = manifest_array(array, collected, publish)
         dims = array.meta.get("dimension_names") or [f"dim_{i}" for i in range(len(array.grid))]
         var = xr.Variable(dims, marr, attrs=dict(array.meta.get("attributes") or {}))
         for key, value in variable_to_kerchunk_arr_refs(var, path, zarr_format=3).items():
             refs[f"{path}/{key}"] = value
+    docs = {path: json.loads(refs[f"{path}/zarr.json"])  # type: ignore[arg-type]
+            for path in collected.arrays}
+    docs.update((path, group_doc(attrs)) for path, attrs in collected.groups.items() if path)
+    for path, attrs in collected.groups.items():
+        prefix = f"{path}/" if path else ""
+        inner = {node[len(prefix):]: doc for node, doc in sorted(docs.items())
+                 if node.startswith(prefix)}
+        doc = {**group_doc(attrs), "consolidated_metadata": {
+            "kind": "inline", "must_understand": False, "metadata": inner}}
+        refs[f"{prefix}zarr.json"] = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     return {"version": 1, "refs": refs}
 
 

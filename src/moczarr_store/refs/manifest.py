@@ -51,5 +51,6 @@ def manifest_array(refs: ArrayRefs, collected: Collected, publish: Callable[[str
 
 
 def group_doc(attrs: dict) -> dict:
-    """A group's ``zarr.json`` (no consolidated metadata: readers list the references)."""
+    """A group's ``zarr.json``: its attributes (the kerchunk writer adds its members'
+    metadata)."""
     return {"zarr_format": 3, "node_type": "group", "attributes": attrs}
