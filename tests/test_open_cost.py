@@ -86,7 +86,7 @@ def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
 def _writer_runs(level) -> tuple[int, int]:
     """``(objects, writer runs)`` of a level of at most 8 objects, read from the fixture on
     disk: a versioned object's run is its ``current`` run id, an unversioned one its own."""
-    objects = [path for _, path in level.object_pairs()]
+    objects = [path for _, _, path in level.object_pairs()]
     assert len(objects) <= 8  # every object is in the open's writer-run sample
     runs = set()
     for path in objects:
