@@ -996,6 +996,8 @@ def examples() -> tuple[Case, ...]:
               chunking="inner"),
         _case("pyramid1", swap, ("4/4/all.zarr/", "/count/zarr.json"), at=("data_type",),
               swap="nan"),
+        _case("pyramid1", swap, ("-4/1/1/3/all.zarr/zarr.json",), at=("attributes", "role"),
+              swap="huge-int", verify="open", xarray=True),  # a non-template overview
         _case("legacy", trunc, ("444111.zarr/zarr.json",), keep=10),
         _case("sharded", trunc, ("-41133.zarr/", "/h_mean/zarr.json"), keep=100),
         _case("legacy", chunk, ("444113.zarr/7/h_mean/c/0",), keep=30),
