@@ -18,6 +18,7 @@ from .paths import validate_current
 
 STAMP_KEY = "morton_hive_commit"
 LeafState = Literal["stamped", "debris", "absent"]
+PROVENANCE = ("role", "zagg_overview", "zagg_column")  # an object's role and its blocks
 # What a pyramid level checks of an object's role and provenance block (``Level.refusal``)
 _OVERVIEW_KEYS = ("spec", "cell_order")
 _COLUMN_KEYS = ("spec", "node", "order", "window")
@@ -79,7 +80,7 @@ def _scalar(value: object) -> object:
 
 
 def _provenance(attrs: dict) -> Provenance | None:
-    if not any(key in attrs for key in ("role", "zagg_overview", "zagg_column")):
+    if not any(key in attrs for key in PROVENANCE):
         return None
 
     def fields(block: object, keys: tuple[str, ...]) -> tuple | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from .manifest import Manifest
 from .paths import leaf_path, node_path, short
 from .runs import RunEncoding
 from .windows import bounds
+
+if TYPE_CHECKING:
+    from .leaves import Provenance
 
 OVERVIEW_SPECS = ("zagg-overview/1", "zagg-overview/2")
 COLUMN_SPEC = "zagg-column/1"
@@ -97,7 +101,8 @@ class Level:
             rel = leaf_path(decimal, window, self.manifest.path_grouping)
         return f"{self.root}/{rel}" if self.root else rel
 
-    def refusal(self, provenance: tuple | None, index: int, window: str | None) -> str | None:
+    def refusal(self, provenance: Provenance | None, index: int,
+                window: str | None) -> str | None:
         """Why the stamped object of node ``index`` (in ``window``) may not serve this
         level, as moczarr drops or refuses it: on an overview level a role other than
         ``overview`` (no role reads as a source object, and is kept), or a ``zagg_overview``

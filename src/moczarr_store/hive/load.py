@@ -34,7 +34,7 @@ from . import coverage as _coverage_module
 from .aoi import Cells, overlaps
 from .coverage import COVERAGE_NAME, parse_root_coverage
 from .jsonio import read_document
-from .leaves import Leaf, LeafCache
+from .leaves import PROVENANCE, Leaf, LeafCache
 from .level import COORDINATE_NAMES, WINDOW_COORDINATES, Level
 from .manifest import Manifest
 from .paths import short
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from ..backend import HiveIO
 
 VERIFY_BATCH = 4096
-PROVENANCE = ("role", "zagg_overview", "zagg_column")
 
 
 def _join(root: str, rel: str) -> str:

@@ -299,35 +299,30 @@ async def _walked_template(
     return await _first_template(backend, leaves, batch, level), seen
 
 
+def _warn_missing(level: str, found: list[tuple[str, str]], noun: str, nouns: str,
+                  prefix: str = "") -> None:
+    """One warning for the objects ``found`` (``(path, what is wrong)``) of ``level``, which
+    read as missing, naming the first ``DANGLING_NAMED``; every one is logged at DEBUG."""
+    if not found:
+        return
+    for path, what in found:
+        logger.debug("%s: %s %s %s: read as missing (fill value)", level, noun, path, what)
+    said = [f"{noun} {path} {what}" for path, what in found[:DANGLING_NAMED]]
+    more = len(found) - len(said)
+    rest = f"; {more:,} more {nouns} of {level} too (DEBUG log of 'moczarr_store')" if more else ""
+    warnings.warn(f"{prefix}{'; '.join(said)}{rest}: read as missing (fill value)", HiveWarning,
+                  stacklevel=4)
+
+
 def warn_refused(level: str, refused: list[tuple[str, str]]) -> None:
     """One warning for the objects of pyramid ``level`` whose role or provenance block
-    does not make them this level's artifact (:meth:`Level.refusal`; they read as missing),
-    naming the first ``DANGLING_NAMED``; every one is logged at DEBUG."""
-    if not refused:
-        return
-    for path, reason in refused:
-        logger.debug("%s: object %s %s: read as missing (fill value)", level, path, reason)
-    said = [f"object {path} {reason}" for path, reason in refused[:DANGLING_NAMED]]
-    more = len(refused) - len(said)
-    rest = f"; {more:,} more objects of {level} too (DEBUG log of 'moczarr_store')" if more else ""
-    warnings.warn(f"{level}: {'; '.join(said)}{rest}: read as missing (fill value)",
-                  HiveWarning, stacklevel=3)
+    does not make them this level's artifact (:meth:`Level.refusal`; they read as missing)."""
+    _warn_missing(level, refused, "object", "objects", f"{level}: ")
 
 
 def warn_dangling(level: str, dangling: list[tuple[Leaf, str]]) -> None:
     """One warning for the leaves of ``level`` that point at a missing version or have
-    no group for its cell order (they read as missing), naming the first
-    ``DANGLING_NAMED``; every one is logged at DEBUG."""
-    if not dangling:
-        return
-    said: list[str] = []
-    for leaf, group in dangling:
-        what = (f"points at version {leaf.current!r}, which is missing" if leaf.current
-                else f"has no group {group}")
-        logger.debug("%s: leaf %s %s: read as missing (fill value)", level, leaf.path, what)
-        if len(said) < DANGLING_NAMED:
-            said.append(f"leaf {leaf.path} {what}")
-    more = len(dangling) - len(said)
-    rest = f"; {more:,} more leaves of {level} too (DEBUG log of 'moczarr_store')" if more else ""
-    warnings.warn(f"{'; '.join(said)}{rest}: read as missing (fill value)", HiveWarning,
-                  stacklevel=3)
+    no group for its cell order (they read as missing)."""
+    _warn_missing(level, [(leaf.path, f"points at version {leaf.current!r}, which is missing"
+                           if leaf.current else f"has no group {group}")
+                          for leaf, group in dangling], "leaf", "leaves")
