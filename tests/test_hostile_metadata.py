@@ -684,7 +684,8 @@ def test_a_tiny_moc_listing_67m_nodes_is_unusable_before_anything_is_expanded(tm
     try:
         with (pytest.warns(HiveWarning, match="lists 67,108,864 nodes, more than the "
                                               "16,777,216 this reader expands"),
-              _raises(NoCoverageError, "no committed leaf among the 0 walk-listed nodes")):
+              _raises(NoCoverageError, "no committed leaf among the 0 nodes found by the "
+                                              "digit-tree walk")):
             zarr.open_group(MocHiveStore(root), mode="r")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -848,9 +849,11 @@ def test_no_committed_leaf_among_200k_listed_nodes_costs_a_bounded_search(tmp_pa
     root = _listed(tmp_path / "listed")
     leaves = [_copy_leaf(root, _nth(index), 11, stamped=False) for index in range(20)]
     store = MocHiveStore(root)
-    with _raises(NoCoverageError, "no committed leaf among the 200,000 moc-listed nodes (the "
-                                  "first 9 of 200,000 objects probed, then the digit-tree walk "
-                                  "found 11 other existing objects, none committed)"):
+    with _raises(NoCoverageError, "no committed leaf among the 200,000 nodes listed by the "
+                                  "root coverage coverage.moc (the first 9 of 200,000 objects "
+                                  "probed, then the digit-tree walk found 11 other existing "
+                                  "objects, none committed), so it has no schema; if leaves "
+                                  "were written since it was made, regenerate it"):
         zarr.open_group(store, mode="r")
     counts = store.request_stats.counts
     assert counts["get_range"] == 2 + 20  # manifest, MOC, one stamp per existing leaf

@@ -278,10 +278,14 @@ async def fill_schema(
     if found is None:
         if level.artifact != "source":
             return False
+        if level.coverage_source == "moc":
+            listed = f"listed by the root coverage {_join(level.root, COVERAGE_NAME)}"
+            hint = "; if leaves were written since it was made, regenerate it"
+        else:
+            listed, hint = "found by the digit-tree walk", ""
         raise NoCoverageError(
             f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
-            f"the {level.n_nodes:,} {level.coverage_source}-listed nodes ({searched}), so "
-            "it has no schema"
+            f"the {level.n_nodes:,} nodes {listed} ({searched}), so it has no schema{hint}"
         )
     leaf, level.group_attrs, level.arrays = found
     _check_coordinates(level, leaf, {n: level.arrays.pop(n) for n in COORDINATE_NAMES
