@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
-from zarr.codecs import ShardingCodec
+from zarr.codecs import BytesCodec, ShardingCodec
 
 # zarr internals with no public equivalent in zarr 3.1.6 and 3.4.2: the check of a codec
 # chain, and the v3 array metadata class
@@ -74,8 +74,12 @@ def check_leaf_meta(meta: object, where: str) -> dict:
             and all(isinstance(n, str) for n in names))
     attrs = meta.get("attributes", {})
     _expect(where, "attributes", attrs, "an object", isinstance(attrs, dict))
+    transformers = meta.get("storage_transformers", [])
+    _expect(where, "storage_transformers", transformers, "empty (zarr applies none)",
+            transformers == [])
     try:
-        _check_pipelines(ArrayV3Metadata.from_dict(dict(meta)).codecs)
+        parsed = ArrayV3Metadata.from_dict(dict(meta))
+        _check_pipelines(parsed.codecs, parsed.data_type.to_native_dtype().itemsize)
     except Exception as err:  # zarr's own checks: data_type, fill_value, codec configuration
         raise MalformedMetadataError(
             f"{where}: not valid zarr v3 array metadata ({type(err).__name__}: {err})"
@@ -83,14 +87,17 @@ def check_leaf_meta(meta: object, where: str) -> dict:
     return meta
 
 
-def _check_pipelines(codecs) -> None:
-    """zarr checks a sharding codec's inner and index chains only when it decodes: check
-    them now (each needs exactly one array-to-bytes codec)."""
+def _check_pipelines(codecs, itemsize: int) -> None:
+    """What zarr checks only when it decodes, checked now: a sharding codec's inner and
+    index chains each have exactly one array-to-bytes codec, and a ``bytes`` codec states
+    its byte order for values of more than one byte (``itemsize``; the index's are 8)."""
     for codec in codecs:
+        if isinstance(codec, BytesCodec) and codec.endian is None and itemsize > 1:
+            raise ValueError(f"a bytes codec without endian, for {itemsize}-byte values")
         if isinstance(codec, ShardingCodec):
-            for chain in (codec.codecs, codec.index_codecs):
+            for chain, size in ((codec.codecs, itemsize), (codec.index_codecs, 8)):
                 codecs_from_list(chain)
-                _check_pipelines(chain)
+                _check_pipelines(chain, size)
 
 
 def _expect(where: str, field: str, value: object, want: str, ok: bool) -> None:
