@@ -448,6 +448,37 @@ def test_a_leaf_array_of_the_wrong_type_is_refused_naming_it(hive_copy, fixture,
         _open(root)
 
 
+@pytest.mark.parametrize("dims", [[""], ["x"], ["h_mean"]], ids=repr)
+def test_a_template_array_along_no_cells_axis_is_omitted_with_a_warning(hive_copy, dims):
+    """Only a dimension coordinate (a raster's ``time``) is served from the template alone;
+    any other array off the ``cells`` axis would present one leaf's values as the level's
+    (moczarr broadcasts them into a 2-d array along ``cells``)."""
+    root = hive_copy("bare_versioned")
+    meta = f"{_data(root)}/7/h_variance/zarr.json"
+    _edit(root / meta, _set("dimension_names", value=dims))
+    with pytest.warns(HiveWarning, match=re.escape(
+            f"{_data(root)}/7: 'h_variance' along {dims!r}: no 'cells' axis, and no dimension "
+            "coordinate (as a raster's 'time'); omitted")):
+        got = _open(root)
+    assert "h_variance" not in got
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ref = moczarr.open_hive(str(FIXTURES / "bare_versioned"))
+    _equal(ref.drop_vars("h_variance"), got)
+
+
+@pytest.mark.parametrize("short_name", [[], ["atl06"], "ATL 06", {"x": 1}, ""], ids=repr)
+def test_a_short_name_that_makes_no_product_name_is_warned(hive_copy, short_name):
+    """The product is named ``"product"``, as ``moczarr.open_store`` names it, and the
+    warning says why the group is not the short name."""
+    root = hive_copy("sharded")
+    _edit(root / "morton_hive.json", _set("dataset", "short_name", value=short_name))
+    with pytest.warns(HiveWarning, match=re.escape("morton_hive.json: field "
+                                                   "'dataset.short_name'")):
+        group = zarr.open_group(MocHiveStore(root), mode="r")
+    assert list(group.group_keys()) == ["product"]
+
+
 def test_another_runs_array_of_the_wrong_type_is_refused_when_read(hive_copy):
     root = hive_copy("bare_versioned")
     _edit(root / _data(root, OTHER) / "7/count/zarr.json", _set("shape", value=[16.0]))

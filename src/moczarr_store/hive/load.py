@@ -264,6 +264,26 @@ def _check_coordinates(level: Level, leaf: Leaf, stored: dict[str, dict]) -> Non
                 )
 
 
+def _drop_unplaced(level: Level, leaf: Leaf) -> None:
+    """Omit, with one warning, each template array with no ``cells`` axis that is no
+    dimension coordinate (one axis, named as the array, as a raster's ``time``): it lies
+    along no axis of the level, and serving the template's values would present one
+    leaf's as the product's (moczarr broadcasts them along ``cells``)."""
+    unplaced = {
+        name: dims for name, meta in level.arrays.items()
+        if isinstance(meta, dict) and isinstance(dims := meta.get("dimension_names"), list)
+        and all(isinstance(d, str) for d in dims)  # else refused as malformed, naming it
+        and "cells" not in dims and dims != [name]
+    }
+    for name in unplaced:
+        del level.arrays[name]
+    if unplaced:
+        where = f"{leaf.data_prefix or leaf.path}/{level.cell_order}"
+        listed = ", ".join(f"{name!r} along {short(dims)}" for name, dims in unplaced.items())
+        _warn(f"{where}: {listed}: no 'cells' axis, and no dimension coordinate (as a "
+              "raster's 'time'); omitted")
+
+
 async def fill_schema(
     backend: HiveIO, leaves: LeafCache, level: Level, aoi: Cells | None = None
 ) -> bool:
@@ -290,6 +310,7 @@ async def fill_schema(
     leaf, level.group_attrs, level.arrays = found
     _check_coordinates(level, leaf, {n: level.arrays.pop(n) for n in COORDINATE_NAMES
                                      if n in level.arrays})
+    _drop_unplaced(level, leaf)
     clash = sorted(set(level.arrays) & set(WINDOW_COORDINATES)) if level.windows else []
     if clash:
         raise HiveFormatError(

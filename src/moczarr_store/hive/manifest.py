@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
-from ..errors import MalformedMetadataError, UnsupportedSpec
+from ..errors import HiveWarning, MalformedMetadataError, UnsupportedSpec
 from .ids import MAX_ORDER
 from .jsonio import is_int, load_json
 from .paths import is_product_name, short, validate_window
@@ -39,9 +40,18 @@ class Manifest:
         return {k: self.raw.get(k) for k in ("spec", "cell_order", "shard_order", "dataset")}
 
     def bare_product_name(self) -> str:
-        """A bare store's product name, as ``moczarr.open_store`` derives it."""
-        name = str((self.dataset or {}).get("short_name") or "").lower()
-        return name if is_product_name(name) else "product"
+        """A bare store's product name, as ``moczarr.open_store`` derives it: the dataset's
+        short name lowercased, else ``"product"`` (with a warning when a short name is
+        given but makes no product name)."""
+        given = (self.dataset or {}).get("short_name")
+        name = str(given or "").lower()
+        if is_product_name(name):
+            return name
+        if given is not None:
+            warnings.warn(f"{self.where}: field 'dataset.short_name' {short(given)} makes no "
+                          "product name; the product is presented as 'product'", HiveWarning,
+                          stacklevel=2)
+        return "product"
 
 
 def parse_manifest(payload: bytes, where: str) -> Manifest:
