@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import warnings
 
 import moczarr
 import numpy as np
@@ -67,6 +69,46 @@ def test_dangling_current_pointer_warns_and_reads_missing(hive_copy):
         ref = moczarr.open_hive(str(root))
     with pytest.warns(HiveWarning, match="444112"):
         _equal(ref, _open(root, verify="open"))
+
+
+def test_a_dangling_template_candidate_is_warned_once_with_verify_open(hive_copy):
+    """The template search meets the leaf before the open-time check does: one warning."""
+    root = hive_copy("sharded")
+    leaf = "4/4/4/1/1/44411.zarr"  # the first listed leaf
+    stamp = json.loads((root / leaf / "zarr.json").read_text())
+    current = stamp["attributes"]["morton_hive_commit"]["current"]
+    (root / leaf / current / "7" / "zarr.json").unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _open(root, verify="open")
+    said = [str(w.message) for w in caught if issubclass(w.category, HiveWarning)]
+    assert len([m for m in said if "44411.zarr points at version" in m]) == 1, said
+    assert not _rows_of(got, "44411").any()  # dropped from the domain, as moczarr does
+
+
+@pytest.mark.parametrize("fixture,leaf", [("legacy", "-4/1/1/3/3/1/-411331.zarr"),
+                                          ("bare_versioned", REWRITTEN)])
+@pytest.mark.parametrize("gone", ["array", "metadata"])
+def test_a_stamped_leaf_array_gone_reads_as_fill_with_a_warning(hive_copy, fixture, leaf, gone):
+    """The stamp's content hashes say the leaf wrote ``count``: its absence is damage (where
+    moczarr reads NaN and promotes ``count`` to float64)."""
+    root = hive_copy(fixture)
+    array = root / _leaf_chunk(root, leaf, "count").removesuffix("/c/0")
+    if gone == "array":
+        shutil.rmtree(array)
+    else:
+        (array / "zarr.json").unlink()
+    with pytest.warns(HiveWarning, match=re.escape(f"leaf {leaf}") + r"\S* (hashes array "
+                      "7/count in its commit stamp|holds chunk bytes) but"):
+        got = _open(root)
+    rows = _rows_of(got, leaf.rsplit("/", 1)[-1].removesuffix(".zarr"))
+    assert rows.sum() == 16 and (got["count"].values[rows] == 0).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = moczarr.open_hive(str(root))
+    np.testing.assert_array_equal(got["morton"].values, ref["morton"].values)
+    assert np.isnan(ref["count"].values[rows]).all()
+    np.testing.assert_array_equal(got["count"].values[~rows], ref["count"].values[~rows])
 
 
 @pytest.mark.parametrize("damage", ["missing", "not json", "unknown spec", "bad range"])

@@ -25,6 +25,7 @@ KINDS = {
     "dangling": "points at a version that is missing",
     "no-group": "has no group for this cell order",
     "no-array": "holds chunk bytes but no array metadata for them",
+    "unwritten": "hashes this array in its commit stamp but has no metadata for it",
     "provenance": "declares a role or provenance block that is not this pyramid level's",
 }
 

@@ -34,7 +34,8 @@ class Leaf:
     cache keeps the slim form, with ``provenance``: ``(role, overview, column)``, the
     scalar fields of the ``zagg_overview`` and ``zagg_column`` blocks a pyramid level
     checks (``None``: a block that is no JSON object); ``None`` when the object has no
-    role and no block (a source leaf).
+    role and no block (a source leaf). ``hashed``: the arrays (``"7/count"``) the stamp's
+    content hashes name, i.e. were written (``None``: the stamp records no hashes).
     """
 
     path: str
@@ -42,6 +43,7 @@ class Leaf:
     current: str | None = None
     attrs: dict | None = None
     provenance: Provenance | None = None
+    hashed: frozenset[str] | None = None
 
     @property
     def data_prefix(self) -> str | None:
@@ -63,7 +65,7 @@ class Leaf:
         return self.path
 
     def slim(self) -> Leaf:
-        return Leaf(self.path, self.state, self.current, None, self.provenance)
+        return Leaf(self.path, self.state, self.current, None, self.provenance, self.hashed)
 
 
 def _scalar(value: object) -> object:
@@ -90,6 +92,24 @@ def _provenance(attrs: dict) -> Provenance | None:
             fields(attrs.get("zagg_column"), _COLUMN_KEYS))
 
 
+_HASHED: dict[frozenset[str], frozenset[str]] = {}  # one shared set per distinct name set
+_HASHED_SETS = 1024
+
+
+def _hashed(stamp: dict) -> frozenset[str] | None:
+    """The array names of the stamp's ``content_hashes`` (shared between leaves: a cached
+    leaf costs a reference, not a set)."""
+    hashes = stamp.get("content_hashes")
+    arrays = hashes.get("arrays") if isinstance(hashes, dict) else None
+    if not isinstance(arrays, dict):
+        return None
+    names = frozenset(name for name in arrays if isinstance(name, str))
+    shared = _HASHED.get(names)
+    if shared is None and len(_HASHED) < _HASHED_SETS:
+        shared = _HASHED[names] = names
+    return shared or names
+
+
 def parse_leaf(path: str, payload: bytes | None) -> Leaf:
     """A leaf from its root ``zarr.json`` bytes (``None``: no such object).
 
@@ -105,7 +125,7 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
     current = stamp.get("current")
     if current is not None:
         validate_current(current, path)
-    return Leaf(path, "stamped", current, attrs, _provenance(attrs))
+    return Leaf(path, "stamped", current, attrs, _provenance(attrs), _hashed(stamp))
 
 
 class LeafCache(AsyncCache[Leaf]):

@@ -57,6 +57,7 @@ class Level:
     template_data: str = ""  # where the template's arrays live (its data prefix)
     encodings: list[RunEncoding] = field(default_factory=list)  # the template's, then runs'
     dropped: list[str] = field(default_factory=list)
+    warned: set[str] = field(default_factory=set)  # objects a warning at open named
     # object paths by (node rank, window), computed once: every field of a leaf, every scan
     _paths: dict[tuple[int, str | None], str] = field(
         default_factory=dict, init=False, repr=False)

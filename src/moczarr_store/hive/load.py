@@ -134,7 +134,7 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     pairs = list(level.object_pairs())
     for start in range(0, len(pairs), VERIFY_BATCH):
         await asyncio.gather(*(check(i, w, p) for i, w, p in pairs[start : start + VERIFY_BATCH]))
-    warn_dangling(level.path, sorted(dangling, key=lambda found: found[0].path))
+    warn_dangling(level, sorted(dangling, key=lambda found: found[0].path))
     warn_refused(level.path, sorted(refused))
     level.node_ranks = level.node_ranks[keep]
     level.dropped = sorted(dropped)

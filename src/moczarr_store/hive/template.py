@@ -148,7 +148,7 @@ async def _first_template(
     try:
         return await _first_usable(backend, leaves, resolved, level, dangling)
     finally:
-        warn_dangling(level.path, dangling)
+        warn_dangling(level, dangling)
 
 
 async def _first_usable(
@@ -320,9 +320,12 @@ def warn_refused(level: str, refused: list[tuple[str, str]]) -> None:
     _warn_missing(level, refused, "object", "objects", f"{level}: ")
 
 
-def warn_dangling(level: str, dangling: list[tuple[Leaf, str]]) -> None:
+def warn_dangling(level: Level, dangling: list[tuple[Leaf, str]]) -> None:
     """One warning for the leaves of ``level`` that point at a missing version or have
-    no group for its cell order (they read as missing)."""
-    _warn_missing(level, [(leaf.path, f"points at version {leaf.current!r}, which is missing"
-                           if leaf.current else f"has no group {group}")
-                          for leaf, group in dangling], "leaf", "leaves")
+    no group for its cell order (they read as missing), but those a warning at open
+    named already (the template search meets them before ``verify="open"`` does)."""
+    new = [(leaf, group) for leaf, group in dangling if leaf.path not in level.warned]
+    level.warned.update(leaf.path for leaf, _ in new)
+    _warn_missing(level.path, [(leaf.path, f"points at version {leaf.current!r}, which is "
+                                "missing" if leaf.current else f"has no group {group}")
+                               for leaf, group in new], "leaf", "leaves")

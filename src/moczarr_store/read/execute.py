@@ -294,30 +294,40 @@ def check_dimensions(meta: dict[str, Any], array: FieldArray, where: str) -> Non
 
 
 async def _no_array(session: HiveSession, plan: LeafRead, array: FieldArray, data: Any) -> None:
-    """A leaf version without this array: its chunks read as missing; bytes with no
-    metadata to read them by are damage (warned once)."""
-    await _check_version(session, plan, array)
+    """A leaf version without this array: its chunks read as missing. Damage is warned
+    once per (level, kind): the version is gone; bytes with no metadata to read them by;
+    no metadata although the leaf's commit stamp hashes the array (it was written). Cost:
+    the version check (:func:`_check_version`); the stamp is cached."""
+    if not await _check_version(session, plan, array):
+        return
     if data is not None and not isinstance(data, BaseException):
         session.problems.note(array.level.path, "no-array", plan.object)
+        return
+    leaf = await session.leaves.resolve(plan.leaf, session.backend.get)
+    if leaf.hashed is not None and array.group in leaf.hashed:
+        session.problems.note(array.level.path, "unwritten", plan.leaf,
+                              what=f"hashes array {array.group} in its commit stamp but has "
+                              "no metadata for it")
 
 
-async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray) -> None:
-    """A chunk read as missing: if the leaf version it was read from is gone (a ``current``
-    pointer left dangling, or moved on and the old version deleted), that is damage, warned
-    once. Cost: one GET per leaf version (cached)."""
+async def _check_version(session: HiveSession, plan: LeafRead, array: FieldArray) -> bool:
+    """Whether the leaf version a chunk read as missing was read from still exists; if it
+    is gone (a ``current`` pointer left dangling, or moved on and the old version deleted),
+    that is damage, warned once. Cost: one GET per leaf version (cached)."""
     group = plan.meta.rsplit("/", 2)[0]
 
     async def group_exists() -> bool:
         return await session.backend.get(f"{group}/zarr.json") is not None
 
     if await session.groups.get(group, group_exists):
-        return
+        return True
     if plan.immutable:
         version = group.rsplit("/", 2)[-2]
         what = f"points at version {version!r}, which is missing"
         session.problems.note(array.level.path, "dangling", plan.leaf, what=what)
     else:
         session.problems.note(array.level.path, "no-group", plan.leaf)
+    return False
 
 
 async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | None:
