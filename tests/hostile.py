@@ -229,6 +229,7 @@ class Case:
     verify: str = "lazy"
     xarray: bool = False
     aoi: str | None = None  # the store opened with this node as its AOI
+    backend: str = "local"  # or "s3": the mutated copy read from the loopback S3 server
 
     def param(self, name: str, default: object = None) -> object:
         return dict(self.params).get(name, default)
@@ -238,7 +239,8 @@ class Case:
         return (f"{self.fixture}: {self.kind} of {self.target} ({params}) "
                 f"[chunking={self.chunking}, verify={self.verify}"
                 f"{', +xarray' if self.xarray else ''}"
-                f"{f', aoi={self.aoi}' if self.aoi else ''}]")
+                f"{f', aoi={self.aoi}' if self.aoi else ''}"
+                f"{f', {self.backend}' if self.backend != 'local' else ''}]")
 
 
 def _targets(p: Pristine, kind: str) -> tuple[str, ...]:
@@ -289,10 +291,14 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
     else:
         params = {"how": draw(st.sampled_from(DRIFTS))}
     node = _node_of(_object_of(target))  # an AOI of the mutated object's node, sometimes
+    # links and rewrites after a first read are local: an upload copies what a link
+    # points at, and a rewrite would need a second upload
+    remote = ["local"] if kind in ("symlink", "rewrite-after-read") else ["local"] * 3 + ["s3"]
     return Case(p.name, kind, target, tuple(params.items()),
                 draw(st.sampled_from(["leaf", "shard", "inner", 2])),  # 2: spans of 2 leaves
                 draw(st.sampled_from(["lazy", "open"])), draw(st.booleans()),
-                draw(st.sampled_from([None, None, None, node or None])))
+                draw(st.sampled_from([None, None, None, node or None])),
+                draw(st.sampled_from(remote)))
 
 
 # -- mutations --------------------------------------------------------------------------------
@@ -963,22 +969,59 @@ def run_case(case: Case) -> list[Read]:
         shutil.copytree(FIXTURES / case.fixture, root, symlinks=True)
         outside.mkdir()
         applied = apply(case, root, outside)
-        try:
-            store = MocHiveStore(root, verify=case.verify, chunking=case.chunking,
-                                 aoi=[case.aoi] if case.aoi else None)
-        except Exception as err:  # judged
-            return [Read("open", *error_verdict(err, applied.names))]
-        if applied.later is None:
-            ctx = Context(case, applied, references(root, p.groups, aoi), base, None, caught)
-            if case.target.rsplit("/", 1)[-1] == "coverage.moc":
-                ctx.fallback = walk_references(root, p.groups, root / case.target, aoi)
-            reads = read_all(ctx, store)
-        else:
-            reads = read_all(Context(case, applied, base, base, None, caught), store)
-            applied.later()
-            ctx = Context(case, applied, references(root, p.groups, aoi), base, base, caught)
-            reads += [Read("again " + r.key, r.verdict, r.detail) for r in read_all(ctx, store)]
+        with _source(case, root) as (source, options):
+            try:
+                store = MocHiveStore(source, verify=case.verify, chunking=case.chunking,
+                                     aoi=[case.aoi] if case.aoi else None, **options)
+            except Exception as err:  # judged
+                return [Read("open", *error_verdict(err, applied.names))]
+            if applied.later is None:
+                ctx = Context(case, applied, references(root, p.groups, aoi), base, None, caught)
+                if case.target.rsplit("/", 1)[-1] == "coverage.moc":
+                    ctx.fallback = walk_references(root, p.groups, root / case.target, aoi)
+                reads = read_all(ctx, store)
+            else:
+                reads = read_all(Context(case, applied, base, base, None, caught), store)
+                applied.later()
+                ctx = Context(case, applied, references(root, p.groups, aoi), base, base, caught)
+                reads += [Read("again " + r.key, r.verdict, r.detail)
+                          for r in read_all(ctx, store)]
         return reads + _repeated_warnings(caught)
+
+
+@functools.cache
+def _s3_server():
+    """One loopback S3 server (moto) for the cases read from S3, stopped at exit."""
+    import atexit
+
+    from servers import S3Server
+
+    server = S3Server()
+    atexit.register(server.stop)
+    return server
+
+
+@contextlib.contextmanager
+def _source(case: Case, root: Path):
+    """``(source, storage options)`` of the mutated copy at ``root``: itself, or uploaded
+    to the loopback S3 server under a prefix of its own, deleted after the case."""
+    if case.backend == "local":
+        yield root, {}
+        return
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+    from servers import BUCKET, s3_options
+
+    server = _s3_server()
+    prefix = f"hostile/{root.parent.name}/{root.name}"
+    keys = [f"{prefix}/{p.relative_to(root).as_posix()}" for p in root.rglob("*") if p.is_file()]
+    server.upload_tree(root, prefix)
+    try:
+        yield f"s3://{BUCKET}/{prefix}", s3_options(server.url)
+    finally:
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
+        for key in keys:
+            backend.delete_object(BUCKET, key)
 
 
 def _repeated_warnings(caught: list) -> list[Read]:
