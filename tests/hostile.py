@@ -1084,6 +1084,9 @@ def examples() -> tuple[Case, ...]:
               at=("dimension_names", 0), swap="empty-string", xarray=True),  # off cells
         _case("sharded", swap, ("morton_hive.json",), at=("dataset", "short_name"),
               swap="object-to-list", chunking="inner"),  # no product name
+        _case("windowed_explicit", "delete", ("4/early.zarr",), chunking="inner"),
+        _case("legacy", "delete", ("-411331.zarr/7/count",), xarray=True),  # hashed, gone
+        _case("sharded", "delete", ("44411.zarr/", "/7/zarr.json"), chunking=2, verify="open"),
         _case("pyramid1", swap, ("-4/1/1/3/all.zarr/zarr.json",), at=("attributes", "role"),
               swap="huge-int", verify="open", xarray=True),  # a non-template overview
         _case("legacy", trunc, ("444111.zarr/zarr.json",), keep=10),

@@ -111,6 +111,33 @@ def test_a_stamped_leaf_array_gone_reads_as_fill_with_a_warning(hive_copy, fixtu
     np.testing.assert_array_equal(got["count"].values[~rows], ref["count"].values[~rows])
 
 
+@pytest.mark.parametrize("chunking", ["leaf", "inner", 2])
+@pytest.mark.parametrize("gone", ["4/early.zarr", "4/early.zarr/zarr.json"])
+def test_a_window_with_no_overview_object_is_warned(hive_copy, chunking, gone):
+    """Node -4 has no ``early`` overview (nothing under it was observed then): that is
+    read as the fill value silently. With node 4's deleted too, no object of window
+    ``early`` is left at order 2: moczarr omits that level-window with a warning; the
+    store reads its cells as the fill value, with one warning naming the object."""
+    root = hive_copy("windowed_explicit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HiveWarning)
+        clean = _open_windowed(root, chunking)
+    path = root / gone
+    shutil.rmtree(path) if path.is_dir() else path.unlink()
+    with pytest.warns(HiveWarning, match=re.escape(
+            "atl06/o2: window 'early' has no stamped overview object (not yet swept, or "
+            "deleted; absent: 4/early.zarr, -4/early.zarr): read as missing (fill value)")):
+        got = _open_windowed(root, chunking)
+    early = got["window"].values.tolist().index("early")
+    assert (got["count"].values[early] == 0).all() and clean["count"].values[early].any()
+    np.testing.assert_array_equal(got["count"].values[1 - early],
+                                  clean["count"].values[1 - early])
+
+
+def _open_windowed(root, chunking) -> xr.Dataset:
+    return xr.open_zarr(MocHiveStore(root, chunking=chunking), group="atl06/o2").load()
+
+
 @pytest.mark.parametrize("damage", ["missing", "not json", "unknown spec", "bad range"])
 def test_unusable_root_coverage_falls_back_to_the_walk(hive_copy, damage):
     root = hive_copy("bare_versioned")

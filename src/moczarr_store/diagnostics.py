@@ -27,6 +27,7 @@ KINDS = {
     "no-array": "holds chunk bytes but no array metadata for them",
     "unwritten": "hashes this array in its commit stamp but has no metadata for it",
     "provenance": "declares a role or provenance block that is not this pyramid level's",
+    "unswept": "has no stamped object at this pyramid level",
 }
 
 
@@ -45,9 +46,10 @@ class Problems:
         self._by_key: dict[tuple[str, str], Problem] = {}
         self.overflow = 0  # problems of pairs past MAX_KEYS: counted only
 
-    def note(self, level: str, kind: str, obj: str, source: str = "", what: str = "") -> None:
-        """Record that ``obj`` of ``level`` has problem ``kind`` (``what``, if given, says it
-        more precisely): it reads as missing."""
+    def note(self, level: str, kind: str, obj: str, source: str = "", what: str = "",
+             noun: str = "leaf") -> None:
+        """Record that ``obj`` (a ``noun``) of ``level`` has problem ``kind`` (``what``, if
+        given, says it more precisely): it reads as missing."""
         what = what or KINDS[kind]
         logger.debug("%s: object %s %s: read as missing (fill value)", level, obj, what)
         key = (level, kind)
@@ -63,7 +65,7 @@ class Problems:
         if problem.count == 1:
             listed = f", listed by the {source}" if source else ""
             warnings.warn(
-                f"{level}: leaf {obj} {what}{listed}: read as missing (fill value); further "
+                f"{level}: {noun} {obj} {what}{listed}: read as missing (fill value); further "
                 f"objects of {level} with this problem are counted, not warned about "
                 "(MocHiveStore.problems(), DEBUG log of 'moczarr_store')",
                 HiveWarning,

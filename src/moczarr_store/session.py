@@ -46,6 +46,8 @@ class HiveSession:
         self.leaf_metas: AsyncCache[object] = AsyncCache(LEAF_METAS)
         self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(SHARD_INDEXES)
         self.groups: AsyncCache[bool] = AsyncCache(VERSION_GROUPS)
+        # (level, window): its objects when none is stamped (the level was not made for it)
+        self.windows: AsyncCache[list[str]] = AsyncCache(VERSION_GROUPS)
         self.problems = Problems()
         self._hive: Hive | None = None
         self._view: View | None = None

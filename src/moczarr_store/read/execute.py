@@ -17,6 +17,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..chunks import (
     shard_entries,
     shard_passthrough,
 )
+from ..diagnostics import FIRST_NAMES
 from ..errors import (
     ChunkReadError,
     HiveFormatError,
@@ -66,6 +68,7 @@ Bytes = BytesLike
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
 CHECKED_METAS = 256  # distinct leaf array documents remembered by content
+WINDOW_PROBES = 4096  # stamps read to find whether a pyramid level has a window
 CHECKED_MAX_BYTES = 1 << 16
 _CHECKED: OrderedDict[bytes, tuple[dict[str, Any], tuple[Any, ...]]] = OrderedDict()
 _CHECKED_LOCK = threading.Lock()
@@ -83,12 +86,43 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
     if isinstance(plan, Absent):
         if plan.problem is not None:
             session.problems.note(plan.level, plan.problem, plan.obj, plan.source)
+        elif plan.window is not None:
+            await _check_window(session, plan.level, plan.window)
         return None
     if isinstance(plan, Transcode):
         return await _transcoded(session, plan)
     if isinstance(plan, Span):
         return await _joined(session, plan)
     return await _leaf_chunk(session, plan)
+
+
+async def _check_window(session: HiveSession, path: str, window: str) -> None:
+    """An overview or column object absent from ``window``: if no object of its level is
+    stamped in that window, the level was not made for it (not yet swept, or deleted), and
+    its cells read as the fill value: warned once, naming the objects, as moczarr warns.
+    Cost, once per (level, window): the stamps of its objects there in domain order until
+    one is stamped (cached), in growing batches, at most ``WINDOW_PROBES``."""
+    level = replace(session.view.levels[path], windows=(), window=window)
+
+    async def absent() -> list[str]:
+        """The level's objects in ``window``, when none is stamped (else ``[]``)."""
+        paths = [p for _, _, p in level.object_pairs()]
+        start, size = 0, 1
+        while start < min(len(paths), WINDOW_PROBES):
+            batch = paths[start : start + size]
+            found = await asyncio.gather(*(session.leaves.resolve(p, session.backend.get)
+                                           for p in batch))
+            if any(leaf.state == "stamped" for leaf in found):
+                return []
+            start, size = start + size, size * 8
+        return paths if start >= len(paths) else []  # not all probed: assume it was made
+
+    missing = await session.windows.get((path, window), absent)
+    if missing:
+        named = ", ".join(missing[:FIRST_NAMES]) + (" ..." if len(missing) > FIRST_NAMES else "")
+        session.problems.note(path, "unswept", repr(window), noun="window",
+                              what=f"has no stamped {level.artifact} object (not yet swept, "
+                              f"or deleted; absent: {named})")
 
 
 async def _joined(session: HiveSession, plan: Span) -> Bytes | None:

@@ -57,6 +57,9 @@ class Absent:
     level: str = ""
     obj: str = ""
     source: str = ""  # what listed the object (the root MOC, the walk)
+    # an overview or column object absent from this window: whether the level has any
+    # object in it is checked once (an absent one is legitimate where others exist)
+    window: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,11 @@ def plan_chunk(
     level = array.level
     if leaf.state != "stamped":
         if leaf.state == "absent" and array.windowed_view:
-            return Absent("no leaf for this node in this window")
+            window = None
+            if level.artifact != "source" and level.window is None:
+                window = (located or array.locate(coords)).window
+            return Absent("no leaf for this node in this window", level=level.path,
+                          obj=leaf.path, window=window)
         problem = "debris" if leaf.state == "debris" else "absent"
         return Absent(
             f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
