@@ -1,9 +1,11 @@
 """Hostile hives: mutations of copies of the committed fixtures, the oracle, the verdicts.
 
-A *case* is (fixture, mutation kind, target object, parameters, store options). Running it
-copies the fixture, mutates the copy, asks the reference reader (``moczarr``) for every
-group of the hive, then reads every array of every group through zarr (and, for some
-cases, xarray) from a ``MocHiveStore`` over the copy, and gives each read one verdict:
+A *case* is (fixture, mutation kind, target object, parameters, store options: chunking,
+``verify``, an AOI of the mutated object's node, the backend). Running it copies the
+fixture, mutates the copy, asks the reference reader (``moczarr``, with the same AOI) for
+every group of the hive, then reads every array of every group through zarr (and, for
+some cases, xarray) from a ``MocHiveStore`` over the copy (local, or uploaded to a
+loopback S3 server), and gives each read one verdict:
 
 - ``values-equal``: moczarr's values and dtype on every row the store serves;
 - ``fill+warning``: where they differ, the fill value, and a ``HiveWarning`` naming the
@@ -18,7 +20,8 @@ giving the same ``HiveWarning`` twice), and finer kinds of wrong data: ``silent-
 ``values-where-moczarr-fails``, ``missing-array``, ``missing-group``, ``extra-array``.
 
 Run ``python -m tests.hostile --report N`` (from the repository root) to generate N cases
-and print their verdict counts by mutation kind, and the violations.
+and print their verdict counts by mutation kind, and the violations; ``--seed S`` draws
+other cases than the derandomized default, ``--kind K`` only mutations of kind ``K``.
 """
 
 from __future__ import annotations
