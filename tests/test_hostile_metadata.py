@@ -517,7 +517,8 @@ def test_a_malformed_overview_declaration_is_omitted_with_a_warning(hive_copy, f
     root = hive_copy(fixture)
     _edit(root / "morton_hive.json", change)
     store = MocHiveStore(root)
-    with pytest.warns(HiveWarning, match=re.escape(text) + ".*; omitted"):
+    with pytest.warns(HiveWarning, match=re.escape("morton_hive.json: product 'atl06' pyramid")
+                      + ".*" + re.escape(text) + ".*; omitted"):
         assert _orders(store) == kept
     source = max(kept)
     with warnings.catch_warnings():

@@ -43,7 +43,7 @@ def declared_levels(source: Level) -> tuple[list[tuple[int, int, str]], bool]:
     A malformed declaration omits what it declares, with a warning naming it.
     """
     block = source.manifest.raw.get("pyramid")
-    where = f"product {source.product!r} pyramid"
+    where = f"{source.manifest.where}: product {source.product!r} pyramid"
     if not isinstance(block, dict):
         if block is not None:
             _omit(where, f"the manifest's 'pyramid' {short(block)} is not a JSON object")
