@@ -134,6 +134,17 @@ def test_a_window_with_no_overview_object_is_warned(hive_copy, chunking, gone):
                                   clean["count"].values[1 - early])
 
 
+def test_an_aoi_outside_a_windows_overviews_is_no_damage(hive_copy):
+    """Node -4 has no ``early`` overview; an AOI of it sees no ``early`` object at order 2,
+    but node 4 has one: the check looks past the AOI, so nothing is warned."""
+    root = hive_copy("windowed_explicit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HiveWarning)
+        got = xr.open_zarr(MocHiveStore(root, aoi=["-4"]), group="atl06/o2").load()
+    early = got["window"].values.tolist().index("early")
+    assert (got["count"].values[early] == 0).all() and got["count"].values[1 - early].any()
+
+
 def _open_windowed(root, chunking) -> xr.Dataset:
     return xr.open_zarr(MocHiveStore(root, chunking=chunking), group="atl06/o2").load()
 

@@ -58,6 +58,7 @@ class Level:
     encodings: list[RunEncoding] = field(default_factory=list)  # the template's, then runs'
     dropped: list[str] = field(default_factory=list)
     warned: set[str] = field(default_factory=set)  # objects a warning at open named
+    uncut_ranks: np.ndarray | None = None  # node_ranks before an AOI cut them (None: uncut)
     # object paths by (node rank, window), computed once: every field of a leaf, every scan
     _paths: dict[tuple[int, str | None], str] = field(
         default_factory=dict, init=False, repr=False)

@@ -235,7 +235,7 @@ def drop_outside_aoi(level: Level, aoi: Cells | None) -> None:
     schema was found). No I/O."""
     if aoi is None:
         return
-    level.node_ranks = in_view(level, aoi).node_ranks
+    level.uncut_ranks, level.node_ranks = level.node_ranks, in_view(level, aoi).node_ranks
     if not level.n_nodes:
         _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
 

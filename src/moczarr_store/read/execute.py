@@ -100,9 +100,12 @@ async def _check_window(session: HiveSession, path: str, window: str) -> None:
     """An overview or column object absent from ``window``: if no object of its level is
     stamped in that window, the level was not made for it (not yet swept, or deleted), and
     its cells read as the fill value: warned once, naming the objects, as moczarr warns.
-    Cost, once per (level, window): the stamps of its objects there in domain order until
-    one is stamped (cached), in growing batches, at most ``WINDOW_PROBES``."""
-    level = replace(session.view.levels[path], windows=(), window=window)
+    Cost, once per (level, window): the stamps of its objects there (outside an AOI too)
+    in domain order until one is stamped (cached), in growing batches, at most
+    ``WINDOW_PROBES``."""
+    level = session.view.levels[path]
+    ranks = level.node_ranks if level.uncut_ranks is None else level.uncut_ranks  # any AOI's
+    level = replace(level, node_ranks=ranks, windows=(), window=window)
 
     async def absent() -> list[str]:
         """The level's objects in ``window``, when none is stamped (else ``[]``)."""
