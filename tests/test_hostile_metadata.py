@@ -479,6 +479,20 @@ def test_a_short_name_that_makes_no_product_name_is_warned(hive_copy, short_name
     assert list(group.group_keys()) == ["product"]
 
 
+def test_a_product_that_lost_its_manifest_is_skipped_with_a_warning(hive_copy):
+    """A product directory holding a digit tree but no manifest is named; a directory of
+    something else (``scratch``) is passed over in silence, as before."""
+    root = hive_copy("multiproduct")
+    (root / "atl06_a" / "morton_hive.json").unlink()
+    with pytest.warns(HiveWarning, match=re.escape(
+            "product 'atl06_a' skipped: atl06_a/morton_hive.json is missing, but atl06_a/ holds "
+            "a digit tree")):
+        store = MocHiveStore(root)
+        group = zarr.open_group(store, mode="r")
+    assert list(group.group_keys()) == ["atl06_b"]
+    assert "atl06_a" in asyncio.run(store.hive()).skipped
+
+
 def test_another_runs_array_of_the_wrong_type_is_refused_when_read(hive_copy):
     root = hive_copy("bare_versioned")
     _edit(root / _data(root, OTHER) / "7/count/zarr.json", _set("shape", value=[16.0]))

@@ -74,7 +74,11 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
     found, skipped = [], {}
     for name, data in zip(names, payloads, strict=True):
         if data is None:
-            continue  # a directory that is not a product
+            if await _digit_tree(backend, name):
+                skipped[name] = f"{name}/{MANIFEST_NAME} is missing, but {name}/ holds a digit tree"
+                warnings.warn(f"product {name!r} skipped: {skipped[name]}", HiveWarning,
+                              stacklevel=2)
+            continue  # else a directory that is not a product
         try:
             found.append((name, name, parse_manifest(data, f"{name}/{MANIFEST_NAME}")))
         except UnsupportedSpec as err:
@@ -87,6 +91,16 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
             )
         raise NotAHiveError(f"{backend}: no {MANIFEST_NAME} and no products: not a morton-hive")
     return False, found, skipped
+
+
+async def _digit_tree(backend, name: str) -> bool:
+    """Whether directory ``name`` holds a digit tree (base-cell directories), as a product
+    does. Cost: one LIST (a failed one says no)."""
+    try:
+        dirs, _ = await backend.list_dir(name)
+    except Exception:
+        return False
+    return any(BASE_RE.match(d) for d in dirs)
 
 
 async def load_hive(
