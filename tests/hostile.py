@@ -1104,6 +1104,7 @@ def examples() -> tuple[Case, ...]:
               swap="string", chunking=2),  # the pyramid omitted: the warning names the file
         _case("windowed_explicit", "delete", ("4/early.zarr",), chunking="inner"),
         _case("multiproduct", "delete", ("atl06_a/morton_hive.json",), chunking="shard"),
+        _case("pyramid1_resweep", "delete", ("4/4/all.zarr",), chunking=2),  # o3's only one
         _case("legacy", "delete", ("-411331.zarr/7/count",), xarray=True),  # hashed, gone
         _case("sharded", "delete", ("44411.zarr/", "/7/zarr.json"), chunking=2, verify="open"),
         _case("pyramid1", swap, ("-4/1/1/3/all.zarr/zarr.json",), at=("attributes", "role"),

@@ -13,11 +13,13 @@ reads nothing; a level's schema is read when it is first needed (``resolve_level
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from typing import Any
 
 import numpy as np
 
+from ..diagnostics import FIRST_NAMES
 from ..errors import HiveWarning
 from .aoi import Cells
 from .ids import ancestor_ranks
@@ -137,7 +139,10 @@ async def resolve_level(
 ) -> bool:
     """Read a declared level's schema from its first stamped object; ``False``: omitted."""
     if not await fill_schema(backend, leaves, level, aoi):
-        _omit(level.path, f"declared, but no stamped {level.artifact} object exists")
+        objects = [path for _, _, path in itertools.islice(level.object_pairs(), FIRST_NAMES + 1)]
+        named = ", ".join(objects[:FIRST_NAMES]) + (" ..." if len(objects) > FIRST_NAMES else "")
+        _omit(level.path, f"declared, but no stamped {level.artifact} object exists "
+                          f"(unstamped or absent: {named})")
         return False
     if not _admissible(level):
         return False
