@@ -31,6 +31,13 @@ KINDS = {
 }
 
 
+def first_names(names: list[str]) -> str:
+    """The first ``FIRST_NAMES`` of ``names``, with `` ...`` when there are more (pass
+    ``FIRST_NAMES + 1`` of a longer list to say so)."""
+    more = " ..." if len(names) > FIRST_NAMES else ""
+    return ", ".join(names[:FIRST_NAMES]) + more
+
+
 @dataclass
 class Problem:
     """How often one kind of problem was met on one level, and the first objects."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import FIRST_NAMES
+from ..diagnostics import FIRST_NAMES, first_names
 from ..errors import HiveWarning
 from .aoi import Cells
 from .ids import ancestor_ranks
@@ -140,9 +140,8 @@ async def resolve_level(
     """Read a declared level's schema from its first stamped object; ``False``: omitted."""
     if not await fill_schema(backend, leaves, level, aoi):
         objects = [path for _, _, path in itertools.islice(level.object_pairs(), FIRST_NAMES + 1)]
-        named = ", ".join(objects[:FIRST_NAMES]) + (" ..." if len(objects) > FIRST_NAMES else "")
         _omit(level.path, f"declared, but no stamped {level.artifact} object exists "
-                          f"(unstamped or absent: {named})")
+                          f"(unstamped or absent: {first_names(objects)})")
         return False
     if not _admissible(level):
         return False

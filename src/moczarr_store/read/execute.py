@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ from ..chunks import (
     shard_entries,
     shard_passthrough,
 )
-from ..diagnostics import FIRST_NAMES
+from ..diagnostics import FIRST_NAMES, first_names
 from ..errors import (
     ChunkReadError,
     HiveFormatError,
@@ -101,31 +102,32 @@ async def _check_window(session: HiveSession, path: str, window: str) -> None:
     stamped in that window, the level was not made for it (not yet swept, or deleted), and
     its cells read as the fill value: warned once, naming the objects, as moczarr warns.
     Cost, once per (level, window): the stamps of its objects there (outside an AOI too)
-    in domain order until one is stamped (cached), in growing batches, at most
-    ``WINDOW_PROBES``."""
+    in domain order until one is stamped (cached), in growing batches; none when it has
+    more than ``WINDOW_PROBES`` there (it is assumed made)."""
     level = session.view.levels[path]
     ranks = level.node_ranks if level.uncut_ranks is None else level.uncut_ranks  # any AOI's
     level = replace(level, node_ranks=ranks, windows=(), window=window)
 
     async def absent() -> list[str]:
-        """The level's objects in ``window``, when none is stamped (else ``[]``)."""
-        paths = [p for _, _, p in level.object_pairs()]
+        """The first of the level's objects in ``window`` when none is stamped, else
+        ``[]`` (also when more than ``WINDOW_PROBES``: assume the level was made)."""
+        paths = [p for _, _, p in itertools.islice(level.object_pairs(), WINDOW_PROBES + 1)]
+        if len(paths) > WINDOW_PROBES:
+            return []
         start, size = 0, 1
-        while start < min(len(paths), WINDOW_PROBES):
-            batch = paths[start : start + size]
+        while start < len(paths):
             found = await asyncio.gather(*(session.leaves.resolve(p, session.backend.get)
-                                           for p in batch))
+                                           for p in paths[start : start + size]))
             if any(leaf.state == "stamped" for leaf in found):
                 return []
             start, size = start + size, size * 8
-        return paths if start >= len(paths) else []  # not all probed: assume it was made
+        return paths[: FIRST_NAMES + 1]
 
     missing = await session.windows.get((path, window), absent)
     if missing:
-        named = ", ".join(missing[:FIRST_NAMES]) + (" ..." if len(missing) > FIRST_NAMES else "")
         session.problems.note(path, "unswept", repr(window), noun="window",
                               what=f"has no stamped {level.artifact} object (not yet swept, "
-                              f"or deleted; absent: {named})")
+                              f"or deleted; absent: {first_names(missing)})")
 
 
 async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
