@@ -64,7 +64,9 @@ KINDS = ("type-swap", "truncate-json", "truncate-chunk", "shard-index", "rename-
 OK = ("values-equal", "fill+warning", "omitted+warning", "package-error")
 VIOLATIONS = ("wrong-values", "wrong-dtype", "silent-fill", "values-where-moczarr-fails",
               "missing-array", "missing-group", "extra-array", "followed-link", "bare-exception",
-              "error-not-naming-object", "hang", "unbounded", "repeated-warning")
+              "error-not-naming-object", "hang", "unbounded", "repeated-warning",
+              # the case's hive exported as mdim-refs and read back, against the store
+              "export-differs", "export-unreadable", "export-where-store-refuses")
 READ_TIMEOUT = 30.0  # seconds for one read before it counts as a hang
 MAX_ELEMENTS = 1 << 22  # no array of these hives comes near; larger is unbounded work
 MEMORY_LIMIT = 8 << 30  # report mode: a runaway allocation fails its case, not the machine
@@ -233,6 +235,7 @@ class Case:
     xarray: bool = False
     aoi: str | None = None  # the store opened with this node as its AOI
     backend: str = "local"  # or "s3": the mutated copy read from the loopback S3 server
+    export: bool = False  # also exported as mdim-refs, read back and compared with the store
 
     def param(self, name: str, default: object = None) -> object:
         return dict(self.params).get(name, default)
@@ -243,7 +246,8 @@ class Case:
                 f"[chunking={self.chunking}, verify={self.verify}"
                 f"{', +xarray' if self.xarray else ''}"
                 f"{f', aoi={self.aoi}' if self.aoi else ''}"
-                f"{f', {self.backend}' if self.backend != 'local' else ''}]")
+                f"{f', {self.backend}' if self.backend != 'local' else ''}"
+                f"{', export' if self.export else ''}]")
 
 
 def _targets(p: Pristine, kind: str) -> tuple[str, ...]:
@@ -297,11 +301,15 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
     # links and rewrites after a first read are local: an upload copies what a link
     # points at, and a rewrite would need a second upload
     remote = ["local"] if kind in ("symlink", "rewrite-after-read") else ["local"] * 3 + ["s3"]
-    return Case(p.name, kind, target, tuple(params.items()),
-                draw(st.sampled_from(["leaf", "shard", "inner", 2])),  # 2: spans of 2 leaves
-                draw(st.sampled_from(["lazy", "open"])), draw(st.booleans()),
-                draw(st.sampled_from([None, None, None, node or None])),
-                draw(st.sampled_from(remote)))
+    chunking = draw(st.sampled_from(["leaf", "shard", "inner", 2]))  # 2: spans of 2 leaves
+    verify, xarray = draw(st.sampled_from(["lazy", "open"])), draw(st.booleans())
+    aoi, backend = draw(st.sampled_from([None, None, None, node or None])), draw(
+        st.sampled_from(remote))
+    # a local hive not rewritten later, sometimes also exported (the export reads it anew)
+    export = (draw(st.sampled_from([False, False, False, True])) and backend == "local"
+              and kind != "rewrite-after-read")
+    return Case(p.name, kind, target, tuple(params.items()), chunking, verify, xarray, aoi,
+                backend, export)
 
 
 # -- mutations --------------------------------------------------------------------------------
@@ -1006,6 +1014,8 @@ def run_case(case: Case) -> list[Read]:
                 if case.target.rsplit("/", 1)[-1] == "coverage.moc":
                     ctx.fallback = walk_references(root, p.groups, root / case.target, aoi)
                 reads = read_all(ctx, store)
+                if case.export:
+                    reads += export_reads(case, root, applied)
             else:
                 reads = read_all(Context(case, applied, base, base, None, caught), store)
                 applied.later()
@@ -1014,6 +1024,60 @@ def run_case(case: Case) -> list[Read]:
                 reads += [Read("again " + r.key, r.verdict, r.detail)
                           for r in read_all(ctx, store)]
         return reads + _repeated_warnings(caught)
+
+
+def export_reads(case: Case, root: Path, applied: Applied) -> list[Read]:
+    """The hive at ``root`` published as mdim-refs (the case's chunking where a reference
+    can carry it, else ``auto``) and every array read back with zarr from the references,
+    against a fresh store's read of it (judged against moczarr by the case itself): the
+    same values and dtype, or both refusing; or the export fails naming the object. Its
+    warnings are its own (a second store warns again)."""
+    from refs_read import mdim_arrays, walk
+
+    from moczarr_store.refs import export_refs
+
+    chunking = case.chunking if case.chunking in ("leaf", "shard", "inner") else "auto"
+    options = {"verify": case.verify, "aoi": [case.aoi] if case.aoi else None}
+    reads = []
+    with (tempfile.TemporaryDirectory(dir=SCRATCH) as tmp, warnings.catch_warnings()):
+        warnings.simplefilter("ignore", HiveWarning)
+        out = Path(tmp) / "refs.sqlite"
+        try:
+            export_refs(root, "mdim-refs", out, chunking=chunking, **options)
+        except Exception as err:
+            return [Read("export", *error_verdict(err, applied.names))]
+        exported = mdim_arrays(out)
+        store = MocHiveStore(root, chunking="shard" if chunking == "auto" else chunking,
+                             **options)
+        served = walk(zarr.open_group(store, mode="r"))
+        for path in sorted(set(exported) | set(served)):
+            key = f"export {path}"
+            if path not in exported or path not in served:
+                where = "the export" if path in exported else "the store"
+                reads.append(Read(key, "export-differs", f"only {where} has it"))
+                continue
+            got, want = _attempt(exported[path]), _attempt(lambda p=path: served[p][...])
+            if isinstance(want, BaseException):
+                verdict = ("package-error" if isinstance(got, BaseException)
+                           else "export-where-store-refuses")
+                reads.append(Read(key, verdict, f"the store: {type(want).__name__}: {want}"))
+            elif isinstance(got, BaseException):
+                reads.append(Read(key, "export-unreadable", f"{type(got).__name__}: {got}"))
+            elif got.dtype != want.dtype or got.shape != want.shape or not bool(
+                    _equal(got, want).all()):
+                reads.append(Read(key, "export-differs",
+                                  f"{got.dtype}{got.shape} against the store's "
+                                  f"{want.dtype}{want.shape}"))
+            else:
+                reads.append(Read(key, "values-equal", ""))
+    return reads
+
+
+def _attempt(read: Callable[[], np.ndarray]) -> np.ndarray | Exception:
+    try:
+        return np.asarray(read())
+    except Exception as err:  # judged by the caller
+        return err
 
 
 @functools.cache
@@ -1073,9 +1137,9 @@ def _pick(fixture: str, kind: str, *needles: str) -> str:
 
 def _case(fixture: str, kind: str, needles: tuple[str, ...], chunking: str | int = "leaf",
           verify: str = "lazy", xarray: bool = False, aoi: str | None = None,
-          **params: object) -> Case:
+          export: bool = False, **params: object) -> Case:
     return Case(fixture, kind, _pick(fixture, kind, *needles), tuple(params.items()), chunking,
-                verify, xarray, aoi)
+                verify, xarray, aoi, "local", export)
 
 
 @functools.cache
@@ -1169,6 +1233,13 @@ def examples() -> tuple[Case, ...]:
         _case("sharded", "drift", ("-41133.zarr/", "/7/count"), how="fill", xarray=True),
         _case("bare_versioned", "drift", ("-411342.zarr/", "/7/h_min"), how="zstd"),
         _case("legacy", "drift", ("-411331.zarr/7/h_max",), how="shape"),
+        # exported as mdim-refs too: a big-endian leaf (transcoded inline), a hashed array gone,
+        # a shard index that lies (the export refuses it, naming the object)
+        _case("bare_versioned", "drift", ("-411331.zarr/", "/7/h_max"), how="endian",
+              chunking="shard", export=True),
+        _case("legacy", "delete", ("-411331.zarr/7/count",), chunking="shard", export=True),
+        _case("sharded", "shard-index", sharded, entry=2, lie="overlap", fix_crc=True,
+              chunking="inner", export=True),
     )
 
 

@@ -72,24 +72,35 @@ def mdim_values(path: Path, read: ReadRange = read_local) -> dict[str, np.ndarra
     """Every array of an mdim-refs file: its ``zarr.json`` from ``arrays``, its chunks
     from the ``refs_`` view (referenced bytes read at the published path, inline bytes
     as stored), decoded by zarr."""
+    return {array: read_array() for array, read_array in mdim_arrays(path, read).items()}
+
+
+def mdim_arrays(path: Path, read: ReadRange = read_local) -> dict[str, Callable[[], np.ndarray]]:
+    """Every array of an mdim-refs file, as a function that reads it (see
+    :func:`mdim_values`): a caller may judge each array's failure apart."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    out = {}
     try:
         arrays = db.execute("SELECT array, zarr_json FROM arrays").fetchall()
-        for array, zarr_json in arrays:
+        rows = {array: db.execute(f'SELECT * FROM "refs_{array}"').fetchall()
+                for array, _ in arrays}
+    finally:
+        db.close()
+
+    def reader(zarr_json: str, rows: list[tuple]) -> Callable[[], np.ndarray]:
+        def read_array() -> np.ndarray:
             ndim = len(json.loads(zarr_json)["shape"])
             docs = {"zarr.json": zarr_json.encode()}
-            rows = db.execute(f'SELECT * FROM "refs_{array}"').fetchall()
             for row in rows:
                 coords, (present, url, offset, size, _info, data) = row[:ndim], row[ndim:]
                 assert present == 1
                 key = "c/" + "/".join(map(str, coords))
                 docs[key] = data if url is None else read(url, offset, size)
             store = MemoryStore({k: cpu.Buffer.from_bytes(v) for k, v in docs.items()})
-            out[array] = zarr.open_array(store, mode="r")[...]
-    finally:
-        db.close()
-    return out
+            return zarr.open_array(store, mode="r")[...]
+
+        return read_array
+
+    return {array: reader(zarr_json, rows[array]) for array, zarr_json in arrays}
 
 
 def kerchunk_values(path: Path, remote_protocol: str = "file",
