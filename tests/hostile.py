@@ -1180,6 +1180,8 @@ def examples() -> tuple[Case, ...]:
               swap="string", chunking=2),  # the pyramid omitted: the warning names the file
         _case("ragged", swap, ("-41133.zarr/zarr.json",), at=(*commit, "coverage", "box", 2),
               swap="bool", chunking=2, aoi="-41133"),  # moczarr's AOI path panics (Rust)
+        _case("windowed_explicit", swap, ("morton_hive.json",), at=("pyramid", "overview"),
+              swap="null", chunking=2, verify="open"),  # levels and folds omitted: warned
         _case("windowed_explicit", "delete", ("4/early.zarr",), chunking="inner"),
         _case("multiproduct", "delete", ("atl06_a/morton_hive.json",), chunking="shard"),
         _case("pyramid1_resweep", "delete", ("4/4/all.zarr",), chunking=2),  # o3's only one

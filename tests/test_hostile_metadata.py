@@ -513,6 +513,10 @@ PYRAMID_CASES = [
     ("pyramid1", _set("pyramid", value="zagg-pyramid/1"), "'pyramid' 'zagg-pyramid/1' is not",
      [7]),
     ("pyramid1", _set("pyramid", "overview", value=[3, 1]), "'overview' [3, 1] is not", [7]),
+    # null where zagg writes a mapping (its declared-off form is overview orders []): moczarr
+    # reads it as declared off, silently; the same levels, warned
+    ("pyramid1", _set("pyramid", value=None), "'pyramid' None is not", [7]),
+    ("pyramid1", _set("pyramid", "overview", value=None), "'overview' None is not", [7]),
     ("pyramid1", _set("pyramid", "overview", "orders", value="31"), "orders '31' are not", [7]),
     ("pyramid1", _set("pyramid", "overview", "orders", value=[3.0, 1]), "orders [3.0, 1]", [7]),
     ("pyramid1", _set("pyramid", "overview", "orders", value=[True, 3]), "orders [True, 3]", [7]),

@@ -44,15 +44,16 @@ def declared_levels(source: Level) -> tuple[list[tuple[int, int, str]], bool]:
 
     A malformed declaration omits what it declares, with a warning naming it.
     """
-    block = source.manifest.raw.get("pyramid")
+    raw = source.manifest.raw
     where = f"{source.manifest.where}: product {source.product!r} pyramid"
-    if not isinstance(block, dict):
-        if block is not None:
+    # zagg writes no block (older manifests) or a mapping (declared off: overview orders
+    # []): a key holding anything else, null included, is damage, warned
+    if not isinstance(block := raw.get("pyramid"), dict):
+        if "pyramid" in raw:
             _omit(where, f"the manifest's 'pyramid' {short(block)} is not a JSON object")
         return [], False
-    overview = block.get("overview")
-    if not isinstance(overview, dict):
-        if overview is not None:
+    if not isinstance(overview := block.get("overview"), dict):
+        if "overview" in block:
             _omit(where, f"'overview' {short(overview)} is not a JSON object")
         overview = {}
     all_time = overview.get("all_time", False)
