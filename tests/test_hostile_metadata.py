@@ -545,6 +545,17 @@ def test_a_malformed_overview_declaration_is_omitted_with_a_warning(hive_copy, f
                xr.open_zarr(store, group=f"atl06/o{source}").load())
 
 
+@pytest.mark.parametrize("grouping", [2, 2**64 + 1])
+def test_a_path_grouping_that_finds_no_leaf_is_named_in_the_error(hive_copy, grouping):
+    # formula-legal (an int >= 1) but not how the leaves were written: every node is looked
+    # for under the wrong directories; the error names the manifest's field as the cause
+    root = hive_copy("legacy_versioned")
+    _edit(root / "morton_hive.json", _set("path_grouping", value=grouping))
+    with _raises(NoCoverageError, f"; leaves were looked for at {grouping} digits per "
+                                  "directory, the path_grouping of morton_hive.json"):
+        zarr.open_group(MocHiveStore(root), mode="r")["atl06/o7"]
+
+
 def test_an_all_time_flag_of_the_wrong_type_omits_the_folds(hive_copy):
     root = hive_copy("windowed_explicit")
     _edit(root / "morton_hive.json", _set("pyramid", "overview", "all_time", value="yes"))

@@ -303,6 +303,9 @@ async def fill_schema(
             hint = "; if leaves were written since it was made, regenerate it"
         else:
             listed, hint = "found by the digit-tree walk", ""
+        if (grouping := level.manifest.path_grouping) != 1:  # zagg writes 1: name the cause
+            hint += (f"; leaves were looked for at {grouping} digits per directory, the "
+                     f"path_grouping of {level.manifest.where}")
         raise NoCoverageError(
             f"product {level.product!r} at {level.root or '/'}: no committed leaf among "
             f"the {level.n_nodes:,} nodes {listed} ({searched}), so it has no schema{hint}"
