@@ -6,6 +6,7 @@ Expected values come from the in-process ``MocHiveStore`` (itself checked agains
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import warnings
@@ -81,26 +82,25 @@ def mdim_arrays(path: Path, read: ReadRange = read_local) -> dict[str, Callable[
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         arrays = db.execute("SELECT array, zarr_json FROM arrays").fetchall()
-        rows = {array: db.execute(f'SELECT * FROM "refs_{array}"').fetchall()
-                for array, _ in arrays}
+        return {array: functools.partial(_decoded, zarr_json,
+                                         db.execute(f'SELECT * FROM "refs_{array}"').fetchall(),
+                                         read)
+                for array, zarr_json in arrays}
     finally:
         db.close()
 
-    def reader(zarr_json: str, rows: list[tuple]) -> Callable[[], np.ndarray]:
-        def read_array() -> np.ndarray:
-            ndim = len(json.loads(zarr_json)["shape"])
-            docs = {"zarr.json": zarr_json.encode()}
-            for row in rows:
-                coords, (present, url, offset, size, _info, data) = row[:ndim], row[ndim:]
-                assert present == 1
-                key = "c/" + "/".join(map(str, coords))
-                docs[key] = data if url is None else read(url, offset, size)
-            store = MemoryStore({k: cpu.Buffer.from_bytes(v) for k, v in docs.items()})
-            return zarr.open_array(store, mode="r")[...]
 
-        return read_array
-
-    return {array: reader(zarr_json, rows[array]) for array, zarr_json in arrays}
+def _decoded(zarr_json: str, rows: list[tuple], read: ReadRange) -> np.ndarray:
+    """One array from its ``zarr.json`` and its ``refs_`` rows, decoded by zarr."""
+    ndim = len(json.loads(zarr_json)["shape"])
+    docs = {"zarr.json": zarr_json.encode()}
+    for row in rows:
+        coords, (present, url, offset, size, _info, data) = row[:ndim], row[ndim:]
+        assert present == 1
+        key = "c/" + "/".join(map(str, coords))
+        docs[key] = data if url is None else read(url, offset, size)
+    store = MemoryStore({k: cpu.Buffer.from_bytes(v) for k, v in docs.items()})
+    return zarr.open_array(store, mode="r")[...]
 
 
 def kerchunk_values(path: Path, remote_protocol: str = "file",
