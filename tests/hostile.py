@@ -1,7 +1,7 @@
 """Hostile hives: mutations of copies of the committed fixtures, the oracle, the verdicts.
 
 A *case* is (fixture, mutation kind, target object, parameters, store options: chunking,
-``verify``, an AOI of the mutated object's node, the backend). Running it copies the
+``verify``, an AOI of the mutated object's node, the backend, an export). Running it copies the
 fixture, mutates the copy, asks the reference reader (``moczarr``, with the same AOI) for
 every group of the hive, then reads every array of every group through zarr (and, for
 some cases, xarray) from a ``MocHiveStore`` over the copy (local, or uploaded to a
@@ -18,6 +18,11 @@ beyond the hive root), ``bare-exception``, ``error-not-naming-object``, ``hang``
 ``unbounded`` (an array too large to be this hive's), ``repeated-warning`` (one store
 giving the same ``HiveWarning`` twice), and finer kinds of wrong data: ``silent-fill``,
 ``values-where-moczarr-fails``, ``missing-array``, ``missing-group``, ``extra-array``.
+
+Some local cases also export the copy as mdim-refs and read every array back from the
+references: each must be what a fresh store reads (``values-equal``), or both refuse
+(``package-error``), or the export fails naming the object; else ``export-differs``,
+``export-unreadable`` or ``export-where-store-refuses``.
 
 Run ``python -m tests.hostile --report N`` (from the repository root) to generate N cases
 and print their verdict counts by mutation kind, and the violations; ``--seed S`` draws
