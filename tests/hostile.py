@@ -1189,6 +1189,8 @@ def examples() -> tuple[Case, ...]:
               swap="null", chunking=2, verify="open"),  # levels and folds omitted: warned
         _case("legacy_versioned", swap, ("morton_hive.json",), at=("path_grouping",),
               swap="huge-int"),  # no leaf found: the error names the manifest's field
+        _case("pyramid2", swap, ("4/4/1/all.pyramid.zarr/zarr.json",),
+              at=("attributes", "zagg_column", "groups"), swap="float"),  # moczarr: TypeError
         _case("windowed_explicit", "delete", ("4/early.zarr",), chunking="inner"),
         _case("multiproduct", "delete", ("atl06_a/morton_hive.json",), chunking="shard"),
         _case("pyramid1_resweep", "delete", ("4/4/all.zarr",), chunking=2),  # o3's only one

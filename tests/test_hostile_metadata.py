@@ -589,6 +589,11 @@ OBJECT_CASES = [
     ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "spec"), "zagg-column/0"),
     ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "node"), "441"),
     ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "window"), "2020"),
+    # "groups" names the cell orders a column carries: moczarr skips it for an order not
+    # named (and fails with a bare TypeError on a number)
+    ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "groups"),
+     {"2": {"regime": "leaf-column", "merges_from_raw": 1, "n_cells": 1}}),
+    ("pyramid2", "-4/1/1/all.pyramid.zarr", 3, ("zagg_column", "groups"), 1.5),
 ]
 
 
@@ -614,7 +619,7 @@ def test_a_pyramid_object_not_its_levels_artifact_reads_as_missing(hive_copy, fi
                                           xr_kwargs={"chunks": None}))
         try:
             after = _rows(moczarr.open_level(str(root), order, xr_kwargs={"chunks": None}))
-        except ValueError:
+        except (ValueError, TypeError):
             after = None
     store = MocHiveStore(root, verify=verify)
     with warnings.catch_warnings(record=True) as seen:

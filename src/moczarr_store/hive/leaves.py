@@ -21,9 +21,10 @@ LeafState = Literal["stamped", "debris", "absent"]
 PROVENANCE = ("role", "zagg_overview", "zagg_column")  # an object's role and its blocks
 # What a pyramid level checks of an object's role and provenance block (``Level.refusal``)
 _OVERVIEW_KEYS = ("spec", "cell_order")
-_COLUMN_KEYS = ("spec", "node", "order", "window")
+_COLUMN_KEYS = ("spec", "node", "order", "window")  # and the cell orders of its "groups"
 Provenance = tuple[object, tuple | None, tuple | None]
 _KEPT = 128  # characters of a provenance string kept (longer ones match nothing)
+_GROUPS_KEPT = 64  # cell orders of a column's "groups" kept (zagg writes a few)
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,19 @@ def _provenance(attrs: dict) -> Provenance | None:
     def fields(block: object, keys: tuple[str, ...]) -> tuple | None:
         return tuple(_scalar(block.get(k)) for k in keys) if isinstance(block, dict) else None
 
+    column = attrs.get("zagg_column")
+    column_fields = None if not isinstance(column, dict) else (
+        *(_scalar(column.get(k)) for k in _COLUMN_KEYS), _groups(column.get("groups")))
     return (_scalar(attrs.get("role")), fields(attrs.get("zagg_overview"), _OVERVIEW_KEYS),
-            fields(attrs.get("zagg_column"), _COLUMN_KEYS))
+            column_fields)
+
+
+def _groups(groups: object) -> frozenset[str] | object:
+    """A column block's ``groups``: the cell orders it carries (its keys), or a short
+    description of anything else (which carries none)."""
+    if isinstance(groups, dict) and len(groups) <= _GROUPS_KEPT:
+        return frozenset(k for k in groups if len(k) <= 4)
+    return _scalar(groups) if not isinstance(groups, dict) else f"<{len(groups):,} groups>"
 
 
 _HASHED: dict[frozenset[str], frozenset[str]] = {}  # one shared set per distinct name set

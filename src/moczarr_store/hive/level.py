@@ -110,7 +110,8 @@ class Level:
         ``overview`` (no role reads as a source object, and is kept), or a ``zagg_overview``
         block missing, of an unknown spec, or storing another cell order; on a column level
         a role other than ``column``, or a ``zagg_column`` block missing, of an unknown
-        spec, or naming another node, order or window. ``None``: it may. ``provenance``:
+        spec, naming another node, order or window, or whose ``groups`` do not carry this
+        cell order (moczarr skips such an object for the order). ``None``: it may. ``provenance``:
         :attr:`Leaf.provenance`. No I/O."""
         if self.artifact == "source":
             return None
@@ -132,13 +133,17 @@ class Level:
             return f"declares role {short(role)}, not 'column'"
         if column is None:
             return "has no 'zagg_column' provenance block"
-        spec, node, order, label = column
+        spec, node, order, label, groups = column
         want = (rank_to_decimal(int(self.node_ranks[index]), self.node_order), self.node_order,
                 window or self.window or "all")
         if spec != COLUMN_SPEC:
             return f"declares column spec {short(spec)}, not {COLUMN_SPEC!r}"
         if (node, order, label) != want or not is_int(order):
             return f"declares node/order/window {short((node, order, label), 160)}, not {want!r}"
+        if not isinstance(groups, frozenset) or str(self.cell_order) not in groups:
+            carried = sorted(groups) if isinstance(groups, frozenset) else groups
+            return (f"declares column groups {short(carried)}, which do not carry cell "
+                    f"order {self.cell_order}")
         return None
 
     def summary(self) -> dict:
