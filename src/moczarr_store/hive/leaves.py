@@ -97,15 +97,26 @@ def _provenance(attrs: dict) -> Provenance | None:
 
 
 def _groups(groups: object) -> frozenset[str] | object:
-    """A column block's ``groups``: the cell orders it carries (its keys), or a short
-    description of anything else (which carries none)."""
-    if isinstance(groups, dict) and len(groups) <= _GROUPS_KEPT:
-        return frozenset(k for k in groups if len(k) <= 4)
-    return _scalar(groups) if not isinstance(groups, dict) else f"<{len(groups):,} groups>"
+    """A column block's ``groups``: the cell orders it carries (its keys; longer ones
+    cannot be an order), or a short description of anything else (which carries none)."""
+    if not isinstance(groups, dict):
+        return _scalar(groups)
+    if len(groups) > _GROUPS_KEPT:
+        return f"<{len(groups):,} groups>"
+    return _interned(frozenset(k for k in groups if len(k) <= 4))
 
 
-_HASHED: dict[frozenset[str], frozenset[str]] = {}  # one shared set per distinct name set
-_HASHED_SETS = 1024
+_SHARED: dict[frozenset[str], frozenset[str]] = {}  # one set per distinct set of names
+_SHARED_SETS = 1024
+
+
+def _interned(names: frozenset[str]) -> frozenset[str]:
+    """``names``, as the one set kept for equal ones (a cached leaf costs a reference, not
+    a set), while fewer than ``_SHARED_SETS`` distinct ones were seen."""
+    shared = _SHARED.get(names)
+    if shared is None and len(_SHARED) < _SHARED_SETS:
+        shared = _SHARED[names] = names
+    return names if shared is None else shared
 
 
 def _hashed(stamp: dict) -> frozenset[str] | None:
@@ -115,11 +126,7 @@ def _hashed(stamp: dict) -> frozenset[str] | None:
     arrays = hashes.get("arrays") if isinstance(hashes, dict) else None
     if not isinstance(arrays, dict):
         return None
-    names = frozenset(name for name in arrays if isinstance(name, str))
-    shared = _HASHED.get(names)
-    if shared is None and len(_HASHED) < _HASHED_SETS:
-        shared = _HASHED[names] = names
-    return shared or names
+    return _interned(frozenset(name for name in arrays if isinstance(name, str)))
 
 
 def parse_leaf(path: str, payload: bytes | None) -> Leaf:
