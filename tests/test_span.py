@@ -4,6 +4,7 @@ concurrently and joined; values equal moczarr's and the one-leaf-per-chunk view'
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import shutil
 import warnings
@@ -72,6 +73,27 @@ def test_span_values_are_moczarr_s_and_the_leaf_view_s(name, group, chunking):
                 assert list(got[rows]) == list(want), field
             else:
                 np.testing.assert_array_equal(got[rows], want, err_msg=field)
+
+
+@pytest.mark.parametrize("sphere", [False, True], ids=["covered", "sphere"])
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_a_span_locates_its_parts_as_each_part_alone_is_located(name, sphere):
+    """``span_objects`` (one ``locate`` per span, its paths read in one pass) names for
+    every part of every span chunk the place and the object ``located_object`` of that
+    part alone names: every fixture, window and axis, past the domain's end included."""
+    store = MocHiveStore(FIXTURES / name, chunking=3,
+                         geometry="sphere" if sphere else "covered")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zarr.open_group(store, mode="r")  # every level read
+    spanned = [a for a in store.session.view.arrays.values()
+               if isinstance(a, arrays.FieldArray) and a.span > 1]
+    assert spanned or sphere  # a sphere of few nodes may leave a span nothing to join
+    for array in spanned:
+        for coords in itertools.islice(itertools.product(*map(range, array.grid)), 64):
+            alone = [None if p is None else (p, *array.located_object(p))
+                     for p in array.span_parts(coords)]
+            assert array.span_objects(coords) == alone
 
 
 def test_a_count_sets_the_leaves_per_chunk_and_the_coordinates_follow():

@@ -91,6 +91,20 @@ class Level:
             path = self._paths[rank, window] = self._object_path(rank, window)
         return path
 
+    def object_paths(self, start: int, stop: int, window: str | None = None) -> list[str]:
+        """``object_path(i, window)`` for ``i`` in ``[start, stop)``: the same paths, the
+        ranks read in one slice (a span's leaves)."""
+        window = window or self.window
+        paths, kept = [], self._paths
+        for rank in self.node_ranks[start:stop].tolist():
+            path = kept.get((rank, window))
+            if path is None:
+                if len(kept) >= PATHS_KEPT:
+                    kept.clear()
+                path = kept[rank, window] = self._object_path(rank, window)
+            paths.append(path)
+        return paths
+
     def _object_path(self, rank: int, window: str | None) -> str:
         decimal = rank_to_decimal(rank, self.node_order)
         stem = "all" if self.fold or window is None else window

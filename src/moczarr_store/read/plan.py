@@ -62,7 +62,7 @@ class Absent:
     window: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LeafRead:
     """Bytes of one chunk object of one leaf.
 
@@ -81,30 +81,30 @@ class LeafRead:
     byte_range: ByteRequest | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Passthrough(LeafRead):
     """The object's bytes (or ``byte_range`` of them), as they are."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reframe(LeafRead):
     """A shard object read whole; its inner chunks concatenated into one chunk."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InnerRange(LeafRead):
     """Inner chunk ``part`` of a shard object, located by its index."""
 
     part: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Recode(LeafRead):
     """A shard object of variable-length inner chunks presented as one chunk: its values
     decoded under the leaf array's own metadata and encoded as the view declares."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Transcode(LeafRead):
     """The leaf array's values decoded under its own metadata and re-encoded as the
     virtual array declares (the leaf's encoding differs from the declared one)."""
@@ -218,11 +218,11 @@ async def _span(
     without a task; the others read concurrently."""
     parts: list[LeafPlan | None] = []
     missing: dict[int, tuple[tuple[int, ...], LeafChunk, str]] = {}
-    for part in array.span_parts(coords):
-        if part is None:  # past the domain's end
+    for found in array.span_objects(coords):
+        if found is None:  # past the domain's end
             parts.append(None)
             continue
-        located, path = array.located_object(part)
+        part, located, path = found
         leaf = None if path is None else session.leaves.hit(path)
         if path is None:
             parts.append(_UNCOVERED)

@@ -366,6 +366,27 @@ class FieldArray:
         return [(*coords[:at], node, *coords[at + 1 :]) if node < nodes else None
                 for node in range(first, first + self.span)]
 
+    def span_objects(
+        self, coords: tuple[int, ...]
+    ) -> list[tuple[tuple[int, ...], LeafChunk, str | None] | None]:
+        """Each part of virtual chunk ``coords`` as ``(coordinates, locate(them),
+        object_path(them))``, the coordinates as :meth:`span_parts` gives them; ``None``
+        past the domain's end. No I/O; one ``locate`` per span and its nodes' paths in one
+        pass (on a sphere, a binary search per part)."""
+        parts = self.span_parts(coords)
+        if self.sphere:
+            return [None if p is None else (p, *self.located_object(p)) for p in parts]
+        present = [p for p in parts if p is not None]
+        if not present:
+            return [None] * len(parts)
+        at = self.windowed  # a span's parts differ only in their node (chunks_per_leaf 1)
+        first = self.locate(present[0])
+        paths = self.level.object_paths(present[0][at], present[-1][at] + 1, first.window)
+        found: list[tuple[tuple[int, ...], LeafChunk, str | None] | None] = [
+            (p, LeafChunk(p[at], first.window, first.key), path)
+            for p, path in zip(present, paths, strict=True)]
+        return found + [None] * (len(parts) - len(present))
+
     def leaf_region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The region of the leaf array that leaf chunk ``coords`` covers (coordinates of
         the array one leaf chunk per chunk: the virtual ones unless spanning)."""
