@@ -169,7 +169,7 @@ class _OneField:
         return prototype.buffer.from_bytes(json.dumps(doc).encode())
 
 
-def alternate(fns: dict[str, object], rounds: int) -> dict[str, float]:
+def alternate(fns: dict, rounds: int) -> dict:
     """The best of ``rounds`` seconds for each of ``fns``, timed in turn within each round
     (so a noisy neighbour slows all of them alike rather than one)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
@@ -242,6 +242,9 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             if not name.startswith("raw"):
                 np.testing.assert_array_equal(fn(), want, err_msg=name)
         took = alternate(reads, rounds)
+        lookups = _random_reads(want, array.chunks[0], {
+            f"store {leaf}": array, f"plain copy in the {leaf} layout": plain,
+            f"store {span}": span_array, f"plain copy in the {span} layout": plain_span})
     floor, mb = took[next(iter(reads))], nbytes / 1e6
     for name, seconds in took.items():
         row(f"scan {field} ({len(paths)} leaves, {mb:.1f} MB): {name}",
@@ -255,6 +258,32 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             f"{theirs / ours:.2f}x the plain copy's speed")
     row(f"scan {field}: requests per leaf, cold zarr scan", f"{cold:.2f}",
         f"{len(paths)} leaves", "stamp + leaf metadata + chunk per leaf")
+    anchor = f"store {leaf}"
+    for (kind, name), per_read in lookups.items():
+        base = lookups[kind, anchor]
+        row(f"{kind}, {name}", f"{per_read * 1e3:.2f} ms/read",
+            f"{anchor} {base * 1e3:.2f} ms/read", f"{per_read / base:.2f}x the default view's")
+
+
+def _random_reads(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array],
+                  rounds: int = 3) -> dict[tuple[str, str], float]:
+    """Seconds per read of 300 random single cells and 100 random leaf-sized slices
+    (``cells`` rows at a leaf boundary) from each of ``arrays`` (stamps warm: one pass
+    first, its values checked against ``want``), the best of ``rounds`` timed in turn."""
+    rng = np.random.default_rng(0)
+    points = [int(i) for i in rng.integers(0, want.shape[0], 300)]
+    starts = [int(s) * cells for s in rng.integers(0, want.shape[0] // cells, 100)]
+    kinds = {"random single cell": (points, 1), "random leaf-sized slice": (starts, cells)}
+    fns, counts = {}, {}
+    for kind, (at, size) in kinds.items():
+        for name, array in arrays.items():
+            def read(array=array, at=at, size=size):
+                return [array[i : i + size] for i in at]
+            for i, got in zip(at, read(), strict=True):
+                np.testing.assert_array_equal(got, want[i : i + size], err_msg=name)
+            fns[kind, name], counts[kind, name] = read, len(at)
+    took = alternate(fns, rounds)
+    return {key: seconds / counts[key] for key, seconds in took.items()}
 
 
 def measure_scan_all(hive: Path, group: str, rounds: int = 5) -> None:
