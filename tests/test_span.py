@@ -228,6 +228,33 @@ def test_a_warm_span_of_whole_shards_is_read_straight_into_one_buffer(full_span,
     assert len(joined) == 1 and joined[0] is not None
 
 
+def test_a_chunk_a_caller_holds_is_not_overwritten_by_the_next_span_read(full_span):
+    """Warm spans are read into buffers taken again once nothing refers to them: chunks a
+    caller still holds keep their bytes however many spans are read after them; a chunk
+    let go lends its memory to the next read."""
+    root, _array, want = full_span
+    store = MocHiveStore(root, chunking=2)
+    array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+    np.testing.assert_array_equal(array[:], want)  # warm: spans read straight into a buffer
+    proto = default_buffer_prototype()
+
+    def chunk(at: int):
+        return asyncio.run(store.get(f"atl06/o7/h_mean/c/{at}", proto))
+
+    def address(buf) -> int:
+        return buf.as_numpy_array().__array_interface__["data"][0]
+
+    held = [chunk(0), chunk(1), chunk(0), chunk(1)]
+    assert len({address(b) for b in held}) == 4  # four chunks held: four buffers
+    for at, buf in enumerate(held):
+        part = want[128 * (at % 2) : 128 * (at % 2 + 1)]
+        np.testing.assert_array_equal(buf.as_numpy_array().view("<f4")[: len(part)], part)
+    del held
+    kept = {b.__array_interface__["data"][0] for b in store.session.buffers._kept}
+    assert len(kept) == 4 and address(chunk(1)) in kept  # no new memory
+    assert len(store.session.buffers._kept) == 4
+
+
 def test_a_warm_span_serves_a_shard_stored_out_of_order_as_its_index_says(full_span):
     """The same size, the inner chunks in reverse order: read straight into the span's
     buffer, the payload would be the wrong way round; its index is not the in-order

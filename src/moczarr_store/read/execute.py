@@ -21,8 +21,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..backend import ByteRequest, BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
@@ -160,7 +158,7 @@ def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
     in order (its index compared with that layout's bytes, as :func:`reframe` does); a
     shard laid out otherwise is re-framed from its bytes (one copy)."""
     step = len(fill)
-    out = np.empty(step * len(parts), np.uint8).data
+    out = session.buffers.take(step * len(parts))
     slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
     reads: list[tuple[str, list[memoryview]]] = []
     for at, plan in enumerate(parts):

@@ -1,0 +1,84 @@
+"""Span buffers are taken again only once nothing refers to them: a chunk a caller still
+holds is never overwritten by a later read."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from moczarr_store.read import buffers
+from moczarr_store.read.buffers import BufferPool
+
+
+def _address(view: memoryview) -> int:
+    return np.frombuffer(view, np.uint8).__array_interface__["data"][0]
+
+
+def test_a_buffer_is_taken_again_once_nothing_holds_it():
+    pool = BufferPool()
+    first = pool.take(4096)
+    where = _address(first)
+    del first
+    assert _address(pool.take(4096)) == where
+
+
+@pytest.mark.parametrize("holder", [
+    lambda view: view,
+    lambda view: view[10:20],
+    lambda view: np.frombuffer(view, np.float32),
+    lambda view: memoryview(view).cast("B"),
+], ids=["the-view", "a-slice", "an-array-over-it", "a-view-of-the-view"])
+def test_a_buffer_something_still_refers_to_is_never_handed_out(holder):
+    pool = BufferPool()
+    first = pool.take(4096)
+    first[:] = b"\1" * 4096
+    held = holder(first)
+    del first
+    second = pool.take(4096)
+    assert _address(second) != _address(memoryview(held).cast("B"))
+    second[:] = b"\2" * 4096
+    assert bytes(memoryview(held).cast("B")) == b"\1" * len(memoryview(held).cast("B"))
+
+
+def test_the_pool_keeps_no_more_than_its_limit_and_makes_room_for_a_new_size():
+    pool = BufferPool(limit=3 * 4096)
+    views = [pool.take(4096) for _ in range(4)]  # the fourth is beyond the limit
+    assert len(pool._kept) == 3
+    del views
+    larger = pool.take(8192)  # idle buffers of another size give way
+    assert sorted(b.nbytes for b in pool._kept) == [4096, 8192]
+    del larger
+    assert _address(pool.take(8192)) in {b.__array_interface__["data"][0] for b in pool._kept}
+
+
+def test_nothing_is_kept_where_reference_counts_cannot_tell(monkeypatch):
+    monkeypatch.setattr(buffers, "_COUNTS_TELL", False)
+    pool = BufferPool()
+    pool.take(4096)
+    assert pool._kept == []
+
+
+def test_threads_taking_buffers_at_once_never_share_one():
+    """8 threads each take a buffer, fill it with their own byte, hold it while the others
+    run and check it still holds that byte, 100 times: a buffer handed to two holders at once
+    would show another thread's byte."""
+    pool, errors = BufferPool(limit=4 * 65536), []
+
+    def work(mark: int) -> None:
+        for _ in range(100):
+            view = pool.take(65536)
+            view[:] = bytes([mark]) * 65536
+            time.sleep(0.0002)  # the others run while it is held
+            if bytes(view) != bytes([mark]) * 65536:
+                errors.append(mark)
+            del view
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in range(1, 9)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
