@@ -1,5 +1,5 @@
-"""Span buffers are taken again only once nothing refers to them: a chunk a caller still
-holds is never overwritten by a later read."""
+"""Read buffers are taken again only once nothing refers to them: bytes a caller still
+holds are never overwritten by a later read."""
 
 from __future__ import annotations
 
@@ -11,6 +11,16 @@ import pytest
 
 from moczarr_store.read import buffers
 from moczarr_store.read.buffers import BufferPool
+
+
+@pytest.fixture(autouse=True)
+def pool_small_buffers(monkeypatch):
+    """Pool buffers of any size (the store leaves those under 128 KiB to the allocator)."""
+    monkeypatch.setattr(buffers, "POOLED_MIN", 1)
+
+
+def _kept(pool: BufferPool) -> list[np.ndarray]:
+    return [b for kept in pool._kept.values() for b in kept]
 
 
 def _address(view: memoryview) -> int:
@@ -46,19 +56,30 @@ def test_a_buffer_something_still_refers_to_is_never_handed_out(holder):
 def test_the_pool_keeps_no_more_than_its_limit_and_makes_room_for_a_new_size():
     pool = BufferPool(limit=3 * 4096)
     views = [pool.take(4096) for _ in range(4)]  # the fourth is beyond the limit
-    assert len(pool._kept) == 3
-    del views
+    assert len(_kept(pool)) == 3
+    larger = pool.take(8192)  # no idle buffer of another size to give way: not kept
+    assert sorted(b.nbytes for b in _kept(pool)) == [4096] * 3
+    del views, larger
     larger = pool.take(8192)  # idle buffers of another size give way
-    assert sorted(b.nbytes for b in pool._kept) == [4096, 8192]
+    assert sorted(b.nbytes for b in _kept(pool)) == [4096, 8192]
     del larger
-    assert _address(pool.take(8192)) in {b.__array_interface__["data"][0] for b in pool._kept}
+    assert _address(pool.take(8192)) in {b.__array_interface__["data"][0] for b in _kept(pool)}
 
 
 def test_nothing_is_kept_where_reference_counts_cannot_tell(monkeypatch):
     monkeypatch.setattr(buffers, "_COUNTS_TELL", False)
     pool = BufferPool()
     pool.take(4096)
-    assert pool._kept == []
+    assert _kept(pool) == []
+
+
+def test_small_buffers_are_left_to_the_allocator(monkeypatch):
+    monkeypatch.setattr(buffers, "POOLED_MIN", 8192)
+    pool = BufferPool()
+    pool.take(4096)
+    assert _kept(pool) == []
+    pool.take(8192)
+    assert len(_kept(pool)) == 1
 
 
 def test_threads_taking_buffers_at_once_never_share_one():
@@ -82,3 +103,4 @@ def test_threads_taking_buffers_at_once_never_share_one():
     for thread in threads:
         thread.join()
     assert errors == []
+

@@ -28,7 +28,7 @@ from moczarr_store import (
     TruncatedChunkError,
 )
 from moczarr_store.cli import build_parser
-from moczarr_store.read import execute
+from moczarr_store.read import buffers, execute
 from moczarr_store.refs import export_refs
 from moczarr_store.view import arrays
 
@@ -228,31 +228,40 @@ def test_a_warm_span_of_whole_shards_is_read_straight_into_one_buffer(full_span,
     assert len(joined) == 1 and joined[0] is not None
 
 
-def test_a_chunk_a_caller_holds_is_not_overwritten_by_the_next_span_read(full_span):
-    """Warm spans are read into buffers taken again once nothing refers to them: chunks a
-    caller still holds keep their bytes however many spans are read after them; a chunk
-    let go lends its memory to the next read."""
+@pytest.mark.parametrize("chunking", ["leaf", 2])
+def test_a_chunk_a_caller_holds_is_not_overwritten_by_the_next_read(full_span, monkeypatch,
+                                                                    chunking):
+    """Warm local objects are read into buffers taken again once nothing refers to them
+    (a whole shard in order is served as a view of its read, a warm span as its one
+    buffer): chunks a caller still holds keep their bytes however many reads follow; let
+    go, their memory serves the next reads (these objects are small: pooled all the same)."""
+    monkeypatch.setattr(buffers, "POOLED_MIN", 1)
     root, _array, want = full_span
-    store = MocHiveStore(root, chunking=2)
+    store = MocHiveStore(root, chunking=chunking)
     array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
-    np.testing.assert_array_equal(array[:], want)  # warm: spans read straight into a buffer
+    np.testing.assert_array_equal(array[:], want)  # warm
     proto = default_buffer_prototype()
+    keys = [f"atl06/o7/h_mean/c/{i}" for i in range(array.nchunks)]
+    rows = array.chunks[0]
 
-    def chunk(at: int):
-        return asyncio.run(store.get(f"atl06/o7/h_mean/c/{at}", proto))
+    def chunk(key: str):
+        return asyncio.run(store.get(key, proto))
 
     def address(buf) -> int:
         return buf.as_numpy_array().__array_interface__["data"][0]
 
-    held = [chunk(0), chunk(1), chunk(0), chunk(1)]
-    assert len({address(b) for b in held}) == 4  # four chunks held: four buffers
+    held = [chunk(key) for key in keys + keys]
+    assert len({address(b) for b in held}) == len(held)  # every chunk held: its own memory
+    for _ in range(2):
+        for key in keys:
+            chunk(key)
     for at, buf in enumerate(held):
-        part = want[128 * (at % 2) : 128 * (at % 2 + 1)]
+        part = want[rows * (at % len(keys)) :][:rows]
         np.testing.assert_array_equal(buf.as_numpy_array().view("<f4")[: len(part)], part)
+    pool = store.backend.buffers
+    kept = {b.__array_interface__["data"][0] for same in pool._kept.values() for b in same}
     del held
-    kept = {b.__array_interface__["data"][0] for b in store.session.buffers._kept}
-    assert len(kept) == 4 and address(chunk(1)) in kept  # no new memory
-    assert len(store.session.buffers._kept) == 4
+    assert {address(chunk(key)) for key in keys} <= kept  # no new memory
 
 
 def test_a_warm_span_serves_a_shard_stored_out_of_order_as_its_index_says(full_span):

@@ -32,6 +32,7 @@ from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
+from .read.buffers import BufferPool
 from .storage import check_options, obstore_options, unknown_keyword
 
 BytesLike = bytes | bytearray | memoryview | obstore.Bytes
@@ -233,14 +234,16 @@ def _buffer(size: int) -> memoryview:
 
 def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
           vet: Callable[[int], None] | None = None,
-          into: list[memoryview] | None = None) -> tuple[memoryview, os.stat_result] | None:
+          into: list[memoryview] | None = None,
+          take: Callable[[int], memoryview] = _buffer,
+          ) -> tuple[memoryview, os.stat_result] | None:
     """A local object's bytes (or the part ``option`` names) and its ``fstat``; a file that
     shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
     returns ``None`` unless the page cache holds them all, so the event loop never waits on
     a disk. ``vet(fd)`` runs once the file is open, before a byte is read. ``into``: when
     the object's size is their total, it is read into these buffers in turn and the first
     is returned (``None`` unless one read fills them); else it is read whole as usual.
-    Memory: one uninitialised buffer of the span (none when read ``into``)."""
+    Memory: one uninitialised buffer of the span from ``take`` (none when read ``into``)."""
     if not wait and _NOWAIT is None:
         return None
     fd = os.open(path, _OPEN | flags)
@@ -253,7 +256,7 @@ def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
             got = _pread(fd, into, 0, wait)
             return None if got != size else (into[0], info)
         start, end = _span(option, size)
-        buffer, done = _buffer(end - start), 0
+        buffer, done = take(end - start), 0
         while done < len(buffer):
             got = _pread(fd, [buffer[done:]], start + done, wait)
             if got is None:
@@ -301,6 +304,7 @@ class LocalReader:
     options: dict[str, Any] = {}
 
     def __init__(self, root: str, follow_links: bool = False) -> None:
+        self.buffers = BufferPool()  # what objects are read into
         self.root = root.rstrip("/") or "/"
         self.name = "file://" + root
         self.follow_links = follow_links
@@ -394,7 +398,7 @@ class LocalReader:
         elif full is None:
             full, vet = f"{self._real_root}/{path}", functools.partial(self._vet, path)
         try:
-            return full, _read(full, option, wait, self._flags, vet, into)
+            return full, _read(full, option, wait, self._flags, vet, into, self.buffers.take)
         except OSError as err:
             if vet is not None and err.errno in (errno.ENOENT, errno.ENOTDIR):
                 self._dir(path.rpartition("/")[0])  # a link out of the root: refused, not
@@ -402,7 +406,7 @@ class LocalReader:
             if err.errno != errno.ELOOP or self.follow_links:
                 raise
         full = self._through_link(path, full)
-        return full, _read(full, option, wait, into=into)
+        return full, _read(full, option, wait, into=into, take=self.buffers.take)
 
     def now(self, path: str, option: RangeOption) -> tuple[BytesLike, os.stat_result] | None:
         """The object's bytes (or the part ``option`` names) and its ``fstat`` if the page
@@ -664,6 +668,12 @@ class Backend:
         self._tally(kind)
         data, info = got
         return data, (_local_stat(info) if with_stat else info.st_size)
+
+    @property
+    def buffers(self) -> BufferPool | None:
+        """The pool local objects are read into (``None``: the hive is not local)."""
+        reader = self._reader
+        return reader.buffers if isinstance(reader, LocalReader) else None
 
     def read_cached_into(
         self, reads: list[tuple[str, list[memoryview]]]

@@ -22,7 +22,6 @@ from .hive.leaves import LeafCache
 from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
 from .options import OpenOptions
-from .read.buffers import BufferPool
 from .read.execute import remember_template
 from .view.tree import View
 
@@ -37,7 +36,7 @@ class HiveSession:
 
     ``leaves`` holds commit stamps (an LRU of 262,144 leaves); ``leaf_metas``, ``indexes``
     and ``groups`` hold what was learned about immutable ``run-*`` versions; ``problems``
-    counts the damage met while reading; ``buffers`` keeps span chunks' memory for reuse.
+    counts the damage met while reading.
     """
 
     def __init__(self, backend: Backend, options: OpenOptions) -> None:
@@ -50,7 +49,6 @@ class HiveSession:
         # (level, window): its objects when none is stamped (the level was not made for it)
         self.windows: AsyncCache[list[str]] = AsyncCache(VERSION_GROUPS)
         self.problems = Problems()
-        self.buffers = BufferPool()
         self._hive: Hive | None = None
         self._view: View | None = None
         self._opened: AsyncCache[None] = AsyncCache(1)

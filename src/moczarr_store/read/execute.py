@@ -157,8 +157,11 @@ def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
     object, no task, no copy for a plain chunk of the chunk's size or a full shard written
     in order (its index compared with that layout's bytes, as :func:`reframe` does); a
     shard laid out otherwise is re-framed from its bytes (one copy)."""
+    pool = session.backend.buffers
+    if pool is None:  # not a local hive
+        return None
     step = len(fill)
-    out = session.buffers.take(step * len(parts))
+    out = pool.take(step * len(parts))
     slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
     reads: list[tuple[str, list[memoryview]]] = []
     for at, plan in enumerate(parts):
