@@ -15,8 +15,10 @@ from moczarr_store.read.buffers import BufferPool
 
 @pytest.fixture(autouse=True)
 def pool_small_buffers(monkeypatch):
-    """Pool buffers of any size (the store leaves those under 128 KiB to the allocator)."""
+    """Pool buffers of any size, kept at their own size (the store leaves those under
+    128 KiB to the allocator and rounds the others up to 64 KiB)."""
     monkeypatch.setattr(buffers, "POOLED_MIN", 1)
+    monkeypatch.setattr(buffers, "POOLED_STEP", 1)
 
 
 def _kept(pool: BufferPool) -> list[np.ndarray]:
@@ -104,3 +106,22 @@ def test_threads_taking_buffers_at_once_never_share_one():
         thread.join()
     assert errors == []
 
+
+
+def test_near_sizes_share_a_buffer_rounded_up_and_get_exactly_what_they_ask(monkeypatch):
+    monkeypatch.setattr(buffers, "POOLED_STEP", 65536)
+    pool = BufferPool()
+    first = pool.take(130_000)
+    assert len(first) == 130_000
+    where = _address(first)
+    del first
+    second = pool.take(131_000)
+    assert len(second) == 131_000 and _address(second) == where
+    assert [b.nbytes for b in _kept(pool)] == [131_072]
+
+
+def test_sizes_left_without_buffers_are_forgotten():
+    pool = BufferPool(limit=8192)
+    pool.take(4096)
+    pool.take(8192)  # the idle 4096 gives way, and its size with it
+    assert list(pool._kept) == [8192]

@@ -83,27 +83,21 @@ class Level:
     def object_path(self, index: int, window: str | None = None) -> str:
         """Hive-relative path of the ``index``-th object (in ``window``). Cost: a dict
         lookup once computed (up to ``PATHS_KEPT`` paths kept per level)."""
-        rank, window = int(self.node_ranks[index]), window or self.window
+        return self._kept_path(int(self.node_ranks[index]), window or self.window)
+
+    def object_paths(self, start: int, stop: int, window: str | None = None) -> list[str]:
+        """``object_path(i, window)`` for ``i`` in ``[start, stop)``, the ranks read in one
+        slice (a span's leaves)."""
+        window = window or self.window
+        return [self._kept_path(rank, window) for rank in self.node_ranks[start:stop].tolist()]
+
+    def _kept_path(self, rank: int, window: str | None) -> str:
         path = self._paths.get((rank, window))
         if path is None:
             if len(self._paths) >= PATHS_KEPT:
                 self._paths.clear()
             path = self._paths[rank, window] = self._object_path(rank, window)
         return path
-
-    def object_paths(self, start: int, stop: int, window: str | None = None) -> list[str]:
-        """``object_path(i, window)`` for ``i`` in ``[start, stop)``: the same paths, the
-        ranks read in one slice (a span's leaves)."""
-        window = window or self.window
-        paths, kept = [], self._paths
-        for rank in self.node_ranks[start:stop].tolist():
-            path = kept.get((rank, window))
-            if path is None:
-                if len(kept) >= PATHS_KEPT:
-                    kept.clear()
-                path = kept[rank, window] = self._object_path(rank, window)
-            paths.append(path)
-        return paths
 
     def _object_path(self, rank: int, window: str | None) -> str:
         decimal = rank_to_decimal(rank, self.node_order)

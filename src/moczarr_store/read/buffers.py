@@ -19,6 +19,7 @@ import numpy as np
 
 POOLED_BYTES = 64 << 20  # memory a pool keeps for reuse
 POOLED_MIN = 128 << 10  # smaller buffers come from the allocator's reused memory
+POOLED_STEP = 64 << 10  # kept sizes are multiples of it: objects of near sizes share
 
 
 def _refs(kept: list[np.ndarray], at: int) -> int:
@@ -40,31 +41,35 @@ class BufferPool:
         self._lock = threading.Lock()
 
     def take(self, nbytes: int) -> memoryview:
-        """``nbytes`` writable bytes, contents undefined: a kept buffer of that size that
-        nothing refers to, else new memory (kept if the pool stays within its limit,
-        idle buffers of other sizes making room). Cost: a look at each kept buffer of
-        that size, until an idle one."""
+        """``nbytes`` writable bytes, contents undefined: the start of a kept buffer of
+        ``nbytes`` rounded up to ``POOLED_STEP`` that nothing refers to, else of new
+        memory (kept if the pool stays within its limit, idle buffers of other sizes
+        making room). Cost: a look at each kept buffer of that size, until an idle one."""
         if nbytes < POOLED_MIN or not _COUNTS_TELL:
             return np.empty(nbytes, np.uint8).data
+        size = -(-nbytes // POOLED_STEP) * POOLED_STEP
         with self._lock:
-            same = self._kept.setdefault(nbytes, [])
+            same = self._kept.setdefault(size, [])
             for at in range(len(same)):
                 if _refs(same, at) == _IDLE:
-                    return same[at].data  # referred to from here on
-            fresh = np.empty(nbytes, np.uint8)
-            if self._bytes + nbytes > self._limit:
-                self._make_room(nbytes)
-            if self._bytes + nbytes <= self._limit:
+                    return same[at].data[:nbytes]  # referred to from here on
+            fresh = np.empty(size, np.uint8)
+            if self._bytes + size > self._limit:
+                self._make_room(size)
+            if self._bytes + size <= self._limit:
                 same.append(fresh)
-                self._bytes += nbytes
-            return fresh.data
+                self._bytes += size
+            return fresh.data[:nbytes]
 
-    def _make_room(self, nbytes: int) -> None:
-        """Drop idle buffers of other sizes until ``nbytes`` more fit (or none is left)."""
-        for size, kept in self._kept.items():
+    def _make_room(self, size: int) -> None:
+        """Drop idle buffers of other sizes until ``size`` more bytes fit (or none is
+        left), and the sizes left with none."""
+        for other, kept in list(self._kept.items()):
             at = len(kept)
-            while size != nbytes and at and self._bytes + nbytes > self._limit:
+            while other != size and at and self._bytes + size > self._limit:
                 at -= 1
                 if _refs(kept, at) == _IDLE:
                     del kept[at]
-                    self._bytes -= size
+                    self._bytes -= other
+            if not kept and other != size:
+                del self._kept[other]
