@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from moczarr_store.read import buffers
-from moczarr_store.read.buffers import BufferPool
+from moczarr_store import buffers
+from moczarr_store.buffers import BufferPool
 
 
 @pytest.fixture(autouse=True)

@@ -26,9 +26,10 @@ from moczarr_store import (
     OptionError,
     OutsideRootError,
     TruncatedChunkError,
+    buffers,
 )
 from moczarr_store.cli import build_parser
-from moczarr_store.read import buffers, execute
+from moczarr_store.read import execute
 from moczarr_store.refs import export_refs
 from moczarr_store.view import arrays
 

@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import numpy as np
 import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
+from .buffers import BufferPool, uninitialised
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
-from .read.buffers import BufferPool
 from .storage import check_options, obstore_options, unknown_keyword
 
 BytesLike = bytes | bytearray | memoryview | obstore.Bytes
@@ -226,16 +225,10 @@ _FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descr
 _HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
 
 
-def _buffer(size: int) -> memoryview:
-    """``size`` writable, uninitialised bytes: ``bytearray(size)`` zero-fills first, which
-    took half the time of a page-cached 262 KB read (~11 of ~23 us)."""
-    return np.empty(size, np.uint8).data
-
-
 def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
           vet: Callable[[int], None] | None = None,
           into: list[memoryview] | None = None,
-          take: Callable[[int], memoryview] = _buffer,
+          take: Callable[[int], memoryview] = uninitialised,
           ) -> tuple[memoryview, os.stat_result] | None:
     """A local object's bytes (or the part ``option`` names) and its ``fstat``; a file that
     shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
