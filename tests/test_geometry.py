@@ -10,16 +10,14 @@ import warnings
 import numpy as np
 import pytest
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, fixture_roots
 from hostile import pristine, pristine_references
 
 from moczarr_store import MocHiveStore, SphereTooLarge
 from moczarr_store.verify import verify_hive
 from moczarr_store.view import arrays
 
-FIXTURE_NAMES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "mixed_writers",
-                 "multiproduct", "pyramid1", "pyramid1_resweep", "pyramid2", "ragged",
-                 "sharded", "windowed", "windowed_explicit")
+FIXTURE_NAMES = [root.name for root in fixture_roots()]
 GROUPS = [(name, g) for name in FIXTURE_NAMES for g in pristine(name).groups]
 
 

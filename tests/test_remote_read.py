@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 import zarr
+from conftest import fixture_roots
 from servers import (
     FIXTURES,
     LoopbackServer,
@@ -23,7 +24,7 @@ from moczarr_store import HiveWarning, MocHiveStore, ObjectReadError
 
 pytest_plugins = ["servers"]
 
-ALL = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_"))
+ALL = [root.name for root in fixture_roots()]
 BARE = [n for n in ALL if (FIXTURES / n / "morton_hive.json").exists()]
 WINDOWED = ["windowed", "windowed_explicit"]
 

@@ -17,6 +17,7 @@ from asyncio import run as sync
 import numpy as np
 import pytest
 import zarr
+from conftest import fixture_roots
 from jsclients import run_node
 from serving import (
     FIXTURES,
@@ -33,7 +34,7 @@ from zarr.buffer import default_buffer_prototype
 from moczarr_store import MocHiveStore
 from moczarr_store.serve import create_app
 
-ALL = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_"))
+ALL = [root.name for root in fixture_roots()]
 CLIENTS = {"obstore": obstore_client, "fsspec": fsspec_client}
 
 
@@ -55,7 +56,9 @@ def _cases() -> list[tuple[str, dict]]:
                     cases.append((fixture, {"chunking": mode}))
     cases.append(("windowed", {"window": "2019"}))
     # spans of 2 leaves: partial last chunks, a window axis, leaves re-encoded (mixed writers)
-    cases += [(fixture, {"chunking": 2}) for fixture in ("sharded", "windowed", "mixed_writers")]
+    # and spans the store maps from the page cache (paged)
+    cases += [(fixture, {"chunking": 2})
+              for fixture in ("sharded", "windowed", "mixed_writers", "paged")]
     return cases
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, fixture_roots
 from hostile import pristine, pristine_references
 from zarr.abc.store import RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
@@ -33,9 +33,7 @@ from moczarr_store.read import execute
 from moczarr_store.refs import export_refs
 from moczarr_store.view import arrays
 
-FIXTURE_NAMES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "mixed_writers",
-                 "multiproduct", "pyramid1", "pyramid1_resweep", "pyramid2", "ragged",
-                 "sharded", "windowed", "windowed_explicit")
+FIXTURE_NAMES = [root.name for root in fixture_roots()]
 GROUPS = [(name, g) for name in FIXTURE_NAMES for g in pristine(name).groups]
 
 

@@ -12,7 +12,7 @@ import mortie
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import FIXTURES
+from conftest import FIXTURES, fixture_roots
 from hostile import pristine, pristine_references
 
 from moczarr_store import HiveFormatError, MocHiveStore, cell_ranges, decode_cells, open_cells
@@ -20,9 +20,7 @@ from moczarr_store.hive.ids import word_to_decimal
 
 xdggs = pytest.importorskip("xdggs", reason="xdggs is in the test extra (pinned per Python)")
 
-FIXTURE_NAMES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "mixed_writers",
-                 "multiproduct", "pyramid1", "pyramid1_resweep", "pyramid2", "ragged",
-                 "sharded", "windowed", "windowed_explicit")
+FIXTURE_NAMES = [root.name for root in fixture_roots()]
 GROUPS = [(name, g.path) for name in FIXTURE_NAMES for g in pristine(name).groups]
 
 
