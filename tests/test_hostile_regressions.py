@@ -48,15 +48,16 @@ def _link_out(path, outside) -> None:
 def reads_outside(monkeypatch):
     """Every file the local reader opened whose real path is outside the hive root."""
     seen: list[str] = []
-    original = backend_module.LocalReader._open_read
+    original = backend_module.LocalReader._open
 
-    def spy(self, path, option, wait):
-        got = original(self, path, option, wait)
-        if not os.path.realpath(got[0]).startswith(os.path.realpath(self.root) + "/"):
+    def spy(self, path):
+        fd = original(self, path)
+        real = os.readlink(f"/proc/self/fd/{fd}")  # the file the kernel opened
+        if not real.startswith(os.path.realpath(self.root) + "/"):
             seen.append(path)
-        return got
+        return fd
 
-    monkeypatch.setattr(backend_module.LocalReader, "_open_read", spy)
+    monkeypatch.setattr(backend_module.LocalReader, "_open", spy)
     return seen
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import functools
 import os
 import re
 import stat
@@ -30,6 +29,7 @@ import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
+from . import mapped
 from .buffers import BufferPool, uninitialised
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
 from .storage import check_options, obstore_options, unknown_keyword
@@ -225,43 +225,48 @@ _FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descr
 _HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
 
 
-def _read(path: str, option: RangeOption, wait: bool = True, flags: int = 0,
-          vet: Callable[[int], None] | None = None,
+def _read(path: str, option: RangeOption, wait: bool = True,
           into: list[memoryview] | None = None,
           take: Callable[[int], memoryview] = uninitialised,
           ) -> tuple[memoryview, os.stat_result] | None:
-    """A local object's bytes (or the part ``option`` names) and its ``fstat``; a file that
-    shrank while read gives the bytes it still had (callers check sizes). ``wait=False``
-    returns ``None`` unless the page cache holds them all, so the event loop never waits on
-    a disk. ``vet(fd)`` runs once the file is open, before a byte is read. ``into``: when
-    the object's size is their total, it is read into these buffers in turn and the first
-    is returned (``None`` unless one read fills them); else it is read whole as usual.
-    Memory: one uninitialised buffer of the span from ``take`` (none when read ``into``)."""
-    if not wait and _NOWAIT is None:
-        return None
-    fd = os.open(path, _OPEN | flags)
+    """:func:`_read_open` of the file at ``path``."""
+    fd = os.open(path, _OPEN)
     try:
-        if vet is not None:
-            vet(fd)
-        info = os.fstat(fd)
-        size = info.st_size
-        if into is not None and size == sum(len(buffer) for buffer in into):
-            got = _pread(fd, into, 0, wait)
-            return None if got != size else (into[0], info)
-        start, end = _span(option, size)
-        buffer, done = take(end - start), 0
-        while done < len(buffer):
-            got = _pread(fd, [buffer[done:]], start + done, wait)
-            if got is None:
-                return None
-            if got == 0:  # the file shrank under us: what is there
-                return buffer[:done], info
-            done += got
-            if not wait and done < len(buffer):
-                return None
-        return buffer, info
+        return _read_open(fd, option, wait, into, take)
     finally:
         os.close(fd)
+
+
+def _read_open(fd: int, option: RangeOption, wait: bool = True,
+               into: list[memoryview] | None = None,
+               take: Callable[[int], memoryview] = uninitialised,
+               ) -> tuple[memoryview, os.stat_result] | None:
+    """An open local object's bytes (or the part ``option`` names) and its ``fstat``; a
+    file that shrank while read gives the bytes it still had (callers check sizes).
+    ``wait=False`` returns ``None`` unless the page cache holds them all, so the event loop
+    never waits on a disk. ``into``: when the object's size is their total, it is read
+    into these buffers in turn and the first is returned (``None`` unless one read fills
+    them); else it is read whole as usual. Memory: one uninitialised buffer of the span
+    from ``take`` (none when read ``into``)."""
+    if not wait and _NOWAIT is None:
+        return None
+    info = os.fstat(fd)
+    size = info.st_size
+    if into is not None and size == sum(len(buffer) for buffer in into):
+        got = _pread(fd, into, 0, wait)
+        return None if got != size else (into[0], info)
+    start, end = _span(option, size)
+    buffer, done = take(end - start), 0
+    while done < len(buffer):
+        got = _pread(fd, [buffer[done:]], start + done, wait)
+        if got is None:
+            return None
+        if got == 0:  # the file shrank under us: what is there
+            return buffer[:done], info
+        done += got
+        if not wait and done < len(buffer):
+            return None
+    return buffer, info
 
 
 def _pread(fd: int, buffers: list[memoryview], offset: int, wait: bool) -> int | None:
@@ -378,46 +383,75 @@ class LocalReader:
                                    "(refused; pass follow_links=True to read through links)")
         return real
 
-    def _open_read(self, path: str, option: RangeOption, wait: bool,
-                   into: list[memoryview] | None = None):
-        """``(path read, (bytes, size) or None)``: :func:`_read` through the checked real
-        path of the object's directory, or, while that is not known, under the root with
-        the open file's real path vetted; a final link resolved and checked
-        (``O_NOFOLLOW`` refuses to open one)."""
+    def _open(self, path: str) -> int:
+        """Object ``path`` opened for reading: through its directory's checked real path,
+        or, while that is not known, under the root with the open file's real path vetted;
+        a final link resolved and checked (``O_NOFOLLOW`` refuses to open one)."""
         _check_relative(path)
-        full, vet = None if self.follow_links else self._known(path), None
+        full, vet = None if self.follow_links else self._known(path), False
         if full is None and (self.follow_links or not _HAS_FD_PATHS):
             full = self._where(path)
         elif full is None:
-            full, vet = f"{self._real_root}/{path}", functools.partial(self._vet, path)
+            full, vet = f"{self._real_root}/{path}", True
         try:
-            return full, _read(full, option, wait, self._flags, vet, into, self.buffers.take)
+            fd = os.open(full, _OPEN | self._flags)
         except OSError as err:
-            if vet is not None and err.errno in (errno.ENOENT, errno.ENOTDIR):
+            if vet and err.errno in (errno.ENOENT, errno.ENOTDIR):
                 self._dir(path.rpartition("/")[0])  # a link out of the root: refused, not
                 raise  # missing (as when the directory is checked before the open)
             if err.errno != errno.ELOOP or self.follow_links:
                 raise
-        full = self._through_link(path, full)
-        return full, _read(full, option, wait, into=into, take=self.buffers.take)
+            return os.open(self._through_link(path, full), _OPEN)
+        if vet:
+            try:
+                self._vet(path, fd)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
+
+    def _open_read(self, path: str, option: RangeOption, wait: bool,
+                   into: list[memoryview] | None = None):
+        """:func:`_read_open` of object ``path``, opened by :meth:`_open`."""
+        fd = self._open(path)
+        try:
+            return _read_open(fd, option, wait, into, self.buffers.take)
+        finally:
+            os.close(fd)
+
+    def mapped_span(self, parts: list[tuple[str, int, bytes]],
+                    step: int) -> tuple[memoryview, int] | None:
+        """:func:`.mapped.span` of these objects, each opened by :meth:`_open`."""
+        key = (self._real_root, self.follow_links, tuple(path for path, _, _ in parts))
+        return mapped.span(key, parts, step, self._open, self._identity)
+
+    def _identity(self, path: str) -> tuple[int, ...] | None:
+        """:func:`.mapped.identity` of object ``path`` through its directory's checked
+        real path; ``None`` while that is not known, or the object is not there."""
+        full = f"{self.root}/{path}" if self.follow_links else self._known(path)
+        try:
+            return None if full is None else mapped.identity(
+                os.stat(full, follow_symlinks=self.follow_links))
+        except OSError:
+            return None
 
     def now(self, path: str, option: RangeOption) -> tuple[BytesLike, os.stat_result] | None:
         """The object's bytes (or the part ``option`` names) and its ``fstat`` if the page
         cache holds them all, else ``None``: never waits (~10 us)."""
-        return self._open_read(path, option, False)[1]
+        return self._open_read(path, option, False)
 
     def cached_into(self, path: str, into: list[memoryview]) -> BytesLike | None:
         """The whole object if the page cache holds it all, else ``None`` (no wait): read
         straight into ``into`` in turn when its size is their total (``into[0]`` is then
         returned), else as its own bytes."""
-        got = self._open_read(path, None, False, into)[1]
+        got = self._open_read(path, None, False, into)
         return None if got is None else got[0]
 
     async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
-        got = self._open_read(path, option, False)[1]  # page-cached
+        got = self._open_read(path, option, False)  # page-cached
         if got is None:  # not all in the page cache: wait for the disk on a thread
             loop = asyncio.get_running_loop()
-            _, got = await loop.run_in_executor(None, self._open_read, path, option, True)
+            got = await loop.run_in_executor(None, self._open_read, path, option, True)
         return got
 
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
@@ -692,6 +726,21 @@ class Backend:
             return None
         self._tally("get", len(reads))
         return got
+
+    def mapped_span(self, parts: list[tuple[str, int, bytes]], step: int) -> memoryview | None:
+        """:func:`.mapped.span` of local objects: ``None`` when the hive is not local or the
+        span cannot be mapped; objects mapped now are counted as one GET each, a span kept
+        mapped as none (it is read with no request)."""
+        reader = self._reader
+        if not isinstance(reader, LocalReader):
+            return None
+        reader.ready()
+        found = reader.mapped_span(parts, step)
+        if found is None:
+            return None
+        if found[1]:
+            self._tally("get", found[1])
+        return found[0]
 
     def _failure(self, err: Exception, path: str, what: str = "reading") -> Exception:
         """An error of this package for a failed request: the reader's own errors as they

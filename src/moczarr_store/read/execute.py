@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..backend import ByteRequest, BytesLike, slice_bytes
+from ..backend import Backend, ByteRequest, BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
     ChunkCheck,
@@ -149,43 +149,67 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
 
 def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
                  fill: bytes) -> memoryview | None:
-    """A span read from the page cache into one buffer in one pass, each part served
-    exactly as :func:`execute` serves it, when every part is a whole leaf chunk of an
-    immutable version whose encoding is established (a plain chunk, or a shard of
-    uncompressed inner chunks) and every object is there; ``None`` otherwise (the parts
-    are then executed as usual; damage is reported there). Cost: one ``preadv`` per
-    object, no task, no copy for a plain chunk of the chunk's size or a full shard written
-    in order (its index compared with that layout's bytes, as :func:`reframe` does); a
-    shard laid out otherwise is re-framed from its bytes (one copy)."""
-    pool = session.backend.buffers
+    """A span served from the page cache, each part exactly as :func:`execute` serves it,
+    when every part is a whole leaf chunk of an immutable version whose encoding is
+    established (a plain chunk, or a shard of uncompressed inner chunks) and every object
+    is there; ``None`` otherwise (the parts are then executed as usual; damage is reported
+    there). Objects whose data fills whole pages, each a plain chunk or a shard written in
+    order with its index at the end, are mapped side by side (:mod:`..mapped`: no copy;
+    kept mapped, a ``stat`` per object). Else one ``preadv`` per object into one buffer, no task,
+    no copy for a plain chunk of the chunk's size or a full shard written in order (its
+    index compared with that layout's bytes, as :func:`reframe` does); a shard laid out
+    otherwise is re-framed from its bytes (one copy)."""
+    backend = session.backend
+    pool = backend.buffers
     if pool is None:  # not a local hive
         return None
     step = len(fill)
-    out = pool.take(step * len(parts))
-    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
-    reads: list[tuple[str, list[memoryview]]] = []
-    for at, plan in enumerate(parts):
-        into = out[at * step : (at + 1) * step]
+    layouts: list[tuple[Passthrough | Reframe, bytes] | None] = []
+    for plan in parts:
         if plan is None:  # past the domain's end
-            into[:] = fill
+            layouts.append(None)
             continue
         if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
                 or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
             return None
-        check, index, want = plan.check, bytearray(), b""  # a plain chunk: no index
-        if isinstance(plan, Passthrough):
+        check = plan.check
+        if isinstance(plan, Passthrough):  # a plain chunk: no index
             if check.shard_chunks or check.nbytes != step:
                 return None
-            pieces = [into]
-        else:
-            layout = full_shard(check)
-            if layout is None or layout[0] - len(layout[1]) != step:
-                return None
-            index, want = bytearray(len(layout[1])), layout[1]
-            pieces = [into, memoryview(index)] if check.index_at_end else [memoryview(index), into]
+            layouts.append((plan, b""))
+            continue
+        layout = full_shard(check)
+        if layout is None or layout[0] - len(layout[1]) != step:
+            return None
+        layouts.append((plan, layout[1]))
+    if None not in layouts and all(not want or plan.check.index_at_end
+                                   for plan, want in filter(None, layouts)):
+        objects = [(plan.object, step + len(want), want) for plan, want in filter(None, layouts)]
+        found = backend.mapped_span(objects, step)
+        if found is not None:
+            return found
+    return _read_joined_into(backend, pool.take(step * len(parts)), layouts, fill)
+
+
+def _read_joined_into(backend: Backend, out: memoryview,
+                      layouts: list[tuple[Passthrough | Reframe, bytes] | None],
+                      fill: bytes) -> memoryview | None:
+    """The span of :func:`_read_joined` read into ``out`` (see there)."""
+    step = len(fill)
+    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
+    reads: list[tuple[str, list[memoryview]]] = []
+    for at, layout in enumerate(layouts):
+        into = out[at * step : (at + 1) * step]
+        if layout is None:
+            into[:] = fill
+            continue
+        plan, want = layout
+        index = bytearray(len(want))
+        pieces = [into, memoryview(index)] if plan.check.index_at_end else [
+            memoryview(index), into]
         slots.append((plan, into, index, want))
-        reads.append((plan.object, pieces))
-    got = session.backend.read_cached_into(reads) if reads else None
+        reads.append((plan.object, pieces if want else [into]))
+    got = backend.read_cached_into(reads) if reads else None
     if got is None:
         return None
     for (plan, into, index, want), data in zip(slots, got, strict=True):

@@ -1,0 +1,239 @@
+"""Spans served from the page cache through memory maps.
+
+A span joins ``k`` leaf objects. Read, each costs a copy from the page cache into the
+span's buffer, and zarr copies that buffer once more into its output. Mapped side by side
+into one stretch of address space (object ``i``'s data at ``i * step``), the span's bytes
+are the page cache itself: zarr's copy is the only one, and a span mapped once costs no
+system call when it is read again.
+
+What is mapped, and when: only objects of versions that cannot change (the ``run-*``
+versions, whose encoding is established and whose shard index is compared with the
+layout it must have, read from the mapped file itself), only when each object's data is
+a whole number of pages at the start of its file, and only while every page is in the
+page cache (``mincore``): the event loop never waits on a disk. A span kept mapped is
+served again only while each of its files is the one mapped (device, inode, size and
+times unchanged: one ``stat`` each); a changed file is mapped and checked again.
+
+What is kept: up to ``MAPPED_OBJECTS`` files stay mapped per process (the kernel allows
+~65,000 mappings), in at most ``MAPPED_BYTES`` of address space, the least recently used
+let go (unmapped once nothing refers to its bytes). Pages a read touched count in the
+process's resident memory while they stay mapped in: those of the spans served last, up
+to ``TOUCHED_BYTES``, stay; older spans' pages are handed back (``madvise``), their
+mappings kept, so that reading them again costs page faults, not system calls. Linux
+only; elsewhere spans are read as before.
+
+As with every memory-mapped reader, a file truncated in place while it is mapped ends the
+process with ``SIGBUS`` when a lost page is touched; ``run-*`` versions are never
+rewritten by their writer, and ``moczarr_store.mapped.MAPPED_BYTES = 0`` turns mapping
+off (:func:`release` lets go of every span kept).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+MAPPED_OBJECTS = 1 << 14  # files a process keeps mapped
+MAPPED_BYTES = 64 << 30  # address space they may take
+TOUCHED_BYTES = 256 << 20  # pages of the spans served last that stay in resident memory
+PAGE = mmap.PAGESIZE
+
+_PROT_NONE = 0
+_MAP_FIXED = 0x10  # Linux
+_MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)
+
+
+def _libc() -> Any:
+    """The C library's ``mmap``, ``munmap`` and ``mincore``, or ``None`` (not Linux)."""
+    if sys.platform != "linux" or _NOWAIT is None:
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_int64]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC = _libc()
+_FAILED = ctypes.c_void_p(-1).value
+# span key -> (its mapped bytes, the identity of each file mapped, in order)
+_KEPT: OrderedDict[Hashable, tuple[np.ndarray, list[tuple[int, ...]]]] = OrderedDict()
+_KEPT_TOTALS = [0, 0]  # bytes, files
+_TOUCHED: OrderedDict[Hashable, np.ndarray] = OrderedDict()  # spans served last, in order
+_TOUCHED_TOTAL = [0]  # their bytes
+_LOCK = threading.Lock()
+
+
+class _Region:
+    """``nbytes`` of address space at ``base``, unmapped once nothing refers to it (numpy
+    arrays made from it keep it as their base)."""
+
+    def __init__(self, base: int, nbytes: int) -> None:
+        self.base, self.nbytes = base, nbytes
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        return {"data": (self.base, True), "shape": (self.nbytes,), "typestr": "|u1",
+                "version": 3}
+
+    def __del__(self) -> None:
+        if _LIBC is not None:
+            _LIBC.munmap(self.base, self.nbytes)
+
+
+def available() -> bool:
+    """Whether spans can be mapped here (Linux, with ``RWF_NOWAIT``)."""
+    return _LIBC is not None
+
+
+def identity(info: os.stat_result) -> tuple[int, ...]:
+    """What changes when a file is replaced or written: device, inode, size, times."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def span(
+    key: Hashable,
+    parts: Sequence[tuple[str, int, bytes]],
+    step: int,
+    open_object: Callable[[str], int],
+    identify: Callable[[str], tuple[int, ...] | None],
+) -> tuple[memoryview, int] | None:
+    """The data of ``parts`` side by side, read-only, and how many objects were opened
+    for it (0: kept from an earlier call): ``(path, size, index)`` each, an object of
+    ``size`` bytes whose first ``step`` are its data and whose rest must equal ``index``
+    (``b""``: a plain chunk). Mapped now (``open_object(path)`` opens each, its path
+    checked as for a read), or kept from an earlier call under ``key`` while
+    ``identify(path)`` (:func:`identity` of the file there, or ``None``) says each file is
+    the one mapped. ``None`` when it cannot be mapped, or not all its pages are in the
+    page cache: read it then. Cost: kept, one ``stat`` per object and one ``mincore``;
+    else an open, a ``fstat``, one read of the index and one ``mmap`` per object."""
+    if _LIBC is None or step % PAGE or not parts or MAPPED_BYTES <= 0:
+        return None
+    with _LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+    if kept is not None and any(identify(path) != known
+                                for (path, _, _), known in zip(parts, kept[1], strict=True)):
+        _forget(key)  # a file changed, or was replaced: map it again, checked again
+        kept = None
+    made = _map(parts, step, open_object) if kept is None else kept
+    if made is None or not _resident(made[0]):
+        return None
+    if kept is None:
+        _keep(key, made)
+    _touch(key, made[0])
+    return made[0].data, 0 if kept is not None else len(parts)
+
+
+def _map(parts: Sequence[tuple[str, int, bytes]], step: int,
+         open_object: Callable[[str], int]) -> tuple[np.ndarray, list[tuple[int, ...]]] | None:
+    nbytes, files = step * len(parts), []
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
+    base = _LIBC.mmap(None, nbytes, _PROT_NONE, flags, -1, 0)  # reserved, not backed
+    if base is None or base == _FAILED:
+        return None
+    region = _Region(base, nbytes)  # unmapped when given up
+    try:
+        for at, (path, size, index) in enumerate(parts):
+            fd = open_object(path)
+            try:
+                info = os.fstat(fd)
+                files.append(identity(info))
+                if info.st_size != size or size != step + len(index):
+                    return None
+                if index and not _index_is(fd, index, step):
+                    return None
+                where = base + at * step
+                got = _LIBC.mmap(where, step, mmap.PROT_READ, mmap.MAP_SHARED | _MAP_FIXED,
+                                 fd, 0)
+                if got != where:
+                    return None
+            finally:
+                os.close(fd)
+    except Exception:  # unreadable, refused: read as usual, where the error is reported
+        return None
+    return np.asarray(region), files
+
+
+def _index_is(fd: int, index: bytes, at: int) -> bool:
+    """Whether the file holds ``index`` at ``at``, read only from the page cache."""
+    got = bytearray(len(index))
+    try:
+        return os.preadv(fd, [got], at, _NOWAIT or 0) == len(index) and got == index
+    except BlockingIOError:
+        return False
+
+
+def _resident(array: np.ndarray) -> bool:
+    """Whether every page of the mapped ``array`` is in the page cache (one ``mincore``)."""
+    pages = np.empty(array.nbytes // PAGE, np.uint8)
+    if _LIBC.mincore(array.ctypes.data, array.nbytes, pages.ctypes.data) != 0:
+        return False
+    return bool(np.all(pages & 1))
+
+
+def release() -> None:
+    """Let go of every span kept mapped (each is unmapped once nothing refers to it)."""
+    with _LOCK:
+        while _KEPT:
+            _drop(next(iter(_KEPT)))
+
+
+def _keep(key: Hashable, made: tuple[np.ndarray, list[tuple[int, ...]]]) -> None:
+    """Keep a span under ``key``, letting the least recently used go past the limits."""
+    with _LOCK:
+        if key in _KEPT:
+            return
+        _KEPT[key] = made
+        _KEPT_TOTALS[0] += made[0].nbytes
+        _KEPT_TOTALS[1] += len(made[1])
+        while _KEPT and (_KEPT_TOTALS[0] > MAPPED_BYTES or _KEPT_TOTALS[1] > MAPPED_OBJECTS):
+            _drop(next(iter(_KEPT)))
+
+
+def _touch(key: Hashable, array: np.ndarray) -> None:
+    """``array`` served now: its pages stay; the pages of spans served before it past
+    ``TOUCHED_BYTES`` are handed back (their mappings stay; touched again, they fault in)."""
+    with _LOCK:
+        if key not in _KEPT:  # let go at once (larger than the limits): nothing to hold
+            return
+        if key not in _TOUCHED:
+            _TOUCHED_TOTAL[0] += array.nbytes
+        _TOUCHED[key] = array
+        _TOUCHED.move_to_end(key)
+        while _TOUCHED_TOTAL[0] > TOUCHED_BYTES and len(_TOUCHED) > 1:
+            _, old = _TOUCHED.popitem(last=False)
+            _TOUCHED_TOTAL[0] -= old.nbytes
+            _LIBC.madvise(old.ctypes.data, old.nbytes, _MADV_DONTNEED)
+
+
+def _forget(key: Hashable) -> None:
+    with _LOCK:
+        if key in _KEPT:
+            _drop(key)
+
+
+def _drop(key: Hashable) -> None:
+    """Let the span under ``key`` go (unmapped once nothing refers to it); lock held."""
+    array, files = _KEPT.pop(key)
+    _KEPT_TOTALS[0] -= array.nbytes
+    _KEPT_TOTALS[1] -= len(files)
+    if _TOUCHED.pop(key, None) is not None:
+        _TOUCHED_TOTAL[0] -= array.nbytes
