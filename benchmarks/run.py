@@ -33,7 +33,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from moczarr_store import MocHiveStore
+from moczarr_store import MocHiveStore, mapped
 from moczarr_store.backend import Backend
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,9 +54,11 @@ def row(measure: str, ours: str, anchor: str, ratio: str) -> None:
 
 def best(fn, repeat: int = 3) -> tuple[float, object]:
     """The fastest of ``repeat`` runs of ``fn()`` (seconds; no repeat after a run over 10 s)
-    and its last result."""
+    and its last result; ``fn.prepare()``, if it has one, runs untimed before each."""
     times, out = [], None
     for _ in range(repeat):
+        if hasattr(fn, "prepare"):
+            fn.prepare()
         start = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - start)
@@ -117,7 +119,7 @@ def _record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
 
     def read(path, option, *rest):
         got = original(path, option, *rest)
-        if got[1] is not None:
+        if got is not None:
             reads.append((path, option))
         return got
 
@@ -202,6 +204,23 @@ def _layout_reads(name: str, array: zarr.Array, store: MocHiveStore, plain: zarr
     }
 
 
+def _mapping(read, release: bool = False):
+    """``read`` with every kept span let go (and unmapped) before, untimed (``release``:
+    the scan maps its spans again, and keeps them), else with mapping off (spans are read
+    into buffers)."""
+    def run():
+        if release:
+            return read()
+        saved, mapped.MAPPED_BYTES = mapped.MAPPED_BYTES, 0
+        try:
+            return read()
+        finally:
+            mapped.MAPPED_BYTES = saved
+    if release:
+        run.prepare = mapped.release  # type: ignore[attr-defined]
+    return run
+
+
 def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
     """One field, warm page cache, each row the best of ``rounds`` timed in turn, and a ratio
     to the raw floor (plain Python ``open().read()`` of the objects the store reads): the
@@ -235,6 +254,11 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             **_layout_reads(leaf, array, store, plain, copy, group, field),
             **_layout_reads(span, span_array, spanned, plain_span, span_copy, group, field),
         }
+        reads.update({
+            f"store {span}, zarr [:], its spans mapped in the scan (none kept before)":
+                _mapping(lambda: span_array[:], release=True),
+            f"store {span}, zarr [:], spans read, not mapped": _mapping(lambda: span_array[:]),
+        })
         knobs = {", ".join(f"{k}={v}" for k, v in settings.items()): settings
                  for settings in KNOBS}
         reads.update({f"store, zarr [:], {text}": knob(s) for text, s in knobs.items()})
