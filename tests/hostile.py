@@ -63,7 +63,8 @@ from moczarr_store import HiveWarning, MocHiveError, MocHiveStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 HIVES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "multiproduct", "pyramid1",
-         "pyramid1_resweep", "pyramid2", "ragged", "sharded", "windowed", "windowed_explicit")
+         "pyramid1_resweep", "pyramid2", "ragged", "sharded", "windowed", "windowed_explicit",
+         "paged")
 KINDS = ("type-swap", "truncate-json", "truncate-chunk", "shard-index", "rename-array",
          "symlink", "rewrite-after-read", "drift", "delete")
 OK = ("values-equal", "fill+warning", "omitted+warning", "package-error")
