@@ -137,12 +137,18 @@ def test_a_span_reads_each_leaf_once_as_the_leaf_view_does():
     assert counts[3][1] == {"get": 3}  # one GET per leaf
 
 
-def test_a_link_out_of_the_root_in_a_warm_span_is_refused_naming_it(hive_copy, tmp_path):
-    root = hive_copy("sharded")
-    store = MocHiveStore(root, chunking=3)
-    array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+@pytest.mark.parametrize(("name", "chunking", "path", "at"), [
+    ("sharded", 3, "atl06/o7/h_mean", 1),  # its warm span read straight into one buffer
+    ("paged", 2, "atl06/o8/h_mean", 2),  # leaves 4442 and 4443: mapped from the page cache
+])
+def test_a_link_out_of_the_root_in_a_warm_span_is_refused_naming_it(hive_copy, tmp_path,
+                                                                     name, chunking, path, at):
+    root = hive_copy(name)
+    store = MocHiveStore(root, chunking=chunking)
+    array = zarr.open_array(store, path=path, mode="r")
     array[:]  # stamps and leaf metadata known: the next read takes the one-pass path
-    shard = sorted(root.rglob("h_mean/c/0"))[1]
+    array[:]  # (and maps the spans it can)
+    shard = sorted(root.rglob("h_mean/c/0"))[at]
     outside = tmp_path / "outside"
     outside.write_bytes(shard.read_bytes())
     shard.unlink()
