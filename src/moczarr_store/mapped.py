@@ -48,8 +48,8 @@ MAPPED_OBJECTS = 1 << 14  # files a process keeps mapped
 MAPPED_BYTES = 64 << 30  # address space they may take
 # pages of the spans served last that stay in resident memory: an eighth of the memory, at
 # most 4 GiB (handed back, they cost a page fault per few pages when read again)
-_UNIX = "SC_PHYS_PAGES" in getattr(os, "sysconf_names", {})
-_MEMORY = os.sysconf("SC_PHYS_PAGES") * PAGE if _UNIX else 8 << 30
+_SIZED = "SC_PHYS_PAGES" in getattr(os, "sysconf_names", {})  # the memory's size is known
+_MEMORY = os.sysconf("SC_PHYS_PAGES") * PAGE if _SIZED else 8 << 30
 TOUCHED_BYTES = min(4 << 30, _MEMORY // 8)
 
 _PROT_NONE = 0
@@ -60,7 +60,8 @@ _NOWAIT = getattr(os, "RWF_NOWAIT", None)
 
 
 def _libc() -> Any:
-    """The C library's ``mmap``, ``munmap`` and ``mincore``, or ``None`` (not Linux)."""
+    """The C library's ``mmap``, ``munmap``, ``mincore`` and ``madvise``, or ``None`` (not
+    Linux)."""
     if sys.platform != "linux" or _NOWAIT is None:
         return None
     try:
