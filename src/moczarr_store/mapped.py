@@ -56,6 +56,8 @@ _PROT_NONE = 0
 _MAP_FIXED = 0x10  # Linux
 _MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
+# Linux 5.14: page tables filled in one call (EINVAL before, and nothing done)
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)
 
 
@@ -221,7 +223,8 @@ def _touch(key: Hashable, array: np.ndarray) -> None:
     with _LOCK:
         if key not in _KEPT:  # let go at once (larger than the limits): nothing to hold
             return
-        if key not in _TOUCHED:
+        if key not in _TOUCHED:  # its pages mapped in at once, not a fault per few pages
+            _LIBC.madvise(array.ctypes.data, array.nbytes, _MADV_POPULATE_READ)
             _TOUCHED_TOTAL[0] += array.nbytes
         _TOUCHED[key] = array
         _TOUCHED.move_to_end(key)
