@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
 
 import numpy as np
@@ -172,7 +173,11 @@ def test_local_read_of_a_file_that_shrank_returns_only_its_bytes(tmp_path, monke
             self.st_size = real_fstat(fd).st_size + 4096
 
     monkeypatch.setattr(backend_module.os, "fstat", Grown)
-    got = backend_module._read(str(path), None, wait=wait)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = backend_module._read_open(fd, None, wait=wait)
+    finally:
+        os.close(fd)
     if not wait:  # the inline read gives up on a short read: the caller retries waiting
         assert got is None
         return

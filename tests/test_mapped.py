@@ -47,7 +47,7 @@ def _files(root: Path, n: int, pages: int = 2, index: bytes = INDEX) -> list[byt
 
 def _span(root: Path, n: int, pages: int = 2, index: bytes = INDEX, names=None):
     names = names or [f"o{at}" for at in range(n)]
-    parts = [(name, pages * PAGE + len(index), index) for name in names]
+    parts = [(name, index) for name in names]
     return mapped.span(tuple(names), parts, pages * PAGE,
                        lambda path: os.open(root / path, os.O_RDONLY),
                        lambda path: mapped.identity(os.stat(root / path)))
@@ -84,7 +84,7 @@ def test_a_span_that_cannot_be_mapped_exactly_is_not(tmp_path, defect):
     if defect == "size":
         with open(tmp_path / "o2", "ab") as grown:
             grown.write(b"!")
-    parts = [(f"o{at}", 2 * PAGE + len(INDEX), INDEX) for at in range(3)]
+    parts = [(f"o{at}", INDEX) for at in range(3)]
     step = 2 * PAGE - 8 if defect == "unpaged" else 2 * PAGE
 
     def refuse(path: str) -> int:

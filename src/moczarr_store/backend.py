@@ -225,18 +225,6 @@ _FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descr
 _HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
 
 
-def _read(path: str, option: RangeOption, wait: bool = True,
-          into: list[memoryview] | None = None,
-          take: Callable[[int], memoryview] = uninitialised,
-          ) -> tuple[memoryview, os.stat_result] | None:
-    """:func:`_read_open` of the file at ``path``."""
-    fd = os.open(path, _OPEN)
-    try:
-        return _read_open(fd, option, wait, into, take)
-    finally:
-        os.close(fd)
-
-
 def _read_open(fd: int, option: RangeOption, wait: bool = True,
                into: list[memoryview] | None = None,
                take: Callable[[int], memoryview] = uninitialised,
@@ -419,10 +407,10 @@ class LocalReader:
         finally:
             os.close(fd)
 
-    def mapped_span(self, parts: list[tuple[str, int, bytes]],
+    def mapped_span(self, parts: list[tuple[str, bytes]],
                     step: int) -> tuple[memoryview, int] | None:
         """:func:`.mapped.span` of these objects, each opened by :meth:`_open`."""
-        key = (self._real_root, self.follow_links, tuple(path for path, _, _ in parts))
+        key = (self._real_root, self.follow_links, tuple(path for path, _ in parts))
         return mapped.span(key, parts, step, self._open, self._identity)
 
     def _identity(self, path: str) -> tuple[int, ...] | None:
@@ -727,7 +715,7 @@ class Backend:
         self._tally("get", len(reads))
         return got
 
-    def mapped_span(self, parts: list[tuple[str, int, bytes]], step: int) -> memoryview | None:
+    def mapped_span(self, parts: list[tuple[str, bytes]], step: int) -> memoryview | None:
         """:func:`.mapped.span` of local objects: ``None`` when the hive is not local or the
         span cannot be mapped; objects mapped now are counted as one GET each, a span kept
         mapped as none (it is read with no request)."""

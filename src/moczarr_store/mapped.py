@@ -118,15 +118,15 @@ def identity(info: os.stat_result) -> tuple[int, ...]:
 
 def span(
     key: Hashable,
-    parts: Sequence[tuple[str, int, bytes]],
+    parts: Sequence[tuple[str, bytes]],
     step: int,
     open_object: Callable[[str], int],
     identify: Callable[[str], tuple[int, ...] | None],
 ) -> tuple[memoryview, int] | None:
     """The data of ``parts`` side by side, read-only, and how many objects were opened
-    for it (0: kept from an earlier call): ``(path, size, index)`` each, an object of
-    ``size`` bytes whose first ``step`` are its data and whose rest must equal ``index``
-    (``b""``: a plain chunk). Mapped now (``open_object(path)`` opens each, its path
+    for it (0: kept from an earlier call): ``(path, index)`` each, an object whose first
+    ``step`` bytes are its data and whose rest must equal ``index`` (``b""``: a plain
+    chunk). Mapped now (``open_object(path)`` opens each, its path
     checked as for a read), or kept from an earlier call under ``key`` while
     ``identify(path)`` (:func:`identity` of the file there, or ``None``) says each file is
     the one mapped. ``None`` when it cannot be mapped, or not all its pages are in the
@@ -139,7 +139,7 @@ def span(
         if kept is not None:
             _KEPT.move_to_end(key)
     if kept is not None and any(identify(path) != known
-                                for (path, _, _), known in zip(parts, kept[1], strict=True)):
+                                for (path, _), known in zip(parts, kept[1], strict=True)):
         _forget(key)  # a file changed, or was replaced: map it again, checked again
         kept = None
     made = _map(parts, step, open_object) if kept is None else kept
@@ -151,7 +151,7 @@ def span(
     return made[0].data, 0 if kept is not None else len(parts)
 
 
-def _map(parts: Sequence[tuple[str, int, bytes]], step: int,
+def _map(parts: Sequence[tuple[str, bytes]], step: int,
          open_object: Callable[[str], int]) -> tuple[np.ndarray, list[tuple[int, ...]]] | None:
     nbytes, files = step * len(parts), []
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
@@ -160,12 +160,12 @@ def _map(parts: Sequence[tuple[str, int, bytes]], step: int,
         return None
     region = _Region(base, nbytes)  # unmapped when given up
     try:
-        for at, (path, size, index) in enumerate(parts):
+        for at, (path, index) in enumerate(parts):
             fd = open_object(path)
             try:
                 info = os.fstat(fd)
                 files.append(identity(info))
-                if info.st_size != size or size != step + len(index):
+                if info.st_size != step + len(index):
                     return None
                 if index and not _index_is(fd, index, step):
                     return None

@@ -182,10 +182,10 @@ def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
         if layout is None or layout[0] - len(layout[1]) != step:
             return None
         layouts.append((plan, layout[1]))
-    if None not in layouts and all(not want or plan.check.index_at_end
-                                   for plan, want in filter(None, layouts)):
-        objects = [(plan.object, step + len(want), want) for plan, want in filter(None, layouts)]
-        found = backend.mapped_span(objects, step)
+    whole = [layout for layout in layouts if layout is not None]  # no part past the end
+    if len(whole) == len(parts) and all(not want or plan.check.index_at_end
+                                        for plan, want in whole):
+        found = backend.mapped_span([(plan.object, want) for plan, want in whole], step)
         if found is not None:
             return found
     return _read_joined_into(backend, pool.take(step * len(parts)), layouts, fill)
@@ -205,10 +205,10 @@ def _read_joined_into(backend: Backend, out: memoryview,
             continue
         plan, want = layout
         index = bytearray(len(want))
-        pieces = [into, memoryview(index)] if plan.check.index_at_end else [
-            memoryview(index), into]
+        pieces = [into] if not want else (
+            [into, memoryview(index)] if plan.check.index_at_end else [memoryview(index), into])
         slots.append((plan, into, index, want))
-        reads.append((plan.object, pieces if want else [into]))
+        reads.append((plan.object, pieces))
     got = backend.read_cached_into(reads) if reads else None
     if got is None:
         return None
