@@ -18,7 +18,6 @@ import errno
 import os
 import re
 import stat
-import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteReques
 from . import mapped
 from .buffers import BufferPool, uninitialised
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
+from .slots import request_slots
 from .storage import check_options, obstore_options, unknown_keyword
 
 BytesLike = bytes | bytearray | memoryview | obstore.Bytes
@@ -41,7 +41,6 @@ DEFAULT_MAX_CONCURRENCY = 64
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
 _RANGE_REFUSED = re.compile(r"\b416\b|range (was invalid|not satisfiable)|InvalidRange", re.I)
 _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
-_limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -130,14 +129,6 @@ def _first_paragraph(err: BaseException) -> str:
 
 
 # -- requests and byte ranges ----------------------------------------------------------------
-
-
-def _limiter(cap: int) -> asyncio.Semaphore:
-    """The process-wide semaphore for ``cap`` on the running event loop."""
-    per_loop = _limiters.setdefault(asyncio.get_running_loop(), {})
-    if cap not in per_loop:
-        per_loop[cap] = asyncio.Semaphore(cap)
-    return per_loop[cap]
 
 
 @dataclass
@@ -647,17 +638,22 @@ class Backend:
         return self._reader.store if isinstance(self._reader, ObstoreReader) else None
 
     async def _call(self, kind: str, coro_fn: Callable[..., Awaitable], *args, **kwargs):
-        """One counted request under the process-wide concurrency cap."""
+        """One counted request under the process-wide concurrency cap (:mod:`.slots`: a
+        freed slot starts the next request at once)."""
         self.stats.counts[kind] += 1
-        async with _limiter(self.max_concurrency):
-            self.stats.in_flight += 1
-            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+
+        async def in_flight() -> Any:
+            stats = self.stats
+            stats.in_flight += 1
+            stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
             try:
                 return await coro_fn(*args, **kwargs)
             finally:
-                self.stats.in_flight -= 1
+                stats.in_flight -= 1
                 if self.progress is not None:
                     self.progress(1)
+
+        return await request_slots(self.max_concurrency).run(in_flight)
 
     def _tally(self, kind: str, n: int = 1) -> None:
         """``n`` requests of ``kind`` made outside :meth:`_call`: counted and reported."""
