@@ -46,7 +46,7 @@ class RequestSlots:
         self.free = cap
         self._waiting: deque[_Waiting] = deque()
         self._handing_over = False
-        self._serving: set[asyncio.Task] = set()  # the loop keeps only weak references
+        self._serving: set[asyncio.Task] = set()
 
     async def run(self, start: Callable[[], Awaitable[T]]) -> T:
         """``await start()`` in a slot: at once if one is free, else when one frees (the
@@ -82,10 +82,9 @@ class RequestSlots:
                 loop = waiting.waiter.get_loop()
                 task = asyncio.Task(self._serve(waiting), loop=loop, context=waiting.context,
                                     **_EAGER)
-                waiting.task = task
-                if not task.done():
+                if not task.done():  # kept until it ends (the loop holds only weak references)
+                    waiting.task = task
                     self._serving.add(task)
-                    task.add_done_callback(self._serving.discard)
         finally:
             self._handing_over = False
 
@@ -104,6 +103,8 @@ class RequestSlots:
             if not waiter.done():
                 waiter.set_result(result)
         finally:
+            if waiting.task is not None:  # None if it ended as it started
+                self._serving.discard(waiting.task)
             self._release()
 
 
