@@ -204,20 +204,23 @@ def _layout_reads(name: str, array: zarr.Array, store: MocHiveStore, plain: zarr
     }
 
 
-def _mapping(read, release: bool = False):
-    """``read`` with every kept span let go (and unmapped) before, untimed (``release``:
-    the scan maps its spans again, and keeps them), else with mapping off (spans are read
-    into buffers)."""
+def _mapped_afresh(read):
+    """``read`` with every kept span let go (and unmapped) before, untimed: the scan maps
+    its spans again, and keeps them."""
     def run():
-        if release:
-            return read()
+        return read()
+    run.prepare = mapped.release  # type: ignore[attr-defined]
+    return run
+
+
+def _unmapped(read):
+    """``read`` with mapping off: spans are read into buffers."""
+    def run():
         saved, mapped.MAPPED_BYTES = mapped.MAPPED_BYTES, 0
         try:
             return read()
         finally:
             mapped.MAPPED_BYTES = saved
-    if release:
-        run.prepare = mapped.release  # type: ignore[attr-defined]
     return run
 
 
@@ -256,8 +259,8 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         }
         reads.update({
             f"store {span}, zarr [:], its spans mapped in the scan (none kept before)":
-                _mapping(lambda: span_array[:], release=True),
-            f"store {span}, zarr [:], spans read, not mapped": _mapping(lambda: span_array[:]),
+                _mapped_afresh(lambda: span_array[:]),
+            f"store {span}, zarr [:], spans read, not mapped": _unmapped(lambda: span_array[:]),
         })
         knobs = {", ".join(f"{k}={v}" for k, v in settings.items()): settings
                  for settings in KNOBS}
