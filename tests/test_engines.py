@@ -52,3 +52,39 @@ def test_xarray_open_zarr_chunk_choices(chunks, reference):
     if chunks == "auto":  # dask's "auto" chunks are whole multiples of the leaf chunks
         leaf = xr.open_zarr(MocHiveStore(HIVE), group=GROUP)["count"].chunks[0][0]
         assert all(c % leaf == 0 for c in ds["count"].chunks[0][:-1])
+
+
+
+def _fused_pipeline() -> str | None:
+    """The fused codec pipeline's config path (zarr >= 3.4), or ``None``."""
+    from zarr.core import codec_pipeline
+
+    path = "zarr.core.codec_pipeline.FusedCodecPipeline"
+    return path if hasattr(codec_pipeline, "FusedCodecPipeline") else None
+
+
+@pytest.mark.skipif(_fused_pipeline() is None, reason="zarr < 3.4 has no fused codec pipeline")
+@pytest.mark.parametrize("name,group", [("sharded", "atl06/o7"), ("legacy", "atl06/o7"),
+                                        ("ragged", "atl06/o6"), ("mixed", "atl06/o7"),
+                                        ("paged", "atl06/o8")])
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner", "span"])
+def test_zarr_fused_codec_pipeline_reads_as_moczarr(name, group, chunking):
+    """zarr's opt-in fused pipeline (its synchronous fast path needs a store with
+    synchronous I/O, which this store has not, so zarr reads it through its asynchronous
+    fallback) gives every array moczarr's values and dtype, in every chunking mode."""
+    import zarr
+
+    reference = moczarr.open_hive(str(FIXTURES / name))
+    with zarr.config.set({"codec_pipeline.path": _fused_pipeline()}):
+        got = zarr.open_group(MocHiveStore(FIXTURES / name, chunking=chunking), path=group,
+                              mode="r")
+        assert type(got[str(next(iter(reference.data_vars)))]._async_array.codec_pipeline
+                    ).__name__ == "FusedCodecPipeline"
+        for array_name in [*reference.data_vars, "morton", "cell_ids"]:
+            want = reference[array_name].values
+            values = got[str(array_name)][:]
+            assert values.dtype == want.dtype, array_name
+            if want.dtype.kind == "O":
+                assert list(values) == list(want), array_name
+            else:
+                np.testing.assert_array_equal(values, want, err_msg=str(array_name))
