@@ -78,7 +78,7 @@ def test_zarr_fused_codec_pipeline_reads_as_moczarr(name, group, chunking):
     with zarr.config.set({"codec_pipeline.path": _fused_pipeline()}):
         got = zarr.open_group(MocHiveStore(FIXTURES / name, chunking=chunking), path=group,
                               mode="r")
-        assert type(got[str(next(iter(reference.data_vars)))]._async_array.codec_pipeline
+        assert type(got[str(next(iter(reference.data_vars)))].async_array.codec_pipeline
                     ).__name__ == "FusedCodecPipeline"
         for array_name in [*reference.data_vars, "morton", "cell_ids"]:
             want = reference[array_name].values
