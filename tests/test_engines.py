@@ -10,6 +10,7 @@ import moczarr
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 from conftest import FIXTURES
 
 from moczarr_store import MocHiveStore
@@ -72,8 +73,6 @@ def test_zarr_fused_codec_pipeline_reads_as_moczarr(name, group, chunking):
     """zarr's opt-in fused pipeline (its synchronous fast path needs a store with
     synchronous I/O, which this store has not, so zarr reads it through its asynchronous
     fallback) gives every array moczarr's values and dtype, in every chunking mode."""
-    import zarr
-
     reference = moczarr.open_hive(str(FIXTURES / name))
     with zarr.config.set({"codec_pipeline.path": _fused_pipeline()}):
         got = zarr.open_group(MocHiveStore(FIXTURES / name, chunking=chunking), path=group,
