@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 import zarr
+from zarr.core import codec_pipeline as zarr_pipelines
 
 from moczarr_store import MocHiveStore, mapped
 from moczarr_store.backend import Backend
@@ -94,8 +95,7 @@ KNOBS: tuple[dict, ...] = (
 # zarr >= 3.4: an opt-in codec pipeline that fetches, decodes and scatters each chunk in one
 # step, synchronously on a thread pool when the store offers synchronous I/O
 FUSED = "zarr.core.codec_pipeline.FusedCodecPipeline"
-HAS_FUSED = hasattr(__import__("zarr.core.codec_pipeline").core.codec_pipeline,
-                    "FusedCodecPipeline")
+HAS_FUSED = hasattr(zarr_pipelines, "FusedCodecPipeline")
 
 
 def _tuned(open_array, settings: dict):
