@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import functools
 import gc
 import hashlib
 import math
@@ -276,17 +277,18 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         })
         knobs = {", ".join(f"{k}={v}" for k, v in settings.items()): settings
                  for settings in KNOBS}
-        reads.update({f"store, zarr [:], {text}": _tuned(
-            lambda: zarr.open_array(store, path=f"{group}/{field}", mode="r"), settings)
-            for text, settings in knobs.items()})
+        def store_array(ours: MocHiveStore):
+            return functools.partial(zarr.open_array, ours, path=f"{group}/{field}", mode="r")
+
+        reads.update({f"store, zarr [:], {text}": _tuned(store_array(store), settings)
+                      for text, settings in knobs.items()})
         if HAS_FUSED:  # the same API path on both sides: each layout, store and plain copy
+            fused = {"codec_pipeline.path": FUSED}
             for layout, ours, theirs in ((leaf, store, copy), (span, spanned, span_copy)):
-                fused = {"codec_pipeline.path": FUSED}
                 reads[f"store {layout}, zarr [:], fused pipeline"] = _tuned(
-                    lambda ours=ours: zarr.open_array(ours, path=f"{group}/{field}", mode="r"),
-                    fused)
+                    store_array(ours), fused)
                 reads[f"plain copy in the {layout} layout, zarr [:], fused pipeline"] = _tuned(
-                    lambda theirs=theirs: zarr.open_array(str(theirs / field), mode="r"), fused)
+                    functools.partial(zarr.open_array, str(theirs / field), mode="r"), fused)
         for name, fn in reads.items():
             if not name.startswith("raw"):
                 np.testing.assert_array_equal(fn(), want, err_msg=name)

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -24,6 +25,15 @@ def hive_copy(tmp_path):
         return Path(shutil.copytree(FIXTURES / name, tmp_path / name))
 
     return copy
+
+
+def assert_values(got: np.ndarray, want: np.ndarray, name: object) -> None:
+    """``got`` holds ``want``'s values (NaN equals NaN; variable-length cells compared as
+    Python objects)."""
+    if want.dtype.kind == "O":
+        assert list(got) == list(want), name
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=str(name))
 
 
 def rename_count(root: Path, name: str) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, assert_values
 from moczarr.level import open_level
 
 from moczarr_store import HiveWarning, MocHiveStore, aoi_mask
@@ -25,11 +25,7 @@ def _assert_same(ref: xr.Dataset, got: xr.Dataset) -> None:
     assert set(ref.data_vars) == set(got.data_vars)
     for name in [*ref.data_vars, "morton", "cell_ids"]:
         assert got[name].dtype == ref[name].dtype, name
-        a, b = ref[name].values, got[name].values
-        if a.dtype.kind == "O":
-            assert list(a) == list(b), name
-        else:
-            np.testing.assert_array_equal(b, a, err_msg=name)
+        assert_values(got[name].values, ref[name].values, name)
     for name in ref.data_vars:
         assert ref[name].attrs == got[name].attrs, name
 
