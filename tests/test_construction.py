@@ -121,6 +121,69 @@ def test_storage_options_given_twice_are_refused():
         MocHiveStore("s3://b/h", storage_options=["region"])
 
 
+def test_storage_option_names_are_strings():
+    with pytest.raises(OptionError, match="option names are strings, got 1"):
+        MocHiveStore("s3://b/h", storage_options={1: "x"})
+
+
+# -- arguments of the wrong type ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keyword,value,want", [
+    ("max_concurrency", None, "max_concurrency=None: expected an int >= 1"),
+    ("max_concurrency", "8", "max_concurrency='8': expected an int >= 1"),
+    ("max_concurrency", 1.5, "max_concurrency=1.5: expected an int >= 1"),
+    ("max_concurrency", True, "max_concurrency=True: expected an int >= 1"),
+    ("max_concurrency", 0, "max_concurrency=0: expected an int >= 1"),
+    ("follow_links", "no", "follow_links='no': expected True or False"),
+    ("follow_links", 1, "follow_links=1: expected True or False"),
+    ("read_only", "no", "read_only='no': expected True or False"),
+])
+def test_an_argument_of_the_wrong_type_is_refused_naming_it(keyword, value, want):
+    """``bool("no")`` is ``True`` and ``int(1.5)`` is 1: such values are refused, not
+    coerced (``follow_links="no"`` would read through links out of the root)."""
+    with pytest.raises(OptionError) as err:
+        MocHiveStore(FIXTURES / "sharded", **{keyword: value})
+    assert str(err.value) == want
+
+
+def test_numpy_scalars_are_taken_as_their_python_values():
+    store = MocHiveStore(FIXTURES / "sharded", max_concurrency=np.int64(3),
+                         follow_links=np.bool_(False))
+    assert store.backend.max_concurrency == 3 and store.backend.follow_links is False
+
+
+@pytest.mark.parametrize("source,want", [
+    ("file://", "'file://' names no hive: the URL has nothing after '://'"),
+    ("s3://", "'s3://' names no hive: the URL has nothing after '://'"),
+    ("s3://user:secret@b/h\0", "the URL or path holds a NUL character"),
+    (FIXTURES / "sharded\0", "the URL or path holds a NUL character"),
+])
+def test_a_source_naming_nothing_is_refused(source, want):
+    with pytest.raises(OptionError) as err:
+        MocHiveStore(source)
+    assert str(err.value) == want
+
+
+def test_the_file_system_root_stays_the_root():
+    """``file:///`` is the root directory, read by the local reader (its link checks)."""
+    store = MocHiveStore("file:///")
+    assert store.backend.url == "file:///" and store.backend.store is None
+    assert MocHiveStore(f"file://{FIXTURES / 'sharded'}/").backend.url == (
+        f"file://{FIXTURES / 'sharded'}")
+
+
+def test_a_key_prefix_that_is_not_a_string_is_a_clear_type_error():
+    store = MocHiveStore(FIXTURES / "sharded")
+
+    async def listed(method, prefix):
+        return [key async for key in getattr(store, method)(prefix)]
+
+    for method in ("list_dir", "list_prefix"):
+        with pytest.raises(TypeError, match="a key prefix is a str, got NoneType"):
+            asyncio.run(listed(method, None))
+
+
 def test_construction_makes_no_request():
     store = MocHiveStore("s3://bucket/hive", anon=True, endpoint="http://127.0.0.1:9")
     assert store.request_stats.total == 0 and store.backend.store is not None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import numbers
 import os
 import re
 import stat
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import numpy as np
 import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
@@ -31,6 +33,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteReques
 from . import mapped
 from .buffers import BufferPool, uninitialised
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
+from .hive.paths import short
 from .slots import request_slots
 from .storage import check_options, obstore_options, unknown_keyword
 
@@ -149,11 +152,40 @@ class RequestStats:
 
 
 def normalize_url(url: str | os.PathLike) -> str:
-    """A canonical URL: local paths become absolute ``file://`` URLs."""
+    """A canonical URL: local paths become absolute ``file://`` URLs, trailing slashes go
+    (``file:///`` stays the file system's root). A URL with nothing to name, or a NUL, is
+    refused."""
     text = os.fspath(url)
+    if not isinstance(text, str):
+        raise OptionError(f"expected a URL or a path as text, got {type(text).__name__}")
+    if "\0" in text:  # not shown: a URL may hold credentials
+        raise OptionError("the URL or path holds a NUL character")
     if "://" not in text:
         return "file://" + os.path.abspath(os.path.expanduser(text))
-    return text.rstrip("/") if not text.startswith("file://") else text.rstrip("/") or text
+    scheme, _, path = text.partition("://")
+    if not path:
+        raise OptionError(f"{text!r} names no hive: the URL has nothing after '://'")
+    if scheme == "file":
+        return "file://" + (path.rstrip("/") or "/")
+    return text.rstrip("/")
+
+
+def flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool (numpy's too), else an :class:`OptionError` naming the
+    option: ``bool("no")`` is ``True``."""
+    if not isinstance(value, bool | np.bool_):
+        raise OptionError(f"{name}={short(value)}: expected True or False")
+    return bool(value)
+
+
+def _count(name: str, value: object) -> int:
+    """``value`` if it is an int >= 1 (not a bool), else an :class:`OptionError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise OptionError(f"{name}={short(value)}: expected an int >= 1")
+    count = int(value)
+    if count < 1:
+        raise OptionError(f"{name}={count}: expected an int >= 1")
+    return count
 
 
 def slice_bytes(data: BytesLike, byte_range: ByteRequest | None) -> BytesLike:
@@ -580,10 +612,8 @@ class Backend:
         keywords: tuple[str, ...] = (),
     ) -> None:
         self.options = dict(options or {})
-        self.max_concurrency = int(max_concurrency)
-        self.follow_links = bool(follow_links)
-        if self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.max_concurrency = _count("max_concurrency", max_concurrency)
+        self.follow_links = flag("follow_links", follow_links)
         built = None
         if isinstance(source, (str, os.PathLike)):
             self.url: str | None = normalize_url(source)

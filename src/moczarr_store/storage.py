@@ -140,6 +140,9 @@ def storage_arguments(
     ways is an error."""
     if storage_options is not None and not isinstance(storage_options, Mapping):
         raise OptionError(f"storage_options: expected a dict, got {type(storage_options)!r}")
+    named = [key for key in (storage_options or {}) if not isinstance(key, str)]
+    if named:
+        raise OptionError(f"storage_options: option names are strings, got {named[0]!r}")
     both = sorted(set(storage_options or {}) & set(more))
     if both:
         raise OptionError(f"storage option(s) {both} given both in storage_options and as "

@@ -22,7 +22,7 @@ from zarr.abc.store import (
     SuffixByteRequest,
 )
 
-from .backend import DEFAULT_MAX_CONCURRENCY, Backend
+from .backend import DEFAULT_MAX_CONCURRENCY, Backend, flag
 from .diagnostics import Problem
 from .hive.roster import Hive
 from .options import CHUNKINGS, VERIFY_MODES, OpenOptions, store_keywords
@@ -105,7 +105,7 @@ class MocHiveStore(Store):
         storage_options: Mapping[str, Any] | None = None,
         **more_storage_options: Any,
     ) -> None:
-        super().__init__(read_only=read_only)
+        super().__init__(read_only=flag("read_only", read_only))
         self.options = OpenOptions.make(verify, chunking, window, aoi, geometry)
         storage = storage_arguments(storage_options, more_storage_options)
         self.backend = Backend(source, storage, max_concurrency, follow_links, store_keywords())
@@ -261,13 +261,13 @@ class MocHiveStore(Store):
                     yield key
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        stem = prefix.rstrip("/")
+        stem = _prefix(prefix).rstrip("/")
         async for key in self.list():
             if not stem or key == stem or key.startswith(stem + "/"):
                 yield key
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        path = prefix.strip("/")
+        path = _prefix(prefix).strip("/")
         view = await self.view(path)
         children = view.children(path)
         if children is not None:
@@ -312,6 +312,12 @@ class MocHiveStore(Store):
 
     async def clear(self) -> None:
         self._refuse()
+
+
+def _prefix(prefix: object) -> str:
+    if not isinstance(prefix, str):
+        raise TypeError(f"a key prefix is a str, got {type(prefix).__name__}")
+    return prefix
 
 
 def _chunk_keys(path: str, grid: tuple[int, ...]):
