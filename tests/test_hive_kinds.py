@@ -154,6 +154,22 @@ def test_aoi_keeps_whole_subtrees_and_aoi_mask_gives_moczarrs_cut(aoi):
     _assert_same(ref, got.isel(cells=aoi_mask(got["morton"].values, aoi)))
 
 
+def test_aoi_mask_refuses_what_is_not_one_level_s_words():
+    """Words are integers (an int64 view of them reads as the same bits), never cast from
+    floats; words of two orders (whose ranks the first word's order would misread) are
+    refused."""
+    words = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"),
+                         group="atl06/o7")["morton"].values
+    for bad in (words.astype(float), words.reshape(-1, 2), None):
+        with pytest.raises(TypeError, match="morton is a 1-D array of packed words"):
+            aoi_mask(bad, ["4441"])
+    parents = words >> np.uint64(2 * 22) << np.uint64(2 * 22) | np.uint64(6)  # order 6
+    with pytest.raises(ValueError, match="words of more than one order .the first is of order 7"):
+        aoi_mask(np.concatenate([words, parents]), ["4441"])
+    assert aoi_mask(words.astype(np.int64), ["4441"]).tolist() == aoi_mask(
+        words, ["4441"]).tolist()
+
+
 def test_aoi_outside_the_coverage_gives_an_empty_schema_correct_view():
     with pytest.warns(HiveWarning, match="intersects no coverage"):
         ds = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned", aoi=["1111"]),

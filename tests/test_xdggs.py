@@ -155,6 +155,25 @@ def test_ranges_that_do_not_fit_the_dataset_are_refused():
         cell_ranges(store, "atl06")
 
 
+def test_arguments_of_the_wrong_kind_are_refused_saying_what_is_expected():
+    """Float ranges cannot hold order-29 ids exactly (2**53 < 12 * 4**29): refused, not
+    rounded."""
+    store = _store("sharded")
+    ds = xr.open_zarr(store, group="atl06/o7")
+    ranges = cell_ranges(store, "atl06/o7")
+    for bad in (ranges.astype(float), ranges[:, :1], None):
+        with pytest.raises(TypeError, match=r"ranges are cell_ranges' \(n, 2\) integer array"):
+            decode_cells(ds, bad)
+    with pytest.raises(HiveFormatError, match="not negative"):
+        decode_cells(ds, -ranges.astype(np.int64))
+    with pytest.raises(TypeError, match="decode_cells takes a Dataset, got DataArray"):
+        decode_cells(ds["count"], ranges)
+    with pytest.raises(TypeError, match="cell_ranges reads a MocHiveStore, got str"):
+        cell_ranges(str(FIXTURES / "sharded"), "atl06/o7")
+    with pytest.raises(TypeError, match="group is a str"):
+        cell_ranges(store, None)
+
+
 def test_cell_id_selection_is_in_request_order_and_refuses_unknown_ids():
     ref = pristine_references("sharded")[("atl06/o7", None)]
     ds = open_cells(_store("sharded"), "atl06/o7")

@@ -298,6 +298,12 @@ def cell_ranges(store: MocHiveStore, group: str) -> np.ndarray:
     through zarr if not yet open, then O(nodes) with no request."""
     import zarr
 
+    from .store import MocHiveStore
+
+    if not isinstance(store, MocHiveStore):
+        raise TypeError(f"cell_ranges reads a MocHiveStore, got {type(store).__name__}")
+    if not isinstance(group, str):
+        raise TypeError(f"group is a str (a level's path), got {type(group).__name__}")
     group = group.strip("/")
     zarr.open_group(store, path=group, mode="r")  # reads the hive and the level if needed
     ranges = store.session.view.cell_ranges(group)
@@ -312,9 +318,18 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
     indexes built from ``ranges`` (:func:`cell_ranges`): ``cell_ids`` gets xdggs's
     healpix MOC index (needs ``xdggs``) and ``morton`` a :class:`MortonIndex`. Reads no
     coordinate: they stay lazy, chunked as ``cell_ids`` was."""
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"decode_cells takes a Dataset, got {type(ds).__name__}")
     if "cell_ids" not in ds.variables:
         raise HiveFormatError("decode_cells needs a cell-order group: it has no cell_ids")
-    ranges = np.asarray(ranges, dtype=_U64).reshape(-1, 2)
+    ranges = np.asarray(ranges)
+    if ranges.dtype.kind not in "iu" or ranges.size % 2 or ranges.ndim not in (1, 2) or (
+            ranges.ndim == 2 and ranges.shape[1] != 2):  # floats lose order-29 ids
+        raise TypeError("ranges are cell_ranges' (n, 2) integer array, got "
+                        f"{ranges.dtype} of shape {ranges.shape}")
+    if ranges.dtype.kind == "i" and np.any(ranges < 0):
+        raise HiveFormatError("cell_ranges are not negative")
+    ranges = ranges.astype(_U64).reshape(-1, 2)
     cell_ids = ds["cell_ids"].variable
     (dim,) = cell_ids.dims
     chunks = cell_ids.chunks[0] if cell_ids.chunks else None

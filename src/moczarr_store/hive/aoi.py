@@ -74,8 +74,15 @@ def aoi_mask(morton: np.ndarray, aoi) -> np.ndarray:
     ``ds.isel(cells=aoi_mask(ds.morton.values, aoi))`` cuts an AOI-restricted view (which
     keeps whole node subtrees) down to moczarr's cell-exact rows.
     """
-    words = np.asarray(morton, dtype=np.uint64)
+    words = np.asarray(morton)
+    if words.ndim != 1 or words.dtype.kind not in "iu":
+        raise TypeError("morton is a 1-D array of packed words (integers), got "
+                        f"{words.dtype} of shape {words.shape}")
     if words.size == 0:
         return np.zeros(0, dtype=bool)
+    words = words.astype(np.uint64, copy=False)  # an int64 view of the words: the same bits
     order = word_order(int(words[0]))
+    if np.any(words & np.uint64(0x3F) != np.uint64(order)):
+        raise ValueError(f"morton holds words of more than one order (the first is of order "
+                         f"{order}): one level's rows are of one order")
     return overlaps(words_to_ranks(words, order), order, parse_aoi(aoi))
