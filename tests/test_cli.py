@@ -155,6 +155,23 @@ def test_a_misspelt_option_is_refused_naming_the_valid_one(capsys):
     assert "did you mean 'endpoint'?" in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("argv,want", [
+    (["inspect", "s3://b/h", "--connect-timeout", "-1"], "'-1': expected seconds > 0"),
+    (["inspect", "s3://b/h", "--read-timeout", "nan"], "'nan': expected seconds > 0"),
+    (["inspect", "s3://b/h", "--retry-timeout", "inf"], "'inf': expected seconds > 0"),
+    (["inspect", "s3://b/h", "--retries", "-1"], "'-1': expected an integer >= 0"),
+    (["serve", "fixtures/sharded", "--port", "65536"], "'65536': expected an integer in 0..65535"),
+    (["serve", "fixtures/sharded", "--workers", "0"], "'0': expected an integer >= 1"),
+])
+def test_numbers_out_of_range_are_usage_errors(argv, want, capsys):
+    """Before, a negative timeout reached obstore as an unparsable duration, a port out of
+    range failed as an internal error and ``--workers 0`` served with one."""
+    with pytest.raises(SystemExit) as end:
+        main(argv)
+    assert end.value.code == EXIT_USAGE
+    assert f"argument {argv[2]}: {want}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flag", [["--anon"], ["--region", "x"], ["--endpoint", "http://x"]])
 def test_remote_flags_on_a_local_hive_are_usage_errors(flag, capsys):
     code, _, err = run(capsys, "inspect", FIXTURES / "sharded", *flag)

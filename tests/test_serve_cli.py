@@ -38,6 +38,20 @@ def test_bad_source_fails_before_serving(tmp_path):
     assert done.stderr.startswith("error: ") and "nothing" in done.stderr
 
 
+def test_a_port_in_use_is_a_usage_error_not_a_missing_hive():
+    """uvicorn ends with status 3 when it cannot listen, which is this command's "no hive
+    at the source"."""
+    with serve_load.served(FIXTURES / "sharded") as (url, _):
+        port = url.rsplit(":", 1)[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "moczarr_store.cli", "serve", str(FIXTURES / "sharded"),
+             "--port", port], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"error: the server did not start on 127.0.0.1:{port} (the reason is logged above)")
+    assert "address already in use" in done.stderr.lower()
+
+
 def test_serves_on_loopback_with_an_access_log(tmp_path):
     log = tmp_path / "serve.log"
     hive = FIXTURES / "sharded"

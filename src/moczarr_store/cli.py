@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import sys
 import traceback
 import warnings
@@ -103,6 +104,31 @@ def exit_code(err: BaseException) -> int:
 # -- storage options shared by every subcommand ----------------------------------------------
 
 
+def seconds(text: str) -> float:
+    """A duration argument: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds > 0")
+    return value
+
+
+def count(least: int, most: int | None = None) -> Callable[[str], int]:
+    """An integer argument in ``[least, most]``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least or (most is not None and value > most):
+            within = f">= {least}" if most is None else f"in {least}..{most}"
+            raise argparse.ArgumentTypeError(f"{text!r}: expected an integer {within}")
+        return value
+    return parse
+
+
 def storage_parser() -> argparse.ArgumentParser:
     """The arguments every subcommand shares, as an argparse parent
     (``add_parser(..., parents=[storage_parser()])``): storage options, the fail-fast
@@ -119,13 +145,13 @@ def storage_parser() -> argparse.ArgumentParser:
     storage.add_argument("--endpoint", help="the S3 endpoint URL, or the GCS base URL")
     storage.add_argument("--region", help="the S3 region")
     limits = parent.add_argument_group("fail fast (remote sources)")
-    limits.add_argument("--connect-timeout", type=float, default=FAIL_FAST["connect_timeout"],
+    limits.add_argument("--connect-timeout", type=seconds, default=FAIL_FAST["connect_timeout"],
                         metavar="SECONDS", help="to connect (%(default)s)")
-    limits.add_argument("--read-timeout", type=float, default=FAIL_FAST["read_timeout"],
+    limits.add_argument("--read-timeout", type=seconds, default=FAIL_FAST["read_timeout"],
                         metavar="SECONDS", help="longest wait for a byte (%(default)s)")
-    limits.add_argument("--retries", type=int, default=FAIL_FAST["retries"], metavar="N",
+    limits.add_argument("--retries", type=count(0), default=FAIL_FAST["retries"], metavar="N",
                         help="retries of a failed request (%(default)s)")
-    limits.add_argument("--retry-timeout", type=float, default=FAIL_FAST["retry_timeout"],
+    limits.add_argument("--retry-timeout", type=seconds, default=FAIL_FAST["retry_timeout"],
                         metavar="SECONDS",
                         help="no retry after this long since a request's start (%(default)s)")
     parent.add_argument("--debug", action="store_true",
@@ -326,7 +352,7 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
                            help="serve the hive as a Zarr v3 hierarchy over HTTP")
     serve.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (8000)")
+    serve.add_argument("--port", type=count(0, 65535), default=8000, help="port (8000)")
     serve.add_argument("--chunking", type=chunking_choice, default="leaf", metavar="CHUNKING",
                        help=f"one of {', '.join(CHUNKINGS)}, or a count of leaves per chunk "
                        "(leaf)")
@@ -343,7 +369,7 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="seconds a leaf's stamp is trusted, and the longest max-age sent (60)",
     )
-    serve.add_argument("--workers", type=int, default=1, help="worker processes (1)")
+    serve.add_argument("--workers", type=count(1), default=1, help="worker processes (1)")
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -359,8 +385,13 @@ def run_serve(args: argparse.Namespace) -> int:
                                "storage_options": storage_options(args, args.source)}
     store = MocHiveStore(args.source, **options)
     sync(store.session.ensure_levels(None))
-    serve(args.source, host=args.host, port=args.port, workers=args.workers, cors=args.cors,
-          stamp_ttl=args.stamp_ttl, **options)
+    try:
+        serve(args.source, host=args.host, port=args.port, workers=args.workers,
+              cors=args.cors, stamp_ttl=args.stamp_ttl, **options)
+    except SystemExit as end:  # uvicorn's way of saying it could not start
+        if end.code:
+            raise OptionError(f"the server did not start on {args.host}:{args.port} "
+                              "(the reason is logged above)") from None
     return EXIT_OK
 
 
