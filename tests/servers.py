@@ -65,7 +65,10 @@ class Fault:
     (close the connection with a TCP RST, no answer), ``"slow"`` (wait ``delay``
     seconds, then answer normally), ``"truncate"`` (the real headers, ``Content-Length``
     included, then half the body and a close), ``"short"`` (half the body with a
-    matching ``Content-Length``: a server that lies).
+    matching ``Content-Length``: a server that lies), ``"whole"`` (a ranged GET answered
+    ``200`` with the whole object: a server that ignores ``Range``), ``"later"`` (a
+    ranged GET answered ``206`` with the range one byte later, its ``Content-Range``
+    saying so).
     """
 
     kind: str
@@ -215,7 +218,12 @@ class LoopbackServer:
                 return
             if fault is not None and fault.kind == "slow":
                 self._stopping.wait(min(fault.delay, MAX_DELAY))
-            status, headers, payload = self.upstream(h.command, h.path, dict(h.headers), body)
+            sent = dict(h.headers)
+            if fault is not None and fault.kind in ("whole", "later"):
+                asked = sent.pop("Range", None) or sent.pop("range", None)
+                if fault.kind == "later" and asked is not None:
+                    sent["Range"] = _later(asked)
+            status, headers, payload = self.upstream(h.command, h.path, sent, body)
             if fault is not None and fault.kind in ("truncate", "short") and len(payload) > 1:
                 cut = payload[: len(payload) // 2]
                 if fault.kind == "short":
@@ -229,6 +237,15 @@ class LoopbackServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+
+def _later(spec: str) -> str:
+    """A ``Range`` header's first range moved one byte on (suffix ranges as they are)."""
+    unit, _, first = spec.partition("=")
+    start, _, end = first.split(",")[0].strip().partition("-")
+    if not start:
+        return spec
+    return f"{unit}={int(start) + 1}-{int(end) + 1 if end else ''}"
 
 
 def _read_body(h: BaseHTTPRequestHandler) -> bytes:

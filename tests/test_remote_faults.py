@@ -16,11 +16,13 @@ each fault class does, measured here with ``max_retries=2``:
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 from servers import FIXTURES, Fault, assert_same_read, s3_options, s3_url
 
 from moczarr_store import ChunkReadError, HiveWarning, MocHiveStore
@@ -112,3 +114,27 @@ def test_a_lying_server_cut_body_is_an_error_not_short_data(fault_proxy, name, g
     cut = next(e for e in fault_proxy.log if e.fault == "short")
     leaf_key = cut.path.split(f"/{name}/", 1)[1]
     assert leaf_key in str(caught.value)
+
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("whole", "non-partial response when range requested"),
+    ("later", r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)"),
+])
+def test_a_server_answering_another_range_is_an_error_not_shifted_bytes(fault_proxy, kind,
+                                                                        message):
+    """``chunking="inner"`` reads inner chunks by range: a server that ignores ``Range``
+    (the whole object, ``200``) or answers another range (its ``Content-Range`` honest)
+    is refused by obstore's response checks, naming the object."""
+    store = MocHiveStore(s3_url("sharded"), chunking="inner",
+                         **s3_options(fault_proxy.url, **FAST_TIMEOUT))
+    array = zarr.open_group(store, mode="r")["atl06/o7/h_mean"]
+    fault_proxy.inject(Fault(kind, match="/h_mean/c/", times=1000))
+    with pytest.raises(ChunkReadError, match=message) as caught:
+        array[:]
+    text = str(caught.value)
+    assert re.match(r"reading \S+\.zarr/run-[0-9a-f-]+/7/h_mean/c/0 from s3://\S+: \w", text)
+    assert text.count(" from s3://") == 1  # the object named once
+    if kind == "later":
+        start, end, got_start, got_end = map(int, re.search(message, text).groups())
+        assert (got_start, got_end) == (start + 1, end + 1)

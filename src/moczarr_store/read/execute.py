@@ -38,6 +38,7 @@ from ..errors import (
     ChunkReadError,
     HiveFormatError,
     LeafSchemaError,
+    ObjectReadError,
     OutsideRootError,
     TruncatedChunkError,
 )
@@ -440,6 +441,8 @@ async def _read_sized(
         return await session.backend.get_sized(key, byte_range)
     except (TruncatedChunkError, ChunkReadError, OutsideRootError):
         raise
+    except ObjectReadError as err:  # it names the object already
+        raise ChunkReadError(str(err)) from err
     except Exception as err:
         raise ChunkReadError(f"reading {key} from {session.backend}: {err}") from err
 
