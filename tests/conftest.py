@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,26 @@ def hive_copy(tmp_path):
         return Path(shutil.copytree(FIXTURES / name, tmp_path / name))
 
     return copy
+
+
+def grown_after_open(root: Path, aside: Path) -> Callable[[], None]:
+    """``root`` (a copy of ``pyramid1_resweep``) as it was before zagg's second run added
+    leaf ``444112`` (between ``444111`` and ``444211`` in domain order, so every chunk after
+    it moves one node on); returns what lands that leaf again, as the run did: the leaf
+    (kept meanwhile in directory ``aside``), then its coverage entry."""
+    leaf = root / "4/4/4/1/1/2/444112.zarr"
+    kept = shutil.move(leaf, aside / "444112.zarr")
+    moc = root / "coverage.moc"
+    after = moc.read_text()
+    before = json.loads(after)
+    before["ranges"] = [["444111", "444111"], ["444211", "444211"]]
+    moc.write_text(json.dumps(before))
+
+    def land() -> None:
+        shutil.move(kept, leaf)
+        moc.write_text(after)
+
+    return land
 
 
 def assert_values(got: np.ndarray, want: np.ndarray, name: object) -> None:

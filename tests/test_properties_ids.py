@@ -409,3 +409,20 @@ def test_garbage_payload_raises_only_value_error(payload):
     env = json.loads(payload)
     assert env["spec"] == "morton-moc/1" and env["encoding"] == "ranges" and env["order"] == 3
     assert got.dtype == np.uint64
+
+
+@SETTINGS
+@given(st.sets(st.integers(0, 2**64 - 1), max_size=200),
+       st.sets(st.integers(0, 2**20), max_size=50))
+def test_node_ranks_pickle_as_runs_and_come_back_exactly(scattered, dense):
+    """A pickled level's node ranks travel as runs (a covered region is a few runs):
+    ascending unique ranks, scattered anywhere in uint64 or in long consecutive stretches,
+    come back with their values and dtype."""
+    from moczarr_store.hive.level import ranks_to_runs, runs_to_ranks
+
+    stretches = {start + i for start in dense for i in range(start % 7)}
+    ranks = np.array(sorted(scattered | stretches), dtype=np.uint64)
+    starts, lengths = ranks_to_runs(ranks)
+    back = runs_to_ranks(starts, lengths)
+    assert back.dtype == ranks.dtype and back.tolist() == ranks.tolist()
+    assert starts.size == (0 if ranks.size == 0 else 1 + int(np.sum(np.diff(ranks) != 1)))

@@ -7,11 +7,12 @@ import pickle
 import warnings
 
 import dask
+import moczarr
 import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, assert_values, grown_after_open
 from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore
@@ -76,12 +77,19 @@ def test_every_write_is_refused_and_nothing_is_written(hive_copy):
 
 
 def test_pickles_and_compares_by_recipe():
+    """A pickled store is its recipe and the structure it presented (the opened levels:
+    nodes as runs, declared encodings); warm caches (stamps, leaf metadata) do not
+    travel, and the copy opens without a request."""
     store = MocHiveStore(BARE, verify="open")
-    xr.open_zarr(store, group="atl06/o7").load()  # warm caches must not travel
+    assert len(pickle.dumps(store)) < 1000  # not opened: the recipe alone
+    xr.open_zarr(store, group="atl06/o7").load()
     clone = pickle.loads(pickle.dumps(store))
     assert clone == store == MocHiveStore(BARE, verify="open")
     assert store != MocHiveStore(BARE)
-    assert len(pickle.dumps(store)) < 1000
+    assert len(pickle.dumps(store)) < 16_384
+    xr.open_zarr(clone, group="atl06/o7")
+    assert clone.request_stats.total == 0
+    assert len(store.session.leaves) > 0 and len(clone.session.leaves) == 0
     assert dask.base.tokenize(store) == dask.base.tokenize(clone)
     a = xr.open_zarr(store, group="atl06/o7")
     b = xr.open_zarr(MocHiveStore(BARE, verify="open"), group="atl06/o7")
@@ -108,3 +116,27 @@ def test_dask_distributed_local_cluster_two_processes():
         morton = ds["morton"].max().compute()
     assert int(got) == int(expected) > 0
     assert int(morton) == int(np.max(ds["morton"].values))
+
+
+def test_a_dask_worker_reads_what_the_client_opened_after_the_hive_grew(hive_copy, tmp_path):
+    """A store sent to another process maps each key to the node the sender's view did:
+    the leaf a writer adds meanwhile shifts the nodes after it by one chunk, which a view
+    opened afresh there would serve in the next leaf's place."""
+    import distributed
+
+    root = hive_copy("pyramid1_resweep")
+    land = grown_after_open(root, tmp_path)
+    want = moczarr.open_hive(str(root))
+    with (
+        distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                 dashboard_address=None) as cluster,
+        distributed.Client(cluster),
+    ):
+        ds = xr.open_zarr(MocHiveStore(root), group="atl06/o7", chunks={"cells": 16})
+        land()
+        got = ds.compute()  # each chunk read on a worker, by a store unpickled there
+    assert got.sizes["cells"] == want.sizes["cells"] == 32
+    for name in [*want.data_vars, "morton"]:
+        assert got[name].dtype == want[name].dtype, name
+        assert_values(got[name].values, want[name].values, name)
+    assert xr.open_zarr(MocHiveStore(root), group="atl06/o7").sizes["cells"] == 48  # landed

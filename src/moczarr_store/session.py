@@ -4,7 +4,8 @@ A session is built from a backend and :class:`~moczarr_store.options.OpenOptions
 from a store); a store and its read-only copies share one. It opens the hive once
 (concurrent first requests share the open), reads overview levels when a path first needs
 them (``ensure_levels``), and adds each to the view without rebuilding the others.
-Never pickled: an unpickled store starts a session of its own.
+Never pickled: an unpickled store starts a session of its own, which adopts the hive as
+the pickled one presented it (:meth:`HiveSession.snapshot`).
 """
 
 from __future__ import annotations
@@ -68,6 +69,25 @@ class HiveSession:
         if self._view is None:
             raise RuntimeError("the session has not been opened: await ensure_levels() first")
         return self._view
+
+    def snapshot(self) -> Hive | None:
+        """The hive as this session presents it (``None`` before it opened): what an
+        unpickled copy of the store :meth:`adopt` s, so that a process it is sent to
+        (a dask worker) maps every key to the objects this one does."""
+        return self._hive
+
+    def adopt(self, hive: Hive) -> None:
+        """Present ``hive`` (a :meth:`snapshot` from another process) as this session's
+        opened hive: the same levels, nodes and declared encodings, whatever the hive
+        holds now (a writer may have added leaves since; they are not in this view). Leaf
+        stamps are read afresh, as any new session reads them. No request."""
+        opts = self.options
+        self._view = View(hive, opts.view_attrs(), opts.chunking, opts.geometry)
+        self._hive = hive
+        self._opened.put(None, None)
+        for product in hive.products:
+            for level in product.levels:
+                remember_template(self, level)
 
     async def ensure_levels(self, path: str | None = "") -> View:
         """The view, with every level node ``path`` needs read (``""``: all of them, for

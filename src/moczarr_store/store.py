@@ -8,6 +8,7 @@ its caches and its view. See ``ARCHITECTURE.md`` beside this module for one key'
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -162,6 +163,7 @@ class MocHiveStore(Store):
             "options": self.options,
             "read_only": self.read_only,
             "source": self._source if self.backend.url is None else self.backend.url,
+            "hive": self.session.snapshot(),
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -180,6 +182,8 @@ class MocHiveStore(Store):
             follow_links=backend.follow_links,
             storage_options=backend.options,
         )
+        if state.get("hive") is not None:  # what the pickled store presented, kept
+            self.session.adopt(copy.deepcopy(state["hive"]))  # copy.copy shares the state
 
     def with_read_only(self, read_only: bool = False) -> MocHiveStore:
         if not read_only:

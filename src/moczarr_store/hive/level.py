@@ -30,6 +30,22 @@ PATHS_KEPT = 1 << 16  # object paths remembered per level (~10 MB at most)
 WINDOW_COORDINATES = ("window", "window_start", "window_end")
 
 
+def ranks_to_runs(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ascending ranks as runs of consecutive ones: ``(starts, lengths)``. A covered
+    region is a few runs however many nodes it has."""
+    breaks = np.flatnonzero(np.diff(ranks) != 1) + 1
+    starts = ranks[np.concatenate([[0], breaks])] if ranks.size else ranks[:0]
+    lengths = np.diff(np.concatenate([[0], breaks, [ranks.size]])) if ranks.size else ranks[:0]
+    return starts, lengths.astype(np.int64)
+
+
+def runs_to_ranks(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The ranks :func:`ranks_to_runs` was given, with their dtype."""
+    offsets = np.cumsum(lengths) - lengths
+    steps = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
+    return np.repeat(starts, lengths) + steps.astype(starts.dtype)
+
+
 @dataclass(eq=False)  # identity: a level is settled in place, and numpy fields do not compare
 class Level:
     """One cell order of a product: rows are the subtrees of its objects' nodes.
@@ -71,6 +87,20 @@ class Level:
     @property
     def n_nodes(self) -> int:
         return int(self.node_ranks.size)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the kept paths, node ranks as runs (:func:`ranks_to_runs`)."""
+        state = {**self.__dict__, "_paths": {}}
+        for name in ("node_ranks", "uncut_ranks"):
+            if state[name] is not None:
+                state[name] = ranks_to_runs(state[name])
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        for name in ("node_ranks", "uncut_ranks"):
+            if state[name] is not None:
+                state[name] = runs_to_ranks(*state[name])
+        self.__dict__.update(state)
 
     @property
     def depth(self) -> int:
