@@ -11,9 +11,11 @@ import time
 import warnings
 from asyncio import run as sync
 
+import moczarr
 import numpy as np
 import pytest
 import zarr
+from conftest import assert_values, grown_after_open
 from serving import CHUNK, FIXTURES, Served, fetch, obstore_client
 
 from moczarr_store import MocHiveStore
@@ -288,6 +290,25 @@ def test_repointed_leaf_is_seen_within_the_stamp_lifetime(hive_copy):
         assert plan_of(app.state.generations.current().store, CHUNK).object.startswith(
             f"{plan.leaf}/run-repointed-1/"
         )
+
+
+def test_a_client_reads_the_nodes_it_was_shown_after_the_hive_grew(hive_copy, tmp_path):
+    """Every generation keeps the structure the first one opened: a leaf added between two
+    others would otherwise move the chunks after it one node on, under the array metadata
+    a client already holds."""
+    root = hive_copy("pyramid1_resweep")
+    land = grown_after_open(root, tmp_path)
+    want = moczarr.open_hive(str(root))
+    app = create_app(root)
+    with Served(app) as server, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        remote = zarr.open_group(obstore_client(server.url), mode="r")["atl06/o7"]
+        land()
+        app.state.generations.expire()
+        for name in [*want.data_vars, "morton"]:
+            assert_values(remote[name][:], want[name].values, name)
+        assert app.state.generations.count == 2
+    assert zarr.open_group(MocHiveStore(root), mode="r")["atl06/o7/count"].shape == (48,)
 
 
 def test_unchanged_leaf_keeps_its_tag_across_generations():

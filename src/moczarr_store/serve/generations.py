@@ -3,22 +3,27 @@
 A leaf's commit stamp names the ``run-*`` version its bytes live in, and a store caches
 the stamps it read for its lifetime. The server therefore serves each request from one
 *generation*, a :class:`MocHiveStore` that it replaces with a fresh one (new session,
-empty caches, the hive opened again on first use) once ``stamp_ttl`` seconds have passed
-since the generation began. So:
+empty caches) once ``stamp_ttl`` seconds have passed since the generation began. So:
 
 - a leaf re-pointed at time ``T`` is served from its new version by ``T + stamp_ttl`` at
   the latest;
 - a request uses one generation throughout (its plan, the size and the bytes of one
   chunk come from one stamp), so a chunk never mixes versions;
 - ``Cache-Control: max-age`` is what is left of the serving generation's lifetime, so a
-  client's cached copy is never kept past the point where the server itself may change.
+  client's cached copy is never kept past the point where the server itself may change;
+- the structure the server first opened (levels, their nodes and declared encodings) is
+  kept by every later generation: a client holding an array's metadata reads each chunk
+  from the node it named then. A leaf a writer adds (between two others in domain order,
+  it would shift every chunk after it) is served after a restart.
 
-Cost: each generation opens the hive once (a constant number of requests) and reads each
-leaf stamp again the first time one of its chunks is asked for.
+Cost: the first generation opens the hive (a constant number of requests); each later one
+copies its structure (no request) and reads each leaf stamp again the first time one of
+its chunks is asked for.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable
@@ -71,7 +76,11 @@ class Generations:
         """The generation to serve a request from, starting a new one if it expired."""
         now = self._clock()
         if now >= self._current.expires:
-            self._current = Generation(self._make(), now + self.stamp_ttl)
+            fresh = self._make()
+            shown = self._current.store.session.snapshot()
+            if shown is not None:  # what clients were shown stays: only the stamps renew
+                fresh.session.adopt(copy.deepcopy(shown))
+            self._current = Generation(fresh, now + self.stamp_ttl)
             self.count += 1
         return self._current
 
