@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import pickle
 import shutil
 import time
 import warnings
@@ -21,8 +22,10 @@ from serving import CHUNK, FIXTURES, Served, fetch, obstore_client
 from moczarr_store import MocHiveStore
 from moczarr_store.read.plan import Absent, LeafRead, plan_key
 from moczarr_store.serve import create_app
+from moczarr_store.serve.env import VIEW, app_from_env, to_env
 from moczarr_store.serve.generations import Generations
 from moczarr_store.serve.protocol import UNSATISFIABLE, Span, byte_range
+from moczarr_store.serve.run import opened_view
 
 
 def plan_of(store: MocHiveStore, key: str) -> LeafRead:
@@ -309,6 +312,27 @@ def test_a_client_reads_the_nodes_it_was_shown_after_the_hive_grew(hive_copy, tm
             assert_values(remote[name][:], want[name].values, name)
         assert app.state.generations.count == 2
     assert zarr.open_group(MocHiveStore(root), mode="r")["atl06/o7/count"].shape == (48,)
+
+
+def test_workers_present_the_view_the_command_opened(hive_copy, tmp_path):
+    """``serve --workers N`` opens the hive once and hands every worker that view (a file
+    named in the environment); a worker opening the hive at its own first request, after
+    a writer added a leaf, would move the chunks after it one node on."""
+    root = hive_copy("pyramid1_resweep")
+    land = grown_after_open(root, tmp_path)
+    want = moczarr.open_hive(str(root))
+    view = tmp_path / "view.pickle"
+    view.write_bytes(pickle.dumps(opened_view(str(root), {})))
+    land()
+    env = to_env(str(root))
+    with Served(app_from_env({**env, VIEW: str(view)})) as server, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        remote = zarr.open_group(obstore_client(server.url), mode="r")["atl06/o7"]
+        for name in [*want.data_vars, "morton"]:
+            assert_values(remote[name][:], want[name].values, name)
+    with Served(app_from_env(env)) as server:  # no view: the hive as it is now
+        assert zarr.open_group(obstore_client(server.url), mode="r")["atl06/o7/count"].shape == (
+            48,)
 
 
 def test_unchanged_leaf_keeps_its_tag_across_generations():

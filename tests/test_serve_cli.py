@@ -8,6 +8,7 @@ import sys
 import urllib.request
 import warnings
 from asyncio import run as sync
+from pathlib import Path
 
 import psutil
 from benchmarks import serve_load
@@ -65,14 +66,20 @@ def test_serves_on_loopback_with_an_access_log(tmp_path):
 
 
 def test_several_workers(tmp_path):
-    """Each worker process builds its own app from the environment."""
+    """Each worker process builds its own app from the environment, presenting the hive
+    the command opened (a file they all read)."""
     hive = FIXTURES / "bare_versioned"
     with serve_load.served(hive, "--workers", "2", log=tmp_path / "log") as (url, pid):
         for _ in range(4):
             assert get(f"{url}/{CHUNK}") == local_bytes(hive, CHUNK)
             assert get(f"{url}/zarr.json") == local_bytes(hive, "zarr.json")
-        workers = psutil.Process(pid).children(recursive=True)
-        assert sum("multiprocessing" in " ".join(p.cmdline()) for p in workers) >= 2
+        workers = [p for p in psutil.Process(pid).children(recursive=True)
+                   if "multiprocessing" in " ".join(p.cmdline())]
+        assert len(workers) >= 2
+        views = {p.environ().get("MOCZARR_STORE_VIEW") for p in workers}  # the one they adopt
+        (view,) = views
+        assert view is not None and Path(view).is_file()
+    assert not Path(view).exists()  # removed when the server stops
 
 
 def test_short_load_test():

@@ -6,12 +6,16 @@ worker, ``moczarr-store serve --workers N``).
 ``MOCZARR_STORE_VERIFY``, ``MOCZARR_STORE_WINDOW``, ``MOCZARR_STORE_CORS`` (origins
 separated by spaces or commas), ``MOCZARR_STORE_STAMP_TTL`` (seconds),
 ``MOCZARR_STORE_STORAGE_OPTIONS`` (JSON; ``moczarr-store serve --workers N`` passes its
-storage options this way; obstore also reads its own ``AWS_*``, ... variables).
+storage options this way; obstore also reads its own ``AWS_*``, ... variables),
+``MOCZARR_STORE_VIEW`` (a file holding the pickled hive every worker presents, written
+by ``moczarr-store serve --workers N``, which opened it once: the workers then agree on
+what each key names; a pickle, so only a file of that command).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,9 +24,11 @@ from starlette.applications import Starlette
 
 from ..errors import OptionError
 from ..storage import from_json, to_json
+from ..store import MocHiveStore
 from .app import create_app
 
 PREFIX = "MOCZARR_STORE_"
+VIEW = f"{PREFIX}VIEW"
 _STORE_OPTIONS = ("chunking", "verify", "window")
 
 
@@ -60,6 +66,10 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
     cors = [o for o in re.split(r"[\s,]+", environ.get(f"{PREFIX}CORS", "")) if o]
     if storage := environ.get(f"{PREFIX}STORAGE_OPTIONS"):
         options["storage_options"] = from_json(storage)
-    if ttl := environ.get(f"{PREFIX}STAMP_TTL"):
-        options["stamp_ttl"] = ttl
-    return create_app(source, cors=cors, **options)
+    ttl: dict[str, Any] = {"stamp_ttl": t} if (t := environ.get(f"{PREFIX}STAMP_TTL")) else {}
+    if not (view := environ.get(VIEW)):
+        return create_app(source, cors=cors, **ttl, **options)
+    store = MocHiveStore(source, **options)
+    with open(view, "rb") as kept:
+        store.session.adopt(pickle.load(kept))
+    return create_app(store, cors=cors, **ttl)

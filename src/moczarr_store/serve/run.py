@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
+import tempfile
 from collections.abc import Iterable
 from typing import Any
 
 import uvicorn
+from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
+from ..hive.roster import Hive
+from ..store import MocHiveStore
 from .app import create_app
-from .env import to_env
+from .env import VIEW, to_env
 from .protocols import http_protocol
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -45,5 +50,19 @@ def serve(
         app = create_app(source, cors=cors, **ttl, **store_options)
         uvicorn.run(app, **common)
         return
-    os.environ.update(to_env(source, cors=cors, stamp_ttl=stamp_ttl, **store_options))
-    uvicorn.run("moczarr_store.serve:app_from_env", factory=True, workers=workers, **common)
+    with tempfile.TemporaryDirectory(prefix="moczarr-store-") as kept:
+        view = os.path.join(kept, "view.pickle")  # read by every worker, restarted ones too
+        with open(view, "wb") as out:
+            pickle.dump(opened_view(source, store_options), out)
+        env = to_env(source, cors=cors, stamp_ttl=stamp_ttl, **store_options)
+        os.environ.update({**env, VIEW: view})
+        uvicorn.run("moczarr_store.serve:app_from_env", factory=True, workers=workers, **common)
+
+
+def opened_view(source: str, store_options: dict[str, Any]) -> Hive:
+    """The hive with every level read, as the workers will all present it: each opens
+    nothing itself, so a leaf a writer adds between two workers' first requests cannot
+    give them different views. Cost: the open and every level's schema, once."""
+    store = MocHiveStore(source, **store_options)
+    sync(store.session.ensure_levels(""))
+    return store.session.hive
