@@ -310,9 +310,10 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
         assert await all_keys(store) == before
 
     async def test_read_only_pickle(self, store: MocHiveStore) -> None:
-        """A pickled store is equal, small, and reads the same bytes."""
+        """A pickled store is equal, small (its recipe and, once opened, the structure it
+        presents), and reads the same bytes."""
         payload = pickle.dumps(store)
-        assert len(payload) < 2_000
+        assert len(payload) < 16_384
         new_store = pickle.loads(payload)
         assert new_store == store
         assert hash(new_store) == hash(store)
