@@ -71,9 +71,9 @@ class HiveSession:
         return self._view
 
     def snapshot(self) -> Hive | None:
-        """The hive as this session presents it (``None`` before it opened): what an
-        unpickled copy of the store :meth:`adopt` s, so that a process it is sent to
-        (a dask worker) maps every key to the objects this one does."""
+        """The hive as this session presents it (``None`` before it opened), for an
+        unpickled copy of the store to :meth:`adopt`: a process it is sent to (a dask
+        worker) then maps every key to the objects this one does."""
         return self._hive
 
     def adopt(self, hive: Hive) -> None:
