@@ -139,6 +139,35 @@ def test_without_checksums_a_changed_object_reads(tmp_path):
     assert_same(icechunk_values(out, local_access(hive)), store_values(hive))
 
 
+def _unchecked_warnings(export) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export()
+    return [str(w.message) for w in caught if "unversioned leaves" in str(w.message)]
+
+
+def test_references_into_objects_rewritten_in_place_warn_where_nothing_checks_them(tmp_path):
+    """An unversioned leaf is rewritten in place by a later run: kerchunk JSON (or Icechunk
+    without checksums) would then hand a reader other bytes at the same ranges, unchecked.
+    One warning names those objects; run-* versions never change, and Icechunk's checksums
+    refuse a changed object."""
+    legacy = FIXTURES / "legacy"
+    (message,) = _unchecked_warnings(
+        lambda: export_refs(legacy, "kerchunk-json", tmp_path / "a.json"))
+    assert message.startswith("12 referenced object(s) belong to unversioned leaves, which a "
+                              "later run rewrites in place (-4/1/1/3/3/1/-411331.zarr/7/count/")
+    assert "kerchunk JSON has no checksum" in message
+    (message,) = _unchecked_warnings(
+        lambda: export_refs(legacy, "icechunk", tmp_path / "b", checksums=False))
+    assert "--no-checksums" in message
+    assert not _unchecked_warnings(lambda: export_refs(legacy, "icechunk", tmp_path / "c"))
+    assert not _unchecked_warnings(
+        lambda: export_refs(FIXTURES / "bare_versioned", "kerchunk-json", tmp_path / "d.json"))
+    report = export_refs(FIXTURES / "legacy_versioned", "mdim-refs", tmp_path / "e.sqlite")
+    counts = report.counts
+    assert 0 < counts["chunks_referenced_rewritable"] < counts["chunks_referenced"]
+
+
 @pytest.mark.parametrize("fmt", ["kerchunk-json", "icechunk"])
 def test_remap_to_a_local_copy_reads_there(tmp_path, fmt):
     first = shutil.copytree(FIXTURES / "windowed", tmp_path / "a" / "hive")

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from ..errors import OptionError
+from ..diagnostics import first_names
+from ..errors import HiveWarning, OptionError
 from ..options import REFERENCE_CHUNKINGS
 from ..verify import public_source
 from .collect import Collected, collect, published
@@ -120,6 +122,7 @@ async def export_refs_async(
         raise OptionError("an export needs the hive's URL (not an obstore store instance)")
     start = time.perf_counter()
     collected: Collected = await collect(store.session, backend.url, groups, progress, relayout)
+    _warn_unchecked(collected, format, checksums)
     publish = published(rules)
     report = ExportReport(format, out, public_source(backend.url), str(collected.chunking),
                           collected.counts(), collected.layouts, rules, checksums)
@@ -140,6 +143,21 @@ async def export_refs_async(
     report.bytes_on_disk = _disk_size(out)
     report.problems = store.session.problems.lines()
     return report
+
+
+def _warn_unchecked(collected: Collected, format: str, checksums: bool) -> None:
+    """One :class:`HiveWarning` when references name objects a later run rewrites in place
+    (unversioned leaves) and the format records no checksum a reader would compare: such a
+    reader would then get other bytes at the referenced ranges."""
+    rewritable = collected.rewritable()
+    if not rewritable or (format != "kerchunk-json" and checksums):
+        return
+    why = "kerchunk JSON has no checksum" if format == "kerchunk-json" else "--no-checksums"
+    warnings.warn(HiveWarning(
+        f"{len(rewritable)} referenced object(s) belong to unversioned leaves, which a later "
+        f"run rewrites in place ({first_names(rewritable)}); {why}, so a reader of the "
+        "references would then read other bytes, unchecked: export again after such a run, "
+        "or export to icechunk with checksums"), stacklevel=3)
 
 
 def export_refs(

@@ -84,6 +84,7 @@ class Chunk:
     data: bytes | None = None
     # a whole shard in order: its payload as one range ((offset, length); (): no inner chunk)
     payload: tuple[int, ...] | None = None
+    rewritable: bool = False  # a reference into an object rewritten in place (no run-* version)
 
 
 @dataclass
@@ -119,6 +120,11 @@ class Collected:
     sources: dict[str, ObjectStat] = field(default_factory=dict)  # object key -> stat
     layouts: dict[str, str] = field(default_factory=dict)  # group -> "leaf"/"shard" (auto)
 
+    def rewritable(self) -> list[str]:
+        """The objects referenced that a later run rewrites in place, sorted."""
+        return sorted({c.source for a in self.arrays.values() for c in a.chunks
+                       if c.rewritable and c.source is not None})
+
     def url(self, key: str) -> str:
         """The source URL of hive-relative object ``key``."""
         return self.root + key
@@ -131,6 +137,7 @@ class Collected:
             "arrays": len(self.arrays),
             "groups": len(self.groups),
             "chunks_referenced": len(refs),
+            "chunks_referenced_rewritable": sum(c.rewritable for c in refs),
             "chunks_inline": len(inline),
             "bytes_referenced": sum(c.length for c in refs),
             "bytes_inline": sum(len(c.data or b"") for c in inline),
@@ -251,7 +258,7 @@ async def _relayout(session: HiveSession, out: Collected,
 def _leaf_ref(chunk: Chunk) -> Chunk:
     """A whole shard's reference in the leaf layout: its payload range."""
     offset, length = chunk.payload or ()
-    return Chunk(chunk.coords, "ref", chunk.source, offset, length)
+    return Chunk(chunk.coords, "ref", chunk.source, offset, length, rewritable=chunk.rewritable)
 
 
 def _fabricated(array: FabricatedArray, refs: ArrayRefs, progress: Any) -> None:
@@ -316,6 +323,17 @@ async def _chunk(
         return None
     if isinstance(plan, Recode):  # variable-length values encoded anew: no object holds them
         return await _inline(session, plan, coords, "recoded")
+    chunk = await _referenced(session, plan, coords, sources, relayout)
+    if chunk is not None and chunk.info == "ref":
+        chunk.rewritable = not plan.immutable
+    return chunk
+
+
+async def _referenced(
+    session: HiveSession, plan: LeafRead, coords: tuple[int, ...],
+    sources: AsyncCache[Source | None], relayout: bool,
+) -> Chunk | None:
+    """A leaf chunk as a reference into its object, or inline where it cannot be one."""
     same = await encoded_as_declared(session, plan)
     if not same:  # None: no such array in the leaf version (read, and reported, as missing)
         return await _inline(session, plan, coords, "transcoded")
