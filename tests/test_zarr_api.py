@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES, assert_values, grown_after_open
+from conftest import FIXTURES, assert_values, fixture_roots, grown_after_open
+from hostile import pristine, pristine_references
 from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore
@@ -140,3 +141,30 @@ def test_a_dask_worker_reads_what_the_client_opened_after_the_hive_grew(hive_cop
         assert got[name].dtype == want[name].dtype, name
         assert_values(got[name].values, want[name].values, name)
     assert xr.open_zarr(MocHiveStore(root), group="atl06/o7").sizes["cells"] == 48  # landed
+
+
+@pytest.mark.parametrize("chunking", ["leaf", 2])
+@pytest.mark.parametrize("name", [root.name for root in fixture_roots()])
+def test_an_unpickled_store_reads_every_group_as_moczarr(name, chunking):
+    """The view an unpickled store adopts (every level of every product, windows, pyramids,
+    columns, mixed writers) reads as moczarr reads the hive, values and dtypes, and opens
+    with no request."""
+    store = MocHiveStore(FIXTURES / name, chunking=chunking)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # debris in some fixtures is reported elsewhere
+        asyncio.run(store.view())
+        clone = pickle.loads(pickle.dumps(store))
+        root = zarr.open_group(clone, mode="r")
+        assert len(list(root.members(max_depth=None))) > 0
+        assert clone.request_stats.total == 0  # the hierarchy, with no request
+        for group in pristine(name).groups:
+            morton = root[f"{group.path}/morton"][...]
+            for position, window in enumerate(group.windows or (None,)):
+                ref = pristine_references(name)[(group.path, window)]
+                rows = np.flatnonzero(np.isin(morton, ref.morton))
+                np.testing.assert_array_equal(morton[rows], ref.morton)
+                for field, want in ref.values.items():
+                    got = root[f"{group.path}/{field}"][...]
+                    assert got.dtype == want.dtype, field
+                    got = got[position] if group.windows else got
+                    assert_values(got[rows], want, field)
