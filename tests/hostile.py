@@ -1204,6 +1204,8 @@ def examples() -> tuple[Case, ...]:
         _case("legacy", chunk, ("444113.zarr/7/h_mean/c/0",), keep=30),
         _case("sharded", chunk, sharded, keep=200, chunking="shard"),
         _case("ragged", chunk, ("44411.zarr/", "h_tdigest/c/0"), keep=60),
+        # a zstd chunk passed through as it is (its leaf the only one, so the template)
+        _case("mixed", chunk, ("-411331.zarr/7/h_mean/c/0",), keep=39, aoi="-411331"),
         _case("sharded", "shard-index", sharded, entry=3, lie="wrap", fix_crc=True),
         _case("sharded", "shard-index", sharded, entry=1, lie="zero-length", fix_crc=True,
               chunking="inner"),

@@ -45,6 +45,7 @@ class ChunkCheck:
     index_crc: bool = False
     inner_nbytes: int | None = None  # size of an uncompressed inner chunk
     inner_fill: bytes = b""  # the bytes of an inner chunk of fill values
+    zstd_nbytes: int | None = None  # decoded size of a plain chunk compressed with zstd
 
     @property
     def index_nbytes(self) -> int:
@@ -65,6 +66,9 @@ def chunk_check(meta: dict) -> ChunkCheck:
     if len(codecs) == 1 and codecs[0].get("name") == "bytes":
         size = _itemsize(meta.get("data_type"))
         return ChunkCheck(nbytes=None if size is None else size * math.prod(chunk_shape))
+    if [c.get("name") for c in codecs] == ["bytes", "zstd"]:
+        size = _itemsize(meta.get("data_type"))
+        return ChunkCheck(zstd_nbytes=None if size is None else size * math.prod(chunk_shape))
     if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
         conf = codecs[0].get("configuration", {})
         inner = conf.get("chunk_shape") or chunk_shape
@@ -276,6 +280,66 @@ def check_chunk(data, check: ChunkCheck, byte_range, key: str, size: int | None 
             f"{key}: an uncompressed chunk of {check.nbytes} bytes was expected, the object "
             f"has {size_read}"
         )
+    if byte_range is None and check.zstd_nbytes is not None:
+        try:
+            sizes = zstd_frames(memoryview(data).cast("B"))
+        except ValueError as err:
+            raise TruncatedChunkError(f"{key}: not whole zstd frames ({err})") from None
+        known = [n for n in sizes if n is not None]
+        if len(known) == len(sizes) and sum(known) != check.zstd_nbytes:
+            raise TruncatedChunkError(f"{key}: its zstd frames hold {sum(known)} bytes, a "
+                                      f"chunk {check.zstd_nbytes}")
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def zstd_frames(data: memoryview) -> list[int | None]:
+    """The decoded size each zstd frame of ``data`` records (``None``: not recorded),
+    walking the frame headers and block headers (RFC 8878) without decoding: ``data`` must
+    end where its last frame does. ``ValueError`` saying why not (cut short, extra bytes, a
+    reserved block type). Skippable frames are stepped over. Cost: O(blocks)."""
+    sizes: list[int | None] = []
+    at, end = 0, len(data)
+
+    def take(n: int) -> int:
+        nonlocal at
+        if at + n > end:
+            raise ValueError(f"cut short at byte {end}, {at + n} needed")
+        value = int.from_bytes(data[at : at + n], "little")
+        at += n
+        return value
+
+    while at < end:
+        magic = take(4)
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame
+            at += take(4)
+            if at > end:
+                raise ValueError(f"a skippable frame runs past byte {end}")
+            continue
+        if magic.to_bytes(4, "little") != _ZSTD_MAGIC:
+            raise ValueError(f"no frame starts at byte {at - 4}")
+        descriptor = take(1)
+        fcs_flag, single = descriptor >> 6, (descriptor >> 5) & 1
+        if descriptor & 0x08:
+            raise ValueError("a reserved frame header bit is set")
+        at += (0 if single else 1) + (0, 1, 2, 4)[descriptor & 3]
+        fcs_bytes = (1 if single else 0, 2, 4, 8)[fcs_flag]
+        size = take(fcs_bytes) if fcs_bytes else None
+        sizes.append(size + 256 if size is not None and fcs_bytes == 2 else size)
+        last = False
+        while not last:
+            header = take(3)
+            last, kind, length = bool(header & 1), (header >> 1) & 3, header >> 3
+            if kind == 3:
+                raise ValueError("a block of the reserved type")
+            at += 1 if kind == 1 else length
+            if at > end:
+                raise ValueError(f"a block runs past byte {end}")
+        at += 4 if descriptor & 0x04 else 0  # the content checksum
+        if at > end:
+            raise ValueError(f"cut short at byte {end}")
+    return sizes
 
 
 def shard_entries(data, check: ChunkCheck, key: str) -> np.ndarray:
