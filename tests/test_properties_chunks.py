@@ -158,7 +158,7 @@ def test_a_zstd_chunk_is_whole_frames_or_refused_naming_it(raw, level, checksum,
     frame = zstandard.ZstdCompressor(level=level, write_checksum=checksum,
                                      write_content_size=size_known).compress(raw)
     stored = frame * frames
-    check = ChunkCheck(zstd_nbytes=len(raw) * frames)
+    check = ChunkCheck(compressor="zstd", decoded_nbytes=len(raw) * frames)
     check_chunk(stored, check, None, KEY)  # as written: passes
     assert zstandard.ZstdDecompressor().decompressobj().decompress(stored)[: len(raw)] == raw
     cut = stored[: -data.draw(st.integers(1, len(stored)))]
@@ -171,3 +171,24 @@ def test_a_zstd_chunk_is_whole_frames_or_refused_naming_it(raw, level, checksum,
     except ValueError:
         with pytest.raises(TruncatedChunkError, match=KEY):
             check_chunk(stored + extra, check, None, KEY)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(min_size=1, max_size=70_000), st.sampled_from(["zstd", "lz4", "blosclz"]),
+       st.integers(0, 2), st.data())
+def test_a_blosc_chunk_is_its_header_s_size_or_refused_naming_it(raw, cname, shuffle, data):
+    """A plain chunk compressed with blosc: its header's compressed size must be the
+    object's, its decoded size the chunk's."""
+    from numcodecs import Blosc
+
+    stored = bytes(Blosc(cname=cname, shuffle=shuffle).encode(raw))
+    check = ChunkCheck(compressor="blosc", decoded_nbytes=len(raw))
+    check_chunk(stored, check, None, KEY)
+    cut = stored[: -data.draw(st.integers(1, len(stored)))]
+    extra = data.draw(st.binary(min_size=1, max_size=8))
+    for damaged in (cut, stored + extra):
+        with pytest.raises(TruncatedChunkError, match=KEY):
+            check_chunk(damaged, check, None, KEY)
+    with pytest.raises(TruncatedChunkError, match=f"{KEY}: its blosc stream holds"):
+        check_chunk(stored, ChunkCheck(compressor="blosc", decoded_nbytes=len(raw) + 1),
+                    None, KEY)
