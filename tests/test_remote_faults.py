@@ -12,6 +12,8 @@ each fault class does, measured here with ``max_retries=2``:
 - a lying server (body cut, ``Content-Length`` matching): not a transport error;
   the store's chunk checks (uncompressed size, shard index crc32c) raise, naming
   the leaf object.
+- a server answering a ranged GET with the whole object (``200``) or another range:
+  obstore's response checks refuse it; the error names the object.
 """
 
 from __future__ import annotations
@@ -114,7 +116,6 @@ def test_a_lying_server_cut_body_is_an_error_not_short_data(fault_proxy, name, g
     cut = next(e for e in fault_proxy.log if e.fault == "short")
     leaf_key = cut.path.split(f"/{name}/", 1)[1]
     assert leaf_key in str(caught.value)
-
 
 
 @pytest.mark.parametrize(("kind", "message"), [
