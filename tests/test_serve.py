@@ -19,7 +19,7 @@ import zarr
 from conftest import assert_values, grown_after_open
 from serving import CHUNK, FIXTURES, Served, fetch, obstore_client
 
-from moczarr_store import MocHiveStore
+from moczarr_store import MocHiveStore, OptionError
 from moczarr_store.read.plan import Absent, LeafRead, plan_key
 from moczarr_store.serve import create_app
 from moczarr_store.serve.env import VIEW, app_from_env, to_env
@@ -333,6 +333,17 @@ def test_workers_present_the_view_the_command_opened(hive_copy, tmp_path):
     with Served(app_from_env(env)) as server:  # no view: the hive as it is now
         assert zarr.open_group(obstore_client(server.url), mode="r")["atl06/o7/count"].shape == (
             48,)
+
+
+def test_a_view_file_that_cannot_be_read_is_an_error_naming_the_variable(tmp_path):
+    env = to_env(str(FIXTURES / "sharded"))
+    for view, why in ((tmp_path / "gone.pickle", "FileNotFoundError"),
+                      (tmp_path / "empty.pickle", "EOFError")):
+        if why == "EOFError":
+            view.write_bytes(b"")
+        with pytest.raises(OptionError, match=f"MOCZARR_STORE_VIEW='{view}' cannot be read "
+                                              f"\\({why}"):
+            app_from_env({**env, VIEW: str(view)})
 
 
 def test_unchanged_leaf_keeps_its_tag_across_generations():

@@ -70,6 +70,11 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
     if not (view := environ.get(VIEW)):
         return create_app(source, cors=cors, **ttl, **options)
     store = MocHiveStore(source, **options)
-    with open(view, "rb") as kept:
-        store.session.adopt(pickle.load(kept))
+    try:
+        with open(view, "rb") as kept:
+            hive = pickle.load(kept)
+    except (OSError, pickle.UnpicklingError, EOFError) as err:
+        raise OptionError(f"{VIEW}={view!r} cannot be read ({type(err).__name__}: {err}); "
+                          "it is written by moczarr-store serve --workers N") from None
+    store.session.adopt(hive)
     return create_app(store, cors=cors, **ttl)
