@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,6 +47,22 @@ def grown_after_open(root: Path, aside: Path) -> Callable[[], None]:
         moc.write_text(after)
 
     return land
+
+
+def repoint(root: Path, plan: Any, shift: float) -> None:
+    """Write a new version of ``plan``'s leaf (a ``LeafRead``: its array + ``shift``, the
+    rest copied) and move the leaf's ``current`` pointer to it, as a writer would."""
+    import zarr
+
+    leaf = root / plan.leaf
+    doc = json.loads((leaf / "zarr.json").read_text())
+    old = doc["attributes"]["morton_hive_commit"]["current"]
+    shutil.copytree(leaf / old, leaf / "run-repointed-1")
+    where = plan.meta.removeprefix(f"{plan.leaf}/{old}/").removesuffix("/zarr.json")
+    array = zarr.open_array(str(leaf / "run-repointed-1" / where), mode="r+")
+    array[...] = array[...] + shift
+    doc["attributes"]["morton_hive_commit"]["current"] = "run-repointed-1"
+    (leaf / "zarr.json").write_text(json.dumps(doc))
 
 
 def assert_values(got: np.ndarray, want: np.ndarray, name: object) -> None:

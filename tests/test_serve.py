@@ -7,7 +7,6 @@ import hashlib
 import json
 import logging
 import pickle
-import shutil
 import time
 import warnings
 from asyncio import run as sync
@@ -16,7 +15,7 @@ import moczarr
 import numpy as np
 import pytest
 import zarr
-from conftest import assert_values, grown_after_open
+from conftest import assert_values, grown_after_open, repoint
 from serving import CHUNK, FIXTURES, Served, fetch, obstore_client
 
 from moczarr_store import MocHiveStore, OptionError
@@ -254,20 +253,6 @@ def test_bad_stamp_ttl(ttl):
 
 
 # -- a leaf re-pointed while the server runs ------------------------------------------------------
-
-
-def repoint(root, plan: LeafRead, shift: float) -> None:
-    """Write a new version of ``plan``'s leaf (its array + ``shift``, the rest copied) and
-    move the leaf's ``current`` pointer to it, as a writer would."""
-    leaf = root / plan.leaf
-    doc = json.loads((leaf / "zarr.json").read_text())
-    old = doc["attributes"]["morton_hive_commit"]["current"]
-    shutil.copytree(leaf / old, leaf / "run-repointed-1")
-    where = plan.meta.removeprefix(f"{plan.leaf}/{old}/").removesuffix("/zarr.json")
-    array = zarr.open_array(str(leaf / "run-repointed-1" / where), mode="r+")
-    array[...] = array[...] + shift
-    doc["attributes"]["morton_hive_commit"]["current"] = "run-repointed-1"
-    (leaf / "zarr.json").write_text(json.dumps(doc))
 
 
 def test_repointed_leaf_is_seen_within_the_stamp_lifetime(hive_copy):

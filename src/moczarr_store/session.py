@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
 import numpy as np
 
@@ -55,6 +56,9 @@ class HiveSession:
         self._opened: AsyncCache[None] = AsyncCache(1)
         self._refused: MocHiveError | None = None  # the hive's metadata refused the open
         self._settled: AsyncCache[None] = AsyncCache(1 << 16)
+        # what this session serves (the stamps it keeps) is its own: dask names its arrays
+        # by this, so two sessions' datasets never share a name (and a merged graph a task)
+        self.token = uuid.uuid4().hex
 
     @property
     def hive(self) -> Hive:

@@ -149,7 +149,11 @@ class MocHiveStore(Store):
         return hash((self.backend.url, self.options.verify, self.read_only))
 
     def __dask_tokenize__(self) -> tuple:
-        return (type(self).__name__, *map(repr, self._recipe()))
+        """The recipe and the session: a store and its read-only copies share dask names;
+        another store of the same hive (or an unpickled copy, which reads stamps afresh)
+        may serve other versions of its leaves, so its arrays never share a name, which
+        would let dask compute one for both in a graph that holds them together."""
+        return (type(self).__name__, *map(repr, self._recipe()), self.session.token)
 
     def __repr__(self) -> str:
         """The source (credentials redacted) and the options that change the view; storage
