@@ -17,6 +17,8 @@ import pytest
 import zarr
 from conftest import assert_values, grown_after_open, repoint
 from serving import CHUNK, FIXTURES, Served, fetch, obstore_client
+from zarr.core.array import AsyncArray
+from zarr.storage._common import StorePath
 
 from moczarr_store import MocHiveStore, OptionError
 from moczarr_store.read.plan import Absent, LeafRead, plan_key
@@ -320,6 +322,30 @@ def test_workers_present_the_view_the_command_opened(hive_copy, tmp_path):
             48,)
 
 
+def test_a_sphere_server_restarted_on_a_grown_hive_keeps_its_clients_right(hive_copy, tmp_path):
+    """With ``geometry="sphere"`` a chunk names one node of the sphere whatever the hive
+    covers: a client holding an array's metadata from before a restart on a grown hive
+    reads every node where it was, the added leaf's node now with its values. (With the
+    default geometry the restart moves the chunks after the added leaf one node on.)"""
+    root = hive_copy("pyramid1_resweep")
+    land = grown_after_open(root, tmp_path)
+    with Served(create_app(root, geometry="sphere")) as server:
+        group = zarr.open_group(obstore_client(server.url), mode="r")["atl06/o7"]
+        held = {name: group[name] for name in ("count", "h_max", "morton")}
+    land()
+    want = moczarr.open_hive(str(root))
+    rows = want["cell_ids"].values  # NESTED ids: the row of each cell in a sphere array
+    with Served(create_app(root, geometry="sphere")) as server, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client = obstore_client(server.url)  # the client's URL, now a restarted server
+        for name, array in held.items():
+            got = zarr.Array(AsyncArray(array.metadata, StorePath(client, array.path)))
+            got = got.oindex[rows]
+            assert got.dtype == want[name].dtype, name
+            assert_values(got, want[name].values, name)
+    assert want.sizes["cells"] == 48
+
+
 def test_a_view_file_that_cannot_be_read_is_an_error_naming_the_variable(tmp_path):
     env = to_env(str(FIXTURES / "sharded"))
     for view, why in ((tmp_path / "gone.pickle", "FileNotFoundError"),
@@ -413,10 +439,12 @@ def test_app_from_env():
     from moczarr_store.serve import app_from_env
     from moczarr_store.serve.env import to_env
 
-    env = to_env(str(FIXTURES / "sharded"), cors=["*"], stamp_ttl=7, chunking="inner")
+    env = to_env(str(FIXTURES / "sharded"), cors=["*"], stamp_ttl=7, chunking="inner",
+                 geometry="sphere")
     app = app_from_env(env)
     store = app.state.generations.current().store
     assert (store.chunking, app.state.generations.stamp_ttl) == ("inner", 7.0)
+    assert store.options.geometry == "sphere"
     with Served(app) as server:
         assert fetch(server, "/zarr.json", Origin="http://x")[1][
             "access-control-allow-origin"] == "*"

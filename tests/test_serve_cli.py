@@ -82,6 +82,22 @@ def test_several_workers(tmp_path):
     assert not Path(view).exists()  # removed when the server stops
 
 
+def test_sphere_geometry_reaches_every_worker(tmp_path):
+    """``--geometry sphere`` (chunk indices that survive a restart on a grown hive) is
+    what each worker presents."""
+    hive = FIXTURES / "bare_versioned"
+    with serve_load.served(hive, "--geometry", "sphere", "--workers", "2",
+                           log=tmp_path / "log") as (url, pid):
+        for _ in range(4):
+            root = json.loads(get(f"{url}/zarr.json"))
+            assert root["attributes"]["morton_hive_store"]["geometry"] == "sphere"
+            count = json.loads(get(f"{url}/atl06/o7/count/zarr.json"))
+            assert count["shape"] == [12 * 4**7]  # the sphere's cells at order 7
+        workers = [p for p in psutil.Process(pid).children(recursive=True)
+                   if "multiprocessing" in " ".join(p.cmdline())]
+        assert {p.environ().get("MOCZARR_STORE_GEOMETRY") for p in workers} == {"sphere"}
+
+
 def test_short_load_test():
     """The load test at 20 clients x 10 requests: every answer right."""
     results = serve_load.run(FIXTURES / "sharded", clients=20, requests=10)

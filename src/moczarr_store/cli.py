@@ -27,7 +27,7 @@ from zarr.core.sync import sync  # internal: zarr exports no runner on its event
 
 from .backend import redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
-from .options import CHUNKINGS, REFERENCE_CHUNKINGS, VERIFY_MODES, parse_chunking
+from .options import CHUNKINGS, GEOMETRIES, REFERENCE_CHUNKINGS, VERIFY_MODES, parse_chunking
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
 from .verify import report_lines, verify_hive
@@ -359,6 +359,11 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     serve.add_argument("--verify", choices=VERIFY_MODES, default="lazy")
     serve.add_argument("--window", help="scope windowed products to this window")
     serve.add_argument(
+        "--geometry", choices=GEOMETRIES, default="covered",
+        help="covered: rows are the covered nodes' cells (covered); sphere: every array "
+        "spans the sphere, so a chunk names the same node after a restart on a grown hive",
+    )
+    serve.add_argument(
         "--cors", action="append", default=[], metavar="ORIGIN",
         help="an origin allowed to read ('*': any); repeat for several",
     )
@@ -381,7 +386,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ImportError(f"serve needs the [serve] extra ({err}): "
                           "pip install 'moczarr-store[serve]'") from err
     options: dict[str, Any] = {"chunking": args.chunking, "verify": args.verify,
-                               "window": args.window,
+                               "window": args.window, "geometry": args.geometry,
                                "storage_options": storage_options(args, args.source)}
     store = MocHiveStore(args.source, **options)
     sync(store.session.ensure_levels(None))

@@ -237,8 +237,9 @@ def create_app(
     """An ASGI app serving one hive as a Zarr v3 hierarchy over HTTP.
 
     ``source_or_store``: a path or URL (with ``store_options`` for
-    :class:`~moczarr_store.MocHiveStore`: ``chunking``, ``verify``, ``window``, storage
-    options...) or a ``MocHiveStore`` (its recipe makes each later generation).
+    :class:`~moczarr_store.MocHiveStore`: ``chunking``, ``verify``, ``window``,
+    ``geometry``, storage options...) or a ``MocHiveStore`` (its recipe makes each later
+    generation).
     ``cors``: origins allowed to read (``"*"`` for any). ``stamp_ttl``: seconds a
     generation's stamps are trusted and the longest ``max-age`` sent. ``static_dir``: the
     viewer's files. Nothing is read until the first request; ``app.state.generations``

@@ -3,8 +3,9 @@ factory (``uvicorn --factory moczarr_store.serve:app_from_env``, gunicorn's uvic
 worker, ``moczarr-store serve --workers N``).
 
 ``MOCZARR_STORE_SOURCE`` (required: path or URL), ``MOCZARR_STORE_CHUNKING``,
-``MOCZARR_STORE_VERIFY``, ``MOCZARR_STORE_WINDOW``, ``MOCZARR_STORE_CORS`` (origins
-separated by spaces or commas), ``MOCZARR_STORE_STAMP_TTL`` (seconds),
+``MOCZARR_STORE_VERIFY``, ``MOCZARR_STORE_WINDOW``, ``MOCZARR_STORE_GEOMETRY``,
+``MOCZARR_STORE_CORS`` (origins separated by spaces or commas),
+``MOCZARR_STORE_STAMP_TTL`` (seconds),
 ``MOCZARR_STORE_STORAGE_OPTIONS`` (JSON; ``moczarr-store serve --workers N`` passes its
 storage options this way; obstore also reads its own ``AWS_*``, ... variables),
 ``MOCZARR_STORE_VIEW`` (a file holding the pickled hive every worker presents, written
@@ -29,7 +30,7 @@ from .app import create_app
 
 PREFIX = "MOCZARR_STORE_"
 VIEW = f"{PREFIX}VIEW"
-_STORE_OPTIONS = ("chunking", "verify", "window")
+_STORE_OPTIONS = ("chunking", "verify", "window", "geometry")
 
 
 def to_env(
