@@ -5,8 +5,7 @@ before others in domain order, every chunk after it names the next node on. So w
 holds an array's metadata must read its chunks through the structure it was opened with:
 the store that opened it and its pickled copies (a dask worker) keep that structure; a
 store opened afterwards presents the grown hive. Each is checked against moczarr reading
-the hive in the matching state (values and dtypes), on every fixture, in the leaf and span
-chunkings.
+the hive in the matching state (values and dtypes), on every fixture, in every chunking.
 """
 
 from __future__ import annotations
@@ -164,7 +163,7 @@ def _read_as(
     return checked
 
 
-@pytest.mark.parametrize("chunking", ["leaf", 2])
+@pytest.mark.parametrize("chunking", ["leaf", "shard", "inner", 2])
 @pytest.mark.parametrize("name", CASES)
 def test_a_leaf_added_while_open_moves_no_chunk(shifting, tmp_path, name, chunking):
     found = shifting(name)
