@@ -130,7 +130,7 @@ def test_unknown_keys_are_404_without_backend_requests(sharded):
                  "/-4/1/1/3/3/1/-411331.zarr/zarr.json", "/atl06//o7/zarr.json"):
         status, headers, _ = fetch(sharded, path)
         assert status == 404, path
-        assert "max-age" in headers["cache-control"], path
+        assert headers["cache-control"] == "public, no-cache", path
     assert store.request_stats.total == 0
 
 
@@ -222,11 +222,51 @@ def test_unversioned_leaf_chunks_are_tagged_by_content():
 
 
 def test_max_age_never_exceeds_the_stamp_lifetime():
-    with Served(create_app(FIXTURES / "sharded", stamp_ttl=5)) as server:
+    with Served(create_app(FIXTURES / "sharded", stamp_ttl=5, geometry="sphere")) as server:
         for key in ("/zarr.json", f"/{CHUNK}", "/nope/zarr.json"):
             cache = fetch(server, key)[1]["cache-control"]
-            age = int(cache.split("max-age=")[1])
+            age = int(cache.split("public, max-age=")[1])
             assert 0 <= age <= 5, (key, cache)
+
+
+@pytest.mark.parametrize(("fixture", "options", "reused"), [
+    ("sharded", {}, False),
+    ("sharded", {"geometry": "sphere"}, True),
+    ("windowed", {"geometry": "sphere"}, False),  # a window added first moves that axis
+    ("windowed", {"geometry": "sphere", "window": "2019"}, True),
+])
+def test_answers_are_reused_unasked_only_where_keys_keep_their_cells(fixture, options, reused):
+    with Served(create_app(FIXTURES / fixture, **options)) as server:
+        for key in ("/zarr.json", "/atl06/o7/count/zarr.json", "/atl06/o7/count/c/0",
+                    "/atl06/o7/morton/c/0", "/atl06/o7/count/c/999999"):
+            cache = fetch(server, key)[1]["cache-control"]
+            assert cache.startswith("public, max-age=" if reused else "public, no-cache"), key
+
+
+def test_a_client_revalidating_after_a_restart_on_a_grown_hive_gets_the_new_answers(
+    hive_copy, tmp_path
+):
+    """A restart on a grown hive moves the chunks after the added leaf: a client's
+    cache may not reuse them unasked (``no-cache``), and asking again with their tags
+    answers each key as the restarted server does (a 304 only for the same bytes)."""
+    root = hive_copy("pyramid1_resweep")
+    land = grown_after_open(root, tmp_path)
+    keys = ["/zarr.json", "/atl06/o7/count/zarr.json",
+            *(f"/atl06/o7/{name}/c/{i}" for name in ("count", "h_max", "morton") for i in (0, 1))]
+    with Served(create_app(root)) as server:
+        cached = {key: fetch(server, key) for key in keys}
+    land()
+    with Served(create_app(root)) as server, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        changed = 0
+        for key, (status, headers, body) in cached.items():
+            assert (status, headers["cache-control"]) == (200, "public, no-cache"), key
+            now = fetch(server, key)
+            again = fetch(server, key, **{"If-None-Match": headers["etag"]})
+            seen = body if again[0] == 304 else again[2]
+            assert seen == now[2], key
+            changed += body != now[2]
+    assert changed >= 3  # the count array's shape, and chunk 1 of each field: another node
 
 
 def test_generations_expire_on_the_clock():

@@ -372,7 +372,8 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="seconds a leaf's stamp is trusted, and the longest max-age sent (60)",
+        help="seconds a leaf's stamp is trusted, and the longest max-age sent (60; "
+        "max-age only with --geometry sphere, else no-cache)",
     )
     serve.add_argument("--workers", type=count(1), default=1, help="worker processes (1)")
 

@@ -88,7 +88,7 @@ class KeyServer:
 
     @staticmethod
     def _cache(generation: Generation, now: float) -> dict[str, str]:
-        return {"Cache-Control": f"public, max-age={generation.max_age(now)}"}
+        return {"Cache-Control": generation.cache_control(now)}
 
     def _not_found(self, generation: Generation, now: float) -> Response:
         return PlainTextResponse("not found\n", 404, headers=self._cache(generation, now))

@@ -11,6 +11,9 @@ empty caches) once ``stamp_ttl`` seconds have passed since the generation began.
   chunk come from one stamp), so a chunk never mixes versions;
 - ``Cache-Control: max-age`` is what is left of the serving generation's lifetime, so a
   client's cached copy is never kept past the point where the server itself may change;
+  and only where a key keeps naming the same cells across restarts (the sphere geometry,
+  no window axis): else ``no-cache`` (a client revalidates with the entity tag, which
+  names the node's object), since a restart on a grown hive moves chunks;
 - the structure the server first opened (levels, their nodes and declared encodings) is
   kept by every later generation: a client holding an array's metadata reads each chunk
   from the node it named then. A leaf a writer adds (between two others in domain order,
@@ -51,6 +54,28 @@ class Generation:
     def max_age(self, now: float) -> int:
         """Whole seconds left in this generation's lifetime."""
         return max(0, math.floor(self.expires - now))
+
+    def cache_control(self, now: float) -> str:
+        """How long a client may reuse an answer unasked: the rest of this generation's
+        lifetime where a key names the same cells whatever a writer adds later (the
+        sphere geometry, no window axis), else not at all (``no-cache``: ask again with
+        the entity tag). A restart on a grown hive would otherwise let a client's cache
+        put one node's chunk, or a fill, at another node's position."""
+        if positions_kept(self.store):
+            return f"public, max-age={self.max_age(now)}"
+        return "public, no-cache"
+
+
+def positions_kept(store: MocHiveStore) -> bool:
+    """Whether every key of ``store`` names the same cells after a writer's later runs:
+    arrays spanning the sphere, and no window axis (a window added before the others
+    moves it). Cost: nothing (the hive's products, once opened)."""
+    if store.options.geometry != "sphere":
+        return False
+    if store.options.window is not None:
+        return True
+    hive = store.session.hive
+    return hive is not None and not any(p.manifest.windowed for p in hive.products)
 
 
 class Generations:
