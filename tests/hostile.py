@@ -47,7 +47,7 @@ import warnings
 from asyncio import run as sync
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import dask
@@ -632,6 +632,7 @@ class Ref:
     morton: np.ndarray | None = None
     values: dict[str, np.ndarray] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # "*": the whole group failed
+    wider: bool = False  # the answer without the AOI, standing in for a failed AOI read
 
 
 def _moczarr(root: Path, group: Group, window: str | None, aoi: str | None) -> xr.Dataset:
@@ -693,11 +694,13 @@ def references(root: Path, groups: tuple[Group, ...],
 def aoi_references(root: Path, groups: tuple[Group, ...], aoi: str | None) -> dict:
     """:func:`references` with the AOI; where moczarr's AOI path fails (it parses leaves'
     coverage boxes, which nothing else reads), its answer without the AOI: the store
-    keeps whole nodes, so the same rows."""
+    keeps whole nodes, so the same rows (``wider``: its dtypes promote over more leaves
+    than the AOI keeps)."""
     refs = references(root, groups, aoi)
     if aoi and any("*" in ref.errors for ref in refs.values()):
         wide = references(root, groups)
-        refs = {key: wide[key] if "*" in ref.errors else ref for key, ref in refs.items()}
+        refs = {key: replace(wide[key], wider=True) if "*" in ref.errors else ref
+                for key, ref in refs.items()}
     return refs
 
 
@@ -855,6 +858,10 @@ def judge(ctx: Context, group: Group, window: str | None, name: str, got: np.nda
                 if path == group.path and name in r.values]
         dtypes.add(np.result_type(*each) if each else next(iter(dtypes)))
     base = ctx.base.get(key)
+    if ref is not None and ref.wider and base is not None and name in base.values:
+        # moczarr's AOI read failed on the damage: the clean hive's AOI dtype (promoted
+        # over the leaves the AOI keeps) is what it would give
+        dtypes.add(base.values[name].dtype)
     if warned and base is not None and name in base.values:
         # rows read as fill with a warning keep the declared dtype where moczarr promotes
         # (an int64 leaf array gone: moczarr's NaN rows make it float64)
@@ -1206,6 +1213,9 @@ def examples() -> tuple[Case, ...]:
         _case("ragged", chunk, ("44411.zarr/", "h_tdigest/c/0"), keep=60),
         # a zstd chunk passed through as it is (its leaf the only one, so the template)
         _case("mixed", chunk, ("-411331.zarr/7/h_mean/c/0",), keep=39, aoi="-411331"),
+        # moczarr's AOI read fails on the box: its dtype is the clean hive's AOI dtype
+        _case("mixed", swap, ("444112.zarr/zarr.json",), at=(*commit, "coverage", "box"),
+              swap="bool", xarray=True, aoi="444112"),
         _case("sharded", "shard-index", sharded, entry=3, lie="wrap", fix_crc=True),
         _case("sharded", "shard-index", sharded, entry=1, lie="zero-length", fix_crc=True,
               chunking="inner"),
