@@ -237,6 +237,7 @@ def test_max_age_never_exceeds_the_stamp_lifetime():
 ])
 def test_answers_are_reused_unasked_only_where_keys_keep_their_cells(fixture, options, reused):
     with Served(create_app(FIXTURES / fixture, **options)) as server:
+        assert fetch(server, "/.zgroup")[0] == 404  # before the hive is open (was a 500)
         for key in ("/zarr.json", "/atl06/o7/count/zarr.json", "/atl06/o7/count/c/0",
                     "/atl06/o7/morton/c/0", "/atl06/o7/count/c/999999"):
             cache = fetch(server, key)[1]["cache-control"]

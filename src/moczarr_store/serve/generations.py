@@ -74,7 +74,7 @@ def positions_kept(store: MocHiveStore) -> bool:
         return False
     if store.options.window is not None:
         return True
-    hive = store.session.hive
+    hive = store.session.snapshot()  # None before the first key opened it: not known yet
     return hive is not None and not any(p.manifest.windowed for p in hive.products)
 
 
