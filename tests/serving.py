@@ -24,16 +24,17 @@ CHUNK = "atl06/o7/h_mean/c/0"  # a leaf chunk of every bare fixture
 
 
 class Served:
-    """``app`` under uvicorn in a daemon thread on 127.0.0.1 (a free port), stopped on exit."""
+    """``app`` under uvicorn in a daemon thread on 127.0.0.1 (``port``, else a free one),
+    stopped on exit."""
 
-    def __init__(self, app, **config) -> None:
+    def __init__(self, app, port: int = 0, **config) -> None:
         import uvicorn
 
         self.app = app
         # bound as uvicorn binds for --workers (protocol 0: asyncio leaves TCP_NODELAY off)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         options = {"log_config": None, "access_log": False, "lifespan": "off",
                    "http": http_protocol(),

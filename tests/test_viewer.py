@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 import zarr
+from conftest import grown_after_open
 from jsclients import JS, chromium, run_node
 from PIL import Image
 from serving import FIXTURES, Served, array_paths
@@ -142,3 +143,34 @@ def test_viewer_draws_the_stores_values(fixture, query, zoom, tmp_path):
     assert float(legend["min_text"]) == pytest.approx(values[valid].min(), rel=1e-5)
     assert float(legend["max_text"]) == pytest.approx(values[valid].max(), rel=1e-5)
     assert _cell_pixels(png, state["map"]) >= 4 * state["drawn"]  # fixtures' cells: 10-20 px
+
+
+def test_a_browser_reloading_after_a_restart_on_a_grown_hive_reads_the_grown_hive(
+    hive_copy, tmp_path
+):
+    """Chromium's HTTP cache across a restart of the server (same URL) on a hive a writer
+    grew by a leaf between two others: with answers reusable unasked (``max-age``, the
+    policy before), the reloaded page took the array metadata from its cache (2 chunks)
+    and chunk 1 from the restarted server, where it is the new leaf's node: that node's
+    values at the next node's place. Answers saying ``no-cache`` are asked for again."""
+    root = hive_copy("pyramid1_resweep")
+    land = grown_after_open(root, tmp_path)
+    meta, first, second = (f"atl06/o7/count/{k}" for k in ("zarr.json", "c/0", "c/1"))
+
+    def page(url: str, *keys: str) -> dict:
+        got = run_node("cached_fetch.mjs", chromium(), url, str(tmp_path / "profile"), *keys)
+        return {key: (got[key]["cache_control"], bytes(got[key]["bytes"])) for key in keys}
+
+    with Served(create_app(root)) as server:
+        port = server.port
+        before = page(server.url, meta, first)  # the page reads the metadata and chunk 0
+    assert json.loads(before[meta][1])["shape"] == [32]
+    land()
+    with Served(create_app(root), port=port) as server, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reloaded = page(server.url, meta, first, second)
+        store = MocHiveStore(root)
+        for key, (_, body) in reloaded.items():
+            assert body == sync(store.get(key, default_buffer_prototype())).to_bytes(), key
+    assert json.loads(reloaded[meta][1])["shape"] == [48]
+    assert {cache for cache, _ in before.values()} == {"public, no-cache"}
