@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 import warnings
 from asyncio import run as sync
 from urllib.parse import urlsplit
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 import zarr
 from conftest import grown_after_open
-from jsclients import JS, chromium, run_node
+from jsclients import JS, chromium, node, run_node
 from PIL import Image
 from serving import FIXTURES, Served, array_paths
 from zarr.buffer import default_buffer_prototype
@@ -174,3 +175,27 @@ def test_a_browser_reloading_after_a_restart_on_a_grown_hive_reads_the_grown_hiv
             assert body == sync(store.get(key, default_buffer_prototype())).to_bytes(), key
     assert json.loads(reloaded[meta][1])["shape"] == [48]
     assert {cache for cache, _ in before.values()} == {"public, no-cache"}
+
+
+def test_a_page_held_open_across_a_restart_on_a_grown_hive_refuses_to_draw(hive_copy, tmp_path):
+    """The page holds the metadata it opened (the root's consolidated metadata); a server
+    restarted on a hive a writer grew by a leaf maps that metadata's chunk indices after
+    the leaf to other nodes. Asked for another field, the page sees the root document's
+    tag has changed and says so instead of drawing."""
+    root = hive_copy("pyramid1_resweep")
+    land = grown_after_open(root, tmp_path)
+    signal = tmp_path / "restarted"
+    with Served(create_app(root)) as server:
+        port = server.url.rsplit(":", 1)[1]
+        page = subprocess.Popen(
+            [node(), str(JS / "held_page.mjs"), chromium(), f"{server.url}/", str(signal),
+             "atl06/o7/h_max"], cwd=JS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert page.stdout.readline() == "opened\n", page.stderr.read()
+    land()
+    with Served(create_app(root), port=int(port)):
+        signal.touch()
+        out, err = page.communicate(timeout=120)
+    assert page.returncode == 0, err
+    report = json.loads(out)
+    assert report["page"] == "error", report
+    assert "the hive on the server changed since this page opened it" in report["status"]

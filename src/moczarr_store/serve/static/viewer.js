@@ -15,7 +15,9 @@ const $ = (id) => document.getElementById(id);
 
 const store = await zarr.withConsolidatedMetadata(new zarr.FetchStore(new URL(".", location.href).href), { format: "v3" });
 const root = zarr.root(store);
-const meta = await (await fetch("zarr.json")).json();
+const opened = await fetch("zarr.json");
+const openedTag = opened.headers.get("etag"); // the hierarchy this page shows
+const meta = await opened.json();
 const nodes = meta.consolidated_metadata.metadata; // path -> node metadata
 
 const state = { product: null, field: null, order: null, window: 0, data: null, view: null };
@@ -69,7 +71,7 @@ function buildTree() {
       button.dataset.path = path;
       button.title = `${nodes[path].data_type} ${JSON.stringify(nodes[path].shape)}`;
       button.disabled = !isField(path, nodes[path]);
-      button.onclick = () => choose(path.replace(/\/o\d+\/[^/]+$/, ""), name);
+      button.onclick = () => choose(path.replace(/\/o\d+\/[^/]+$/, ""), name).catch(fail);
     }
     return ul;
   };
@@ -83,13 +85,30 @@ async function read(path) {
   return zarr.get(array);
 }
 
-/** One order of a field: cell outlines, values as numbers and their range. */
+/** Throws unless the server still presents the hierarchy this page opened (the root
+ * document's entity tag, asked again): restarted on a grown hive, the server may map the
+ * chunk indices of the metadata held here to other nodes. One conditional request (a 304
+ * while nothing changed). */
+async function sameHierarchy() {
+  const now = await fetch("zarr.json", { cache: "no-cache" });
+  await now.arrayBuffer();
+  if (!now.ok || now.headers.get("etag") !== openedTag) {
+    throw new Error("the hive on the server changed since this page opened it: reload the page");
+  }
+}
+
+/** One order of a field: cell outlines, values as numbers and their range. Read between
+ * two checks that the server presents the hierarchy the page opened. */
 async function load(product, field, order) {
   const group = `${product}/o${order}`;
   const key = `${group}/${field}`;
   if (cache.has(key)) return cache.get(key);
   const node = nodes[key];
-  const [ids, values] = await Promise.all([read(`${group}/cell_ids`), read(key)]);
+  const windowed = node.dimension_names[0] === "window";
+  await sameHierarchy();
+  const [ids, values, labels] = await Promise.all([read(`${group}/cell_ids`), read(key),
+    windowed ? read(`${group}/window`).then((w) => w.data) : []]);
+  await sameHierarchy();
   const numbers = Float64Array.from(values.data, Number);
   const fill = node.fill_value === "NaN" ? NaN : Number(node.fill_value);
   let min = Infinity;
@@ -97,8 +116,6 @@ async function load(product, field, order) {
   for (const v of numbers) {
     if (Number.isFinite(v) && v !== fill) { min = Math.min(min, v); max = Math.max(max, v); }
   }
-  const windowed = node.dimension_names[0] === "window";
-  const labels = windowed ? (await read(`${group}/window`)).data : [];
   const steps = order < 4 ? 2 ** (4 - order) : 1;
   const shapes = Array.from(ids.data, (id) => unwrap(outline(id, order, steps)));
   const loaded = { order, shapes, numbers, fill, min, max, labels, cells: ids.data.length };
