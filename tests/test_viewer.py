@@ -184,18 +184,18 @@ def test_a_page_held_open_across_a_restart_on_a_grown_hive_refuses_to_draw(hive_
     tag has changed and says so instead of drawing."""
     root = hive_copy("pyramid1_resweep")
     land = grown_after_open(root, tmp_path)
-    signal = tmp_path / "restarted"
-    with Served(create_app(root)) as server:
-        port = server.url.rsplit(":", 1)[1]
+    signal, log = tmp_path / "restarted", tmp_path / "node.log"
+    with Served(create_app(root)) as server, open(log, "w") as errors:
+        port = server.port
         page = subprocess.Popen(
             [node(), str(JS / "held_page.mjs"), chromium(), f"{server.url}/", str(signal),
-             "atl06/o7/h_max"], cwd=JS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert page.stdout.readline() == "opened\n", page.stderr.read()
+             "atl06/o7/h_max"], cwd=JS, stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert page.stdout.readline() == "opened\n", log.read_text()
     land()
-    with Served(create_app(root), port=int(port)):
+    with Served(create_app(root), port=port):
         signal.touch()
-        out, err = page.communicate(timeout=120)
-    assert page.returncode == 0, err
+        out, _ = page.communicate(timeout=120)
+    assert page.returncode == 0, log.read_text()
     report = json.loads(out)
     assert report["page"] == "error", report
     assert "the hive on the server changed since this page opened it" in report["status"]
