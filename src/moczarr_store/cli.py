@@ -360,8 +360,9 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     serve.add_argument("--window", help="scope windowed products to this window")
     serve.add_argument(
         "--geometry", choices=GEOMETRIES, default="covered",
-        help="covered: rows are the covered nodes' cells (covered); sphere: every array "
-        "spans the sphere, so a chunk names the same node after a restart on a grown hive",
+        help="covered (the default): rows are the covered nodes' cells; sphere: every "
+        "array spans the sphere, so a chunk names the same node after a restart on a grown "
+        "hive",
     )
     serve.add_argument(
         "--cors", action="append", default=[], metavar="ORIGIN",
