@@ -65,6 +65,16 @@ def repoint(root: Path, plan: Any, shift: float) -> None:
     (leaf / "zarr.json").write_text(json.dumps(doc))
 
 
+def rebound(array: Any, store: Any) -> Any:
+    """``array``'s metadata over ``store``: a client's array whose chunks another store
+    answers (a dask worker's unpickled copy, a restarted server at the same URL)."""
+    import zarr
+    from zarr.core.array import AsyncArray
+    from zarr.storage._common import StorePath
+
+    return zarr.Array(AsyncArray(array.metadata, StorePath(store, array.path)))
+
+
 def assert_values(got: np.ndarray, want: np.ndarray, name: object) -> None:
     """``got`` holds ``want``'s values (NaN equals NaN; variable-length cells compared as
     Python objects)."""

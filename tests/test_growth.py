@@ -21,10 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import FIXTURES, assert_values, fixture_roots
+from conftest import FIXTURES, assert_values, fixture_roots, rebound
 from hostile import Group, Ref, _kind_of, pristine, pristine_references, references
-from zarr.core.array import AsyncArray
-from zarr.storage._common import StorePath
 
 from moczarr_store import MocHiveStore
 
@@ -132,12 +130,6 @@ def _arrays(root: zarr.Group, groups: tuple[Group, ...]) -> dict[str, zarr.Array
     }
 
 
-def _elsewhere(array: zarr.Array, store: MocHiveStore) -> zarr.Array:
-    """``array``'s metadata over ``store``: a client's array whose chunks a dask worker
-    reads through its own unpickled copy of the store."""
-    return zarr.Array(AsyncArray(array.metadata, StorePath(store, array.path)))
-
-
 def _read_as(
     arrays: dict[str, zarr.Array],
     morton: dict[str, np.ndarray],
@@ -190,7 +182,7 @@ def test_a_leaf_added_while_open_moves_no_chunk(shifting, tmp_path, name, chunki
         land()
         assert _read_as(arrays, morton, groups, before, "open store") > 0
         clone = pickle.loads(shipped)
-        remote = {path: _elsewhere(array, clone) for path, array in arrays.items()}
+        remote = {path: rebound(array, clone) for path, array in arrays.items()}
         assert _read_as(remote, morton, groups, before, "unpickled") > 0
         fresh = MocHiveStore(root, chunking=chunking, geometry=geometry)
         fresh = _arrays(zarr.open_group(fresh, mode="r"), groups)

@@ -15,10 +15,8 @@ import moczarr
 import numpy as np
 import pytest
 import zarr
-from conftest import assert_values, grown_after_open, repoint
+from conftest import assert_values, grown_after_open, rebound, repoint
 from serving import CHUNK, FIXTURES, Served, fetch, obstore_client
-from zarr.core.array import AsyncArray
-from zarr.storage._common import StorePath
 
 from moczarr_store import MocHiveStore, OptionError
 from moczarr_store.read.plan import Absent, LeafRead, plan_key
@@ -382,8 +380,7 @@ def test_a_sphere_server_restarted_on_a_grown_hive_keeps_its_clients_right(hive_
         warnings.simplefilter("ignore")
         client = obstore_client(server.url)  # the client's URL, now a restarted server
         for name, array in held.items():
-            got = zarr.Array(AsyncArray(array.metadata, StorePath(client, array.path)))
-            got = got.oindex[rows]
+            got = rebound(array, client).oindex[rows]
             assert got.dtype == want[name].dtype, name
             assert_values(got, want[name].values, name)
     assert want.sizes["cells"] == 48

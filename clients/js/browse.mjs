@@ -4,14 +4,10 @@
 // legend's values and text, the map's box on the page; it saves a screenshot of the page.
 // Usage: node browse.mjs CHROMIUM URL SCREENSHOT.png [ZOOM_FACTOR]
 // (ZOOM_FACTOR: zoom in about the first cell with a value once the page is drawn)
-import puppeteer from "puppeteer-core";
+import { launch, settled } from "./chromium.mjs";
 
 const [executablePath, url, screenshot, zoom] = process.argv.slice(2);
-const browser = await puppeteer.launch({
-  executablePath,
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const browser = await launch(executablePath);
 const report = { errors: [], failed: [] };
 try {
   const page = await browser.newPage();
@@ -20,9 +16,8 @@ try {
   page.on("pageerror", (e) => report.errors.push(`page: ${e.message}`));
   page.on("requestfailed", (r) => report.errors.push(`request: ${r.url()} ${r.failure()?.errorText}`));
   page.on("response", (r) => r.status() >= 400 && report.failed.push({ url: r.url(), status: r.status() }));
-  const settled = () => page.waitForSelector("body[data-state=drawn], body[data-state=error]", { timeout: 60_000 });
   await page.goto(url, { waitUntil: "load" });
-  await settled();
+  await settled(page);
   if (zoom) {
     report.before = await page.evaluate(() => ({ order: window.viewer.state.order }));
     await page.evaluate((f) => { // about the first cell with a value
@@ -30,7 +25,7 @@ try {
       const i = data.numbers.findIndex((v) => Number.isFinite(v) && v !== data.fill);
       return window.viewer.zoom(Number(f), ...data.shapes[i % data.cells][0]);
     }, zoom);
-    await settled();
+    await settled(page);
   }
   report.state = await page.evaluate(() => {
     const { product, field, order, window: w, drawn, data } = window.viewer?.state ?? {};

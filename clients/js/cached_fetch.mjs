@@ -3,15 +3,10 @@
 // may; the profile directory keeps that cache from one run to the next. Prints one JSON
 // document: for each key, the status, the Cache-Control header and the body's bytes.
 // Usage: node cached_fetch.mjs CHROMIUM URL PROFILE_DIR KEY...
-import puppeteer from "puppeteer-core";
+import { launch } from "./chromium.mjs";
 
 const [executablePath, url, userDataDir, ...keys] = process.argv.slice(2);
-const browser = await puppeteer.launch({
-  executablePath,
-  headless: true,
-  userDataDir,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const browser = await launch(executablePath, { userDataDir });
 const report = {};
 try {
   const page = await browser.newPage();

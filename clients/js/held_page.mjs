@@ -5,20 +5,14 @@
 // state ("drawn" or "error"), its status line and what it drew.
 // Usage: node held_page.mjs CHROMIUM URL SIGNAL PATH
 import { existsSync } from "node:fs";
-import puppeteer from "puppeteer-core";
+import { launch, settled } from "./chromium.mjs";
 
 const [executablePath, url, signal, path] = process.argv.slice(2);
-const browser = await puppeteer.launch({
-  executablePath,
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const browser = await launch(executablePath);
 try {
   const page = await browser.newPage();
-  const settled = () => page.waitForSelector("body[data-state=drawn], body[data-state=error]",
-    { timeout: 60_000 });
   await page.goto(url, { waitUntil: "load" });
-  await settled();
+  await settled(page);
   process.stdout.write("opened\n");
   for (let waited = 0; !existsSync(signal); waited += 50) {
     if (waited > 120_000) throw new Error(`no ${signal} after 120 s`);
@@ -26,7 +20,7 @@ try {
   }
   await page.evaluate(() => { document.body.dataset.state = "loading"; });
   await page.evaluate((p) => document.querySelector(`nav button[data-path="${p}"]`).click(), path);
-  await settled();
+  await settled(page);
   const report = await page.evaluate(() => ({
     page: document.body.dataset.state,
     status: document.getElementById("status").textContent,
