@@ -125,3 +125,18 @@ def test_sizes_left_without_buffers_are_forgotten():
     pool.take(4096)
     pool.take(8192)  # the idle 4096 gives way, and its size with it
     assert list(pool._kept) == [8192]
+
+
+def test_a_scan_finds_each_idle_buffer_at_the_first_look(monkeypatch):
+    """A scan takes buffers and lets them go in the same order (zarr copies each chunk out
+    and drops it): with 64 kept, each take looks at one buffer, not at every held one."""
+    pool = BufferPool(limit=64 * 4096)
+    held = [pool.take(4096) for _ in range(64)]
+    looks = []
+    real = buffers._refs
+    monkeypatch.setattr(buffers, "_refs", lambda kept, at: looks.append(at) or real(kept, at))
+    for _ in range(3 * 64):  # three more passes over the kept buffers
+        held.pop(0)
+        held.append(pool.take(4096))
+    assert len(looks) == 3 * 64
+    assert len({_address(view) for view in held}) == 64

@@ -42,6 +42,7 @@ class BufferPool:
 
     def __init__(self, limit: int = POOLED_BYTES) -> None:
         self._kept: dict[int, list[np.ndarray]] = {}
+        self._next: dict[int, int] = {}  # per size, where the look for an idle buffer starts
         self._bytes = 0
         self._limit = limit
         self._lock = threading.Lock()
@@ -50,14 +51,19 @@ class BufferPool:
         """``nbytes`` writable bytes, contents undefined: the start of a kept buffer of
         ``nbytes`` rounded up to ``POOLED_STEP`` that nothing refers to, else of new
         memory (kept if the pool stays within its limit, idle buffers of other sizes
-        making room). Cost: a look at each kept buffer of that size, until an idle one."""
+        making room). Cost: a look at kept buffers of that size, from the one after the
+        last handed out, until an idle one: buffers freed in the order they were taken
+        (a scan) are found at the first look."""
         if nbytes < POOLED_MIN or not _COUNTS_TELL:
             return uninitialised(nbytes)
         size = -(-nbytes // POOLED_STEP) * POOLED_STEP
         with self._lock:
             same = self._kept.setdefault(size, [])
-            for at in range(len(same)):
+            first = self._next.get(size, 0)
+            for step in range(len(same)):
+                at = (first + step) % len(same)
                 if _refs(same, at) == _IDLE:
+                    self._next[size] = at + 1
                     return same[at].data[:nbytes]  # referred to from here on
             fresh = np.empty(size, np.uint8)
             if self._bytes + size > self._limit:
@@ -65,6 +71,7 @@ class BufferPool:
             if self._bytes + size <= self._limit:
                 same.append(fresh)
                 self._bytes += size
+                self._next[size] = 0  # after the newest: the oldest
             return fresh.data[:nbytes]
 
     def _make_room(self, size: int) -> None:
@@ -81,3 +88,4 @@ class BufferPool:
                     self._bytes -= other
             if not kept:
                 del self._kept[other]
+                self._next.pop(other, None)
