@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, copy_leaf
 from servers import LoopbackServer, StaticFiles, http_options
 
 from moczarr_store import (
@@ -874,7 +874,7 @@ def _copy_leaf(root: Path, decimal: str, cell_order: int, stamped: bool = True) 
     base = decimal[:2] if decimal.startswith("-") else decimal[:1]
     rel = "/".join([base, *decimal[len(base):], f"{decimal}.zarr"])
     source = FIXTURES / "bare_versioned" / LEAF
-    shutil.copytree(source, root / rel)
+    copy_leaf(source, root / rel)
     run = _data(FIXTURES / "bare_versioned").rsplit("/", 1)[1]
     (root / rel / run / "7").rename(root / rel / run / str(cell_order))
 

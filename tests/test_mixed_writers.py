@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, copy_leaf
 from servers import http_options
 from test_open_cost import _coverage_of
 from zarr.buffer import default_buffer_prototype
@@ -138,7 +138,7 @@ def _hive_of(root, tmp_path, leaves: list[str]) -> None:
     for i, name in enumerate(leaves):
         target = root / leaf_path(rank_to_decimal(first + i, 5), None, 1)
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(sources[name], target)
+        copy_leaf(sources[name], target)
     (root / "coverage.moc").write_text(json.dumps(_coverage_of(12, "444111")))
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 
 import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, copy_leaf
 
 from moczarr_store import HiveWarning, MocHiveStore
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
@@ -33,7 +32,7 @@ def _coverage_of(n_nodes: int, first: str) -> dict:
 def _synthetic_10k(root) -> None:
     """10,000 listed nodes whose first is a copy of a real leaf; the rest do not exist."""
     (root / "coverage.moc").write_text(json.dumps(_coverage_of(10_000, "111111")))
-    shutil.copytree(root / "4/4/4/1/1/1/444111.zarr", root / "1/1/1/1/1/1/111111.zarr")
+    copy_leaf(root / "4/4/4/1/1/1/444111.zarr", root / "1/1/1/1/1/1/111111.zarr")
 
 
 def _stored_coordinates(root, level) -> int:

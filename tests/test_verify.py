@@ -276,19 +276,44 @@ def test_truncated_chunk_is_an_error_naming_the_array(hive_copy, capsys):
     assert code == 1 and f"ERROR atl06/o7 {rel}" in out
 
 
-def test_misplaced_leaf_is_a_coordinate_mismatch(hive_copy):
-    """Two leaves swapped on disk: each now serves the other's values at its own rows. Its
-    fields still match their records (the values moved with them); the morton recorded for
-    each (its original node) is not the morton of the rows it now fills."""
-    root = hive_copy("bare_versioned")
-    a, b = root / "4/4/4/1/1/1/444111.zarr", root / "4/4/4/1/1/2/444112.zarr"
+SWAPPED = ["4/4/4/1/1/1/444111.zarr", "4/4/4/1/1/2/444112.zarr"]
+
+
+def swap_leaves(root: Path) -> None:
+    """Leaves 444111 and 444112 of ``root`` swapped on disk."""
+    a, b = (root / rel for rel in SWAPPED)
     a.rename(root / "swap")
     b.rename(a)
     (root / "swap").rename(b)
+
+
+def test_misplaced_leaf_is_reported_from_its_stamp(hive_copy, capsys):
+    """Two leaves swapped on disk: each stamp's coverage box names cells of its own node,
+    not the one its new path names, so each is reported misplaced without being read (the
+    store serves it as the fill value)."""
+    root = hive_copy("bare_versioned")
+    swap_leaves(root)
     report = run(root)
-    assert sorted(v.object for v in report.failures) == [
-        "4/4/4/1/1/1/444111.zarr", "4/4/4/1/1/2/444112.zarr"
-    ]
+    assert sorted(v.object for v in report.failures) == SWAPPED
+    for verdict in report.failures:
+        assert verdict.status == "mismatch"
+        assert [(p.array, p.kind) for p in verdict.problems] == [("zarr.json", "misplaced")]
+        assert "another node" in verdict.problems[0].detail
+    code, out = cli(capsys, root)
+    assert code == 1 and f"MISMATCH atl06/o7 {SWAPPED[0]}" in out and "misplaced" in out
+
+
+def test_misplaced_leaf_without_a_coverage_box_is_a_coordinate_mismatch(hive_copy):
+    """The same swap with stamps that record no coverage (older writers): each now serves
+    the other's values at its own rows. Its fields still match their records (the values
+    moved with them); the morton recorded for each (its original node) is not the morton
+    of the rows it now fills."""
+    root = hive_copy("bare_versioned")
+    for rel in SWAPPED:
+        edit_stamp(root, rel, lambda stamp: stamp.pop("coverage"))
+    swap_leaves(root)
+    report = run(root)
+    assert sorted(v.object for v in report.failures) == SWAPPED
     for verdict in report.failures:
         assert [(p.array, p.kind) for p in verdict.problems] == [("7/morton", "mismatch")]
         assert "misplaced" in verdict.problems[0].detail

@@ -27,6 +27,8 @@ KINDS = {
     "no-array": "holds chunk bytes but no array metadata for them",
     "unwritten": "hashes this array in its commit stamp but has no metadata for it",
     "provenance": "declares a role or provenance block that is not this pyramid level's",
+    "misplaced": "was written for another node or window (its commit stamp's coverage box or "
+                 "window says so)",
     "unswept": "has no stamped object at this pyramid level",
 }
 

@@ -83,7 +83,8 @@ class ArrayProblem:
     ``kind``: ``mismatch`` (the values served hash differently), ``missing`` (recorded,
     but the object holds no such array), ``unrecorded`` (the object holds an array its
     record omits), ``combined`` (the record's combined hash disagrees with its own
-    per-array hashes), ``error`` (the store could not read it).
+    per-array hashes), ``error`` (the store could not read it), ``misplaced`` (the
+    object's commit stamp, ``zarr.json``, says it was written for another node or window).
     """
 
     array: str
@@ -438,6 +439,10 @@ class _LevelJob:
         leaf = parse_leaf(path, None if payload is None else bytes(payload))
         if leaf.state != "stamped":
             return leaf
+        if leaf.misplaced is not None:  # the store serves it as the fill value
+            elsewhere = ArrayProblem("zarr.json", "misplaced", f"the object {leaf.misplaced}; "
+                                     "served as the fill value")
+            return ObjectVerdict(level.path, path, "mismatch", problems=[elsewhere])
         recorded, combined = recorded_hashes(leaf.stamp)
         if recorded is None:
             return ObjectVerdict(level.path, path, "unverifiable")

@@ -13,14 +13,15 @@ from typing import Literal
 from zarr.abc.store import RangeByteRequest
 
 from ..cache import AsyncCache
+from .ids import DECIMAL_RE
 from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json
-from .paths import validate_current
+from .paths import short, split_leaf_name, validate_current
 
 STAMP_KEY = "morton_hive_commit"
 LeafState = Literal["stamped", "debris", "absent"]
 PROVENANCE = ("role", "zagg_overview", "zagg_column")  # an object's role and its blocks
 # What a pyramid level checks of an object's role and provenance block (``Level.refusal``)
-_OVERVIEW_KEYS = ("spec", "cell_order")
+_OVERVIEW_KEYS = ("spec", "cell_order", "node", "window")
 _COLUMN_KEYS = ("spec", "node", "order", "window")  # and the cell orders of its "groups"
 Provenance = tuple[object, tuple | None, tuple | None]
 _KEPT = 128  # characters of a provenance string kept (longer ones match nothing)
@@ -37,6 +38,8 @@ class Leaf:
     checks (``None``: a block that is no JSON object); ``None`` when the object has no
     role and no block (a source leaf). ``hashed``: the arrays (``"7/count"``) the stamp's
     content hashes name, i.e. were written (``None``: the stamp records no hashes).
+    ``misplaced``: why the stamp says the leaf belongs to another node or window than its
+    path names (:func:`misplaced`), ``None`` if it does not.
     """
 
     path: str
@@ -45,6 +48,7 @@ class Leaf:
     attrs: dict | None = None
     provenance: Provenance | None = None
     hashed: frozenset[str] | None = None
+    misplaced: str | None = None
 
     @property
     def data_prefix(self) -> str | None:
@@ -66,7 +70,8 @@ class Leaf:
         return self.path
 
     def slim(self) -> Leaf:
-        return Leaf(self.path, self.state, self.current, None, self.provenance, self.hashed)
+        return Leaf(self.path, self.state, self.current, None, self.provenance, self.hashed,
+                    self.misplaced)
 
 
 def _scalar(value: object) -> object:
@@ -129,6 +134,32 @@ def _hashed(stamp: dict) -> frozenset[str] | None:
     return _interned(frozenset(name for name in arrays if isinstance(name, str)))
 
 
+def misplaced(path: str, stamp: dict) -> str | None:
+    """Why the commit stamp of the source leaf at ``path`` (``{node}.zarr`` or
+    ``{node}_{window}.zarr``) says it was written for another place: its coverage ``box``
+    (``morton-moc/1``) names a cell outside the node, or its ``window`` is not the
+    path's. ``None``: it does not, or says nothing to check (other objects, no or
+    malformed coverage). A leaf moved or copied to another node's path would otherwise
+    serve its values at that node's cells (``morton`` is computed from the path, by
+    moczarr too). No I/O."""
+    named = split_leaf_name(path.rpartition("/")[2])
+    if named is None:
+        return None
+    node, window = named
+    coverage = stamp.get("coverage")
+    if isinstance(coverage, dict) and coverage.get("spec") == "morton-moc/1":
+        box = coverage.get("box")
+        for cell in box[:4] if isinstance(box, list) else ():
+            if isinstance(cell, str) and DECIMAL_RE.match(cell) and not cell.startswith(node):
+                return (f"was written for another node: its commit stamp's coverage box "
+                        f"names cell {cell}, outside node {node}")
+    label = stamp.get("window")
+    if window is not None and isinstance(label, str) and label != window:
+        return (f"was written for another window: its commit stamp says window "
+                f"{short(label)}, its path {window!r}")
+    return None
+
+
 def parse_leaf(path: str, payload: bytes | None) -> Leaf:
     """A leaf from its root ``zarr.json`` bytes (``None``: no such object).
 
@@ -144,7 +175,8 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
     current = stamp.get("current")
     if current is not None:
         validate_current(current, path)
-    return Leaf(path, "stamped", current, attrs, _provenance(attrs), _hashed(stamp))
+    return Leaf(path, "stamped", current, attrs, _provenance(attrs), _hashed(stamp),
+                misplaced(path, stamp))
 
 
 class LeafCache(AsyncCache[Leaf]):

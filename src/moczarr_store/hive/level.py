@@ -146,11 +146,13 @@ class Level:
         """Why the stamped object of node ``index`` (in ``window``) may not serve this
         level, as moczarr drops or refuses it: on an overview level a role other than
         ``overview`` (no role reads as a source object, and is kept), or a ``zagg_overview``
-        block missing, of an unknown spec, or storing another cell order; on a column level
-        a role other than ``column``, or a ``zagg_column`` block missing, of an unknown
-        spec, naming another node, order or window, or whose ``groups`` do not carry this
-        cell order (moczarr skips such an object for the order). ``None``: it may. ``provenance``:
-        :attr:`Leaf.provenance`. No I/O."""
+        block missing, of an unknown spec, or storing another cell order, and (beyond
+        moczarr, which would serve its cells at this node's) one whose block names another
+        node or window; on a column level a role other than ``column``, or a
+        ``zagg_column`` block missing, of an unknown spec, naming another node, order or
+        window, or whose ``groups`` do not carry this cell order (moczarr skips such an
+        object for the order). ``None``: it may. ``provenance``: :attr:`Leaf.provenance`.
+        No I/O."""
         if self.artifact == "source":
             return None
         role, overview, column = provenance or (None, None, None)
@@ -161,11 +163,17 @@ class Level:
                 return f"declares role {short(role)}, not 'overview'"
             if overview is None:
                 return "has no 'zagg_overview' provenance block"
-            spec, cell_order = overview
+            spec, cell_order, node, label = overview
             if spec not in OVERVIEW_SPECS:
                 return f"declares overview spec {short(spec)}, not one of {OVERVIEW_SPECS}"
             if not is_int(cell_order) or cell_order != self.cell_order:
                 return f"stores cells at order {short(cell_order)}, not {self.cell_order}"
+            place = {"node": rank_to_decimal(int(self.node_ranks[index]), self.node_order),
+                     "window": window or self.window or "all"}
+            for what, said in (("node", node), ("window", label)):
+                if said is not None and said != place[what]:
+                    return (f"was written for another {what}: it declares {short(said)}, "
+                            f"not {place[what]!r}")
             return None
         if role != "column":
             return f"declares role {short(role)}, not 'column'"

@@ -115,7 +115,7 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
             if leaf.state == "debris" or not (level.windows or level.window or level.fold):
                 dropped.append(path)
             return
-        reason = level.refusal(leaf.provenance, index, window)
+        reason = leaf.misplaced or level.refusal(leaf.provenance, index, window)
         if reason is not None:
             refused.append((path, reason))
             dropped.append(path)

@@ -156,6 +156,8 @@ def plan_chunk(
         return Absent(
             f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
         )
+    if leaf.misplaced is not None:
+        return Absent(f"leaf {leaf.path}: {leaf.misplaced}", "misplaced", level.path, leaf.path)
     located = located or array.locate(coords)
     if level.artifact != "source" and located.node is not None and located.node >= 0:
         refused = level.refusal(leaf.provenance, located.node, located.window)
