@@ -19,6 +19,11 @@ beyond the hive root), ``bare-exception``, ``error-not-naming-object``, ``hang``
 giving the same ``HiveWarning`` twice), and finer kinds of wrong data: ``silent-fill``,
 ``values-where-moczarr-fails``, ``missing-array``, ``missing-group``, ``extra-array``.
 
+moczarr computes ``morton`` from an object's path as the store does, so on leaves that
+trade places (``misplace``) its values are the swapped ones; the store's fill with a
+warning there is judged acceptable, and ``tests/test_misplaced.py`` holds the store to the
+clean hive's values instead.
+
 Some local cases also export the copy as mdim-refs and read every array back from the
 references: each must be what a fresh store reads (``values-equal``), or both refuse
 (``package-error``), or the export fails naming the object; else ``export-differs``,
@@ -66,7 +71,7 @@ HIVES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "multiproduct"
          "pyramid1_resweep", "pyramid2", "ragged", "sharded", "windowed", "windowed_explicit",
          "paged")
 KINDS = ("type-swap", "truncate-json", "truncate-chunk", "shard-index", "rename-array",
-         "symlink", "rewrite-after-read", "drift", "delete")
+         "symlink", "rewrite-after-read", "drift", "delete", "misplace")
 OK = ("values-equal", "fill+warning", "omitted+warning", "package-error")
 VIOLATIONS = ("wrong-values", "wrong-dtype", "silent-fill", "values-where-moczarr-fails",
               "missing-array", "missing-group", "extra-array", "followed-link", "bare-exception",
@@ -263,7 +268,23 @@ def _targets(p: Pristine, kind: str) -> tuple[str, ...]:
         "symlink": p.chunks + p.objects + p.arrays + tuple(f"{o}/zarr.json" for o in p.objects),
         "rewrite-after-read": p.unversioned, "drift": p.arrays,
         "delete": p.chunks + p.arrays + p.json_docs + p.objects,
+        "misplace": tuple(o for o in p.objects if _places(p, o)),
     }[kind]
+
+
+_LEAF_NAME = re.compile(r"-?\d+(_[^/]+)?\.zarr")
+
+
+def _places(p: Pristine, obj: str) -> tuple[str, ...]:
+    """The other source leaves ``obj`` (one itself) can trade places with: of its product,
+    node order and window."""
+    def place(o: str) -> tuple | None:
+        head, _, name = o.rpartition("/")
+        match = _LEAF_NAME.fullmatch(name)
+        return None if match is None else (o.split("/")[0] if not re.match(r"-?\d", o)
+                                           else None, o.count("/"), match.group(1))
+    mine = place(obj)
+    return () if mine is None else tuple(o for o in p.objects if o != obj and place(o) == mine)
 
 
 def _json_paths(doc: object, at: tuple = ()) -> list[tuple]:
@@ -285,8 +306,8 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
     names = [h for h in HIVES if _targets(pristine(h), kind)]
     p = pristine(draw(st.sampled_from(names)))
     target = draw(st.sampled_from(_targets(p, kind)))
-    size = (FIXTURES / p.name / target).stat().st_size if kind not in ("symlink",
-                                                                         "delete") else 0
+    size = (FIXTURES / p.name / target).stat().st_size if kind not in (
+        "symlink", "delete", "misplace") else 0
     if kind == "type-swap":
         paths = _json_paths(_json(FIXTURES / p.name / target))
         params = {"at": draw(st.sampled_from(paths)), "swap": draw(st.sampled_from(SWAPS))}
@@ -299,6 +320,8 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
         params = {"to": draw(st.sampled_from(NEW_NAMES)), "hashes": draw(st.booleans())}
     elif kind in ("symlink", "delete"):
         params = {}
+    elif kind == "misplace":  # trade places with another leaf (a botched move or sync)
+        params = {"partner": draw(st.sampled_from(_places(p, target)))}
     elif kind == "rewrite-after-read":
         params = {"how": draw(st.sampled_from(REWRITES))}
     else:
@@ -616,6 +639,13 @@ def apply(case: Case, root: Path, outside: Path) -> Applied:
         reencode(root / case.target, case.param("how"))
     elif case.kind == "rewrite-after-read":
         applied.later = lambda: _rewrite(root, case)
+    elif case.kind == "misplace":
+        other = str(case.param("partner"))
+        applied.names.add(other)  # rows of both nodes (their common ancestor's) can change
+        applied.node = os.path.commonprefix([applied.node, _node_of(other)])
+        (root / case.target).rename(root / "aside")
+        (root / other).rename(root / case.target)
+        (root / "aside").rename(root / other)
     elif case.kind == "delete":
         path = root / case.target
         shutil.rmtree(path) if path.is_dir() else path.unlink()
@@ -1264,6 +1294,12 @@ def examples() -> tuple[Case, ...]:
         _case("legacy", "delete", ("-411331.zarr/7/count",), chunking="shard", export=True),
         _case("sharded", "shard-index", sharded, entry=2, lie="overlap", fix_crc=True,
               chunking="inner", export=True),
+        # two leaves trade places: each stamp's coverage names its own node (span of 2:
+        # one chunk holds both), a windowed leaf with another window's
+        _case("bare_versioned", "misplace", ("444111.zarr",), chunking=2, export=True,
+              partner="4/4/4/1/1/2/444112.zarr"),
+        _case("windowed", "misplace", ("444111_2019.zarr",), verify="open",
+              partner="4/4/4/1/1/2/444112_2019.zarr"),
     )
 
 
