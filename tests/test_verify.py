@@ -303,6 +303,24 @@ def test_misplaced_leaf_is_reported_from_its_stamp(hive_copy, capsys):
     assert code == 1 and f"MISMATCH atl06/o7 {SWAPPED[0]}" in out and "misplaced" in out
 
 
+def test_an_object_its_level_refuses_is_reported_not_read(hive_copy, capsys):
+    """Two overview objects swapped on disk: each ``zagg_overview`` block names the other's
+    node, so the store refuses each at its new place (serving the fill value); verify says
+    so once per object instead of an error per array."""
+    root = hive_copy("pyramid1")
+    a, b = "-4/1/all.zarr", "4/4/all.zarr"
+    (root / a).rename(root / "aside")
+    (root / b).rename(root / a)
+    (root / "aside").rename(root / b)
+    report = run(root)
+    assert sorted(v.object for v in report.failures) == [a, b]
+    for verdict in report.failures:
+        assert [(p.array, p.kind) for p in verdict.problems] == [("zarr.json", "refused")]
+        assert "another node" in verdict.problems[0].detail
+    code, out = cli(capsys, root)
+    assert code == 1 and f"MISMATCH atl06/o3 {a}" in out
+
+
 def test_misplaced_leaf_without_a_coverage_box_is_a_coordinate_mismatch(hive_copy):
     """The same swap with stamps that record no coverage (older writers): each now serves
     the other's values at its own rows. Its fields still match their records (the values

@@ -84,7 +84,9 @@ class ArrayProblem:
     but the object holds no such array), ``unrecorded`` (the object holds an array its
     record omits), ``combined`` (the record's combined hash disagrees with its own
     per-array hashes), ``error`` (the store could not read it), ``misplaced`` (the
-    object's commit stamp, ``zarr.json``, says it was written for another node or window).
+    object's commit stamp, ``zarr.json``, says it was written for another node or window),
+    ``refused`` (its role or provenance block is not its level's: :meth:`Level.refusal`).
+    The last two are served as the fill value.
     """
 
     array: str
@@ -439,10 +441,13 @@ class _LevelJob:
         leaf = parse_leaf(path, None if payload is None else bytes(payload))
         if leaf.state != "stamped":
             return leaf
-        if leaf.misplaced is not None:  # the store serves it as the fill value
-            elsewhere = ArrayProblem("zarr.json", "misplaced", f"the object {leaf.misplaced}; "
-                                     "served as the fill value")
-            return ObjectVerdict(level.path, path, "mismatch", problems=[elsewhere])
+        label = level.windows[window] if level.windows else None
+        refused = level.refusal(leaf.provenance, index, label)
+        if leaf.misplaced is not None or refused is not None:  # served as the fill value
+            kind = "misplaced" if leaf.misplaced is not None else "refused"
+            unserved = ArrayProblem("zarr.json", kind, f"the object {leaf.misplaced or refused}"
+                                    "; served as the fill value")
+            return ObjectVerdict(level.path, path, "mismatch", problems=[unserved])
         recorded, combined = recorded_hashes(leaf.stamp)
         if recorded is None:
             return ObjectVerdict(level.path, path, "unverifiable")
