@@ -85,7 +85,7 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
         return slice_bytes(fabricated.fabricate(plan.coords), plan.byte_range)
     if isinstance(plan, Absent):
         if plan.problem is not None:
-            session.problems.note(plan.level, plan.problem, plan.obj, plan.source)
+            session.problems.note(plan.level, plan.problem, plan.obj, plan.source, plan.what)
         elif plan.window is not None:
             await _check_window(session, plan.level, plan.window)
         return None

@@ -60,6 +60,7 @@ class Absent:
     # an overview or column object absent from this window: whether the level has any
     # object in it is checked once (an absent one is legitimate where others exist)
     window: str | None = None
+    what: str = ""  # the problem said of this object (default: the kind's own words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,12 +158,14 @@ def plan_chunk(
             f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
         )
     if leaf.misplaced is not None:
-        return Absent(f"leaf {leaf.path}: {leaf.misplaced}", "misplaced", level.path, leaf.path)
+        return Absent(f"leaf {leaf.path}: {leaf.misplaced}", "misplaced", level.path, leaf.path,
+                      what=leaf.misplaced)
     located = located or array.locate(coords)
     if level.artifact != "source" and located.node is not None and located.node >= 0:
         refused = level.refusal(leaf.provenance, located.node, located.window)
         if refused is not None:
-            return Absent(f"leaf {leaf.path}: {refused}", "provenance", level.path, leaf.path)
+            return Absent(f"leaf {leaf.path}: {refused}", "provenance", level.path, leaf.path,
+                          what=refused)
     prefix = leaf.data_prefix
     read = (  # LeafRead's fields, in order
         array.path,
