@@ -97,6 +97,13 @@ def rename_count(root: Path, name: str) -> None:
             stamp.write_text(json.dumps(doc))
 
 
+def swap(root: Path, a: str, b: str) -> None:
+    """Objects ``a`` and ``b`` of the hive at ``root`` trade places on disk."""
+    (root / a).rename(root / "aside")
+    (root / b).rename(root / a)
+    (root / "aside").rename(root / b)
+
+
 def copy_leaf(source: Path, target: Path) -> None:
     """A copy of the leaf directory ``source`` as the leaf ``target`` (``{node}.zarr``),
     its stamps' coverage box naming that node: a leaf written there, not one moved there

@@ -61,6 +61,7 @@ import moczarr
 import numpy as np
 import xarray as xr
 import zarr
+from conftest import swap
 from hypothesis import strategies as st
 from zarr.storage import LocalStore
 
@@ -275,16 +276,21 @@ def _targets(p: Pristine, kind: str) -> tuple[str, ...]:
 _LEAF_NAME = re.compile(r"-?\d+(_[^/]+)?\.zarr")
 
 
+def _place(obj: str) -> tuple | None:
+    """A source leaf's product directory (``None``: a bare hive), depth and window suffix;
+    ``None`` for any other object."""
+    match = _LEAF_NAME.fullmatch(obj.rpartition("/")[2])
+    if match is None:
+        return None
+    product = None if re.match(r"-?\d", obj) else obj.split("/")[0]
+    return product, obj.count("/"), match.group(1)
+
+
 def _places(p: Pristine, obj: str) -> tuple[str, ...]:
     """The other source leaves ``obj`` (one itself) can trade places with: of its product,
     node order and window."""
-    def place(o: str) -> tuple | None:
-        head, _, name = o.rpartition("/")
-        match = _LEAF_NAME.fullmatch(name)
-        return None if match is None else (o.split("/")[0] if not re.match(r"-?\d", o)
-                                           else None, o.count("/"), match.group(1))
-    mine = place(obj)
-    return () if mine is None else tuple(o for o in p.objects if o != obj and place(o) == mine)
+    mine = _place(obj)
+    return () if mine is None else tuple(o for o in p.objects if o != obj and _place(o) == mine)
 
 
 def _json_paths(doc: object, at: tuple = ()) -> list[tuple]:
@@ -643,9 +649,7 @@ def apply(case: Case, root: Path, outside: Path) -> Applied:
         other = str(case.param("partner"))
         applied.names.add(other)  # rows of both nodes (their common ancestor's) can change
         applied.node = os.path.commonprefix([applied.node, _node_of(other)])
-        (root / case.target).rename(root / "aside")
-        (root / other).rename(root / case.target)
-        (root / "aside").rename(root / other)
+        swap(root, case.target, other)
     elif case.kind == "delete":
         path = root / case.target
         shutil.rmtree(path) if path.is_dir() else path.unlink()

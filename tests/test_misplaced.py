@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES
+from conftest import FIXTURES, swap
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,12 +30,6 @@ SWAPS = {
     "bare_versioned": ("4/4/4/1/1/1/444111.zarr", "4/4/4/1/1/2/444112.zarr", "atl06/o7"),
     "sharded": ("4/4/4/1/1/44411.zarr", "4/4/4/1/2/44412.zarr", "atl06/o7"),
 }
-
-
-def _swap(root: Path, a: str, b: str) -> None:
-    (root / a).rename(root / "aside")
-    (root / b).rename(root / a)
-    (root / "aside").rename(root / b)
 
 
 def _node_rows(morton: np.ndarray, cell_order: int, decimal: str) -> np.ndarray:
@@ -57,7 +51,7 @@ def _read(store: MocHiveStore, group: str) -> tuple[xr.Dataset, list[str]]:
 def test_swapped_leaves_read_as_fill_with_one_warning(hive_copy, fixture, chunking):
     a, b, group = SWAPS[fixture]
     root = hive_copy(fixture)
-    _swap(root, a, b)
+    swap(root, a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = moczarr.open_hive(str(FIXTURES / fixture)).load()
@@ -86,7 +80,7 @@ def test_swapped_leaves_read_as_fill_with_one_warning(hive_copy, fixture, chunki
 def test_verify_open_leaves_swapped_leaves_out_of_the_domain(hive_copy):
     a, b, group = SWAPS["bare_versioned"]
     root = hive_copy("bare_versioned")
-    _swap(root, a, b)
+    swap(root, a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = moczarr.open_hive(str(FIXTURES / "bare_versioned")).load()
@@ -126,7 +120,7 @@ def test_swapped_overview_objects_read_as_fill_with_one_warning(hive_copy):
     swapped on disk, each is refused at the other's node (moczarr would serve it there)."""
     a, b, order = "4/4/all.zarr", "-4/1/all.zarr", 3
     root = hive_copy("pyramid1")
-    _swap(root, a, b)
+    swap(root, a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = moczarr.open_level(str(FIXTURES / "pyramid1"), order,

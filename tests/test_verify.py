@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, fixture_roots
+from conftest import FIXTURES, fixture_roots, swap
 from moczarr.stats import combined_hash, hash_arrays
 
 from moczarr_store import MocHiveStore
@@ -279,20 +279,12 @@ def test_truncated_chunk_is_an_error_naming_the_array(hive_copy, capsys):
 SWAPPED = ["4/4/4/1/1/1/444111.zarr", "4/4/4/1/1/2/444112.zarr"]
 
 
-def swap_leaves(root: Path) -> None:
-    """Leaves 444111 and 444112 of ``root`` swapped on disk."""
-    a, b = (root / rel for rel in SWAPPED)
-    a.rename(root / "swap")
-    b.rename(a)
-    (root / "swap").rename(b)
-
-
 def test_misplaced_leaf_is_reported_from_its_stamp(hive_copy, capsys):
     """Two leaves swapped on disk: each stamp's coverage box names cells of its own node,
     not the one its new path names, so each is reported misplaced without being read (the
     store serves it as the fill value)."""
     root = hive_copy("bare_versioned")
-    swap_leaves(root)
+    swap(root, *SWAPPED)
     report = run(root)
     assert sorted(v.object for v in report.failures) == SWAPPED
     for verdict in report.failures:
@@ -309,9 +301,7 @@ def test_an_object_its_level_refuses_is_reported_not_read(hive_copy, capsys):
     so once per object instead of an error per array."""
     root = hive_copy("pyramid1")
     a, b = "-4/1/all.zarr", "4/4/all.zarr"
-    (root / a).rename(root / "aside")
-    (root / b).rename(root / a)
-    (root / "aside").rename(root / b)
+    swap(root, a, b)
     report = run(root)
     assert sorted(v.object for v in report.failures) == [a, b]
     for verdict in report.failures:
@@ -329,7 +319,7 @@ def test_misplaced_leaf_without_a_coverage_box_is_a_coordinate_mismatch(hive_cop
     root = hive_copy("bare_versioned")
     for rel in SWAPPED:
         edit_stamp(root, rel, lambda stamp: stamp.pop("coverage"))
-    swap_leaves(root)
+    swap(root, *SWAPPED)
     report = run(root)
     assert sorted(v.object for v in report.failures) == SWAPPED
     for verdict in report.failures:

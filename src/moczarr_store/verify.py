@@ -441,12 +441,11 @@ class _LevelJob:
         leaf = parse_leaf(path, None if payload is None else bytes(payload))
         if leaf.state != "stamped":
             return leaf
-        label = level.windows[window] if level.windows else None
-        refused = level.refusal(leaf.provenance, index, label)
-        if leaf.misplaced is not None or refused is not None:  # served as the fill value
-            kind = "misplaced" if leaf.misplaced is not None else "refused"
-            unserved = ArrayProblem("zarr.json", kind, f"the object {leaf.misplaced or refused}"
-                                    "; served as the fill value")
+        refused = level.refusal(leaf, index, level.windows[window] if level.windows else None)
+        if refused is not None:  # the store serves it as the fill value
+            kind, why = refused
+            unserved = ArrayProblem("zarr.json", "refused" if kind == "provenance" else kind,
+                                    f"the object {why}; served as the fill value")
             return ObjectVerdict(level.path, path, "mismatch", problems=[unserved])
         recorded, combined = recorded_hashes(leaf.stamp)
         if recorded is None:

@@ -20,7 +20,7 @@ from .runs import RunEncoding
 from .windows import bounds
 
 if TYPE_CHECKING:
-    from .leaves import Provenance
+    from .leaves import Leaf, Provenance
 
 OVERVIEW_SPECS = ("zagg-overview/1", "zagg-overview/2")
 COLUMN_SPEC = "zagg-column/1"
@@ -141,20 +141,30 @@ class Level:
             rel = leaf_path(decimal, window, self.manifest.path_grouping)
         return f"{self.root}/{rel}" if self.root else rel
 
-    def refusal(self, provenance: Provenance | None, index: int,
-                window: str | None) -> str | None:
-        """Why the stamped object of node ``index`` (in ``window``) may not serve this
-        level, as moczarr drops or refuses it: on an overview level a role other than
+    def refusal(self, leaf: Leaf, index: int | None,
+                window: str | None) -> tuple[str, str] | None:
+        """``(kind, why)`` the stamped object ``leaf`` of node ``index`` (in ``window``;
+        ``None`` or negative: no node) may not serve this level, ``None`` if it may: a
+        :data:`~moczarr_store.diagnostics.KINDS` key, ``misplaced`` (:attr:`Leaf.misplaced`)
+        or ``provenance``, and the reason. No I/O."""
+        if leaf.misplaced is not None:
+            return "misplaced", leaf.misplaced
+        if self.artifact == "source" or index is None or index < 0:
+            return None
+        why = self._provenance_refusal(leaf.provenance, index, window)
+        return None if why is None else ("provenance", why)
+
+    def _provenance_refusal(self, provenance: Provenance | None, index: int,
+                            window: str | None) -> str | None:
+        """Why the object's role and provenance block do not fit this pyramid level, as
+        moczarr drops or refuses it: on an overview level a role other than
         ``overview`` (no role reads as a source object, and is kept), or a ``zagg_overview``
         block missing, of an unknown spec, or storing another cell order, and (beyond
         moczarr, which would serve its cells at this node's) one whose block names another
         node or window; on a column level a role other than ``column``, or a
         ``zagg_column`` block missing, of an unknown spec, naming another node, order or
         window, or whose ``groups`` do not carry this cell order (moczarr skips such an
-        object for the order). ``None``: it may. ``provenance``: :attr:`Leaf.provenance`.
-        No I/O."""
-        if self.artifact == "source":
-            return None
+        object for the order). ``None``: they do. ``provenance``: :attr:`Leaf.provenance`."""
         role, overview, column = provenance or (None, None, None)
         if self.artifact == "overview":
             if role is None:

@@ -115,9 +115,9 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
             if leaf.state == "debris" or not (level.windows or level.window or level.fold):
                 dropped.append(path)
             return
-        reason = leaf.misplaced or level.refusal(leaf.provenance, index, window)
+        reason = level.refusal(leaf, index, window)
         if reason is not None:
-            refused.append((path, reason))
+            refused.append((path, reason[1]))
             dropped.append(path)
             return
         if leaf.current is not None:

@@ -157,15 +157,11 @@ def plan_chunk(
         return Absent(
             f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
         )
-    if leaf.misplaced is not None:
-        return Absent(f"leaf {leaf.path}: {leaf.misplaced}", "misplaced", level.path, leaf.path,
-                      what=leaf.misplaced)
     located = located or array.locate(coords)
-    if level.artifact != "source" and located.node is not None and located.node >= 0:
-        refused = level.refusal(leaf.provenance, located.node, located.window)
-        if refused is not None:
-            return Absent(f"leaf {leaf.path}: {refused}", "provenance", level.path, leaf.path,
-                          what=refused)
+    refused = level.refusal(leaf, located.node, located.window)
+    if refused is not None:
+        kind, why = refused
+        return Absent(f"leaf {leaf.path}: {why}", kind, level.path, leaf.path, what=why)
     prefix = leaf.data_prefix
     read = (  # LeafRead's fields, in order
         array.path,
