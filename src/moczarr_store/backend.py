@@ -27,11 +27,12 @@ from typing import Any, Protocol
 
 import numpy as np
 import obstore
-from obstore.exceptions import NotFoundError
+from obstore.exceptions import NotFoundError, NotSupportedError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from . import mapped
 from .buffers import BufferPool, uninitialised
+from .diagnostics import logger
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
 from .hive.paths import short
 from .slots import request_slots
@@ -42,6 +43,7 @@ ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
 RangeOption = tuple[int, int] | dict[str, int] | None  # obstore's form of a byte range
 DEFAULT_MAX_CONCURRENCY = 64
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
+_STREAM_PIECE = 64 << 10  # bytes a streamed body is read in (a range of a whole GET)
 _RANGE_REFUSED = re.compile(r"\b416\b|range (was invalid|not satisfiable)|InvalidRange", re.I)
 _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
 
@@ -518,11 +520,17 @@ def _scan(directory: str) -> tuple[list[str], list[str]]:
 
 class ObstoreReader:
     """Any other URL (``s3://``, ``gs://``, ``http(s)://``, a ``file://`` URL with options),
-    or an obstore store instance, read with obstore."""
+    or an obstore store instance, read with obstore.
+
+    ``whole``: the server ignores ``Range`` (``python -m http.server`` answers a ranged GET
+    with ``200`` and the whole object, which obstore refuses); ranges are then read from a
+    GET of the whole object, streamed only up to the range's end."""
 
     def __init__(self, url: str | None, options: dict[str, Any], instance: Any = None) -> None:
         self.url, self.options, self._store = url, options, instance
         self.name = redact(url if url is not None else repr(instance))
+        self.whole = False
+        self._lister: Any = None
 
     def ready(self) -> None:
         """Build the store; a missing local root raises here, not as a missing object."""
@@ -562,12 +570,16 @@ class ObstoreReader:
 
     async def _get(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
         """GET and read the body: the body is part of the request (the caller holds the
-        concurrency cap across both)."""
-        options: Any = None if option is None else {"range": option}
+        concurrency cap across both). A range of a server that ignores ``Range``: a GET of
+        the whole object, read up to the range's end (:attr:`whole`)."""
+        whole = option is not None and self.whole
+        options: Any = None if option is None or whole else {"range": option}
         result = await obstore.get_async(self.store, path, options=options)
         try:
+            if whole:
+                return await self._range_of_whole(result, path, option), result.meta
             return await result.bytes_async(), result.meta
-        except _MISSING:
+        except (*_MISSING, ObjectReadError):
             raise
         except Exception as err:  # obstore's body errors do not name the object
             failure = ObjectReadError(
@@ -576,11 +588,42 @@ class ObstoreReader:
             )
         raise failure
 
+    async def _range_of_whole(self, result: Any, path: str, option: RangeOption) -> bytes:
+        """The bytes ``option`` names from the body of a GET of the whole object, read
+        only up to their end (a suffix or an offset reads the body to its end)."""
+        size = result.meta["size"]
+        start, end = _span(option, size)
+        kept, at = [], 0
+        async for piece in result.stream(min_chunk_size=_STREAM_PIECE):
+            if at + len(piece) > start:
+                kept.append(memoryview(piece)[max(0, start - at) : end - at])
+            at += len(piece)
+            if at >= end:
+                break
+        data = b"".join(kept)
+        if len(data) != end - start:
+            raise ObjectReadError(f"reading {path} from {self.name}: the response body ended "
+                                  f"after {at:,} of its {size:,} bytes")
+        return data
+
     async def stat(self, path: str) -> ObjectStat:
         return _obstore_stat(await obstore.head_async(self.store, path))
 
+    @property
+    def lister(self) -> Any:
+        """The store listings go to: for an ``http(s)://`` URL, its twin without retries
+        (a static server refuses WebDAV's ``PROPFIND``, ``python -m http.server`` with a
+        ``501`` that obstore would retry for seconds; the store then reads without one)."""
+        if self._lister is None:
+            self._lister = self.store
+            if self.url is not None and self.url.startswith(("http://", "https://")):
+                retry = {**(self.options.get("retry_config") or {}), "max_retries": 0}
+                self._lister = obstore.store.from_url(
+                    self.url, **{**self.options, "retry_config": retry})
+        return self._lister
+
     async def list(self, prefix: str) -> tuple[list[str], list[str]]:
-        listing = await obstore.list_with_delimiter_async(self.store, prefix or None)
+        listing = await obstore.list_with_delimiter_async(self.lister, prefix or None)
         cut = len(prefix) + 1 if prefix else 0
         dirs = [p.rstrip("/")[cut:] for p in listing["common_prefixes"]]
         return dirs, [meta["path"][cut:] for meta in listing["objects"]]
@@ -805,7 +848,8 @@ class Backend:
         option = _range_option(byte_range)
         self._reader.ready()  # a missing hive root raises here, not as a missing object
         try:
-            kind = "get" if option is None else "get_range"
+            whole = isinstance(self._reader, ObstoreReader) and self._reader.whole
+            kind = "get" if option is None or whole else "get_range"
             got = self._now(kind, path, option, with_stat)
             if got is not None:
                 return got
@@ -813,6 +857,16 @@ class Backend:
             return await self._call(kind, read, path, option)
         except _MISSING:
             return None
+        except NotSupportedError as err:
+            reader = self._reader
+            if (option is None or not isinstance(reader, ObstoreReader) or reader.whole
+                    or "range" not in str(err).lower()):
+                raise self._failure(err, path) from None
+            reader.whole = True  # a server that ignores Range: from now on, whole GETs
+            logger.warning("%s answers a ranged GET with the whole object (it ignores HTTP "
+                           "Range requests): a range is now read from a GET of the whole "
+                           "object, up to the range's end", self)
+            return await self._fetch(path, byte_range, with_stat)
         except Exception as err:
             failure = self._failure(err, path)
             refused = _RANGE_REFUSED.search(str(err)) is not None
