@@ -224,6 +224,18 @@ def _layout_reads(name: str, array: zarr.Array, store: MocHiveStore, plain: zarr
     }
 
 
+def _into(array: zarr.Array, out: NDBuffer, want: np.ndarray):
+    """``array`` read whole into ``out`` (zarr's ``out=``), every byte of which is made to
+    differ from ``want``'s before each read (untimed): no new output array, whose first
+    writes are page faults (on this machine's VM slow and erratic, see benchmarks/README)."""
+    def run():
+        array.get_basic_selection(Ellipsis, out=out)
+        return out.as_numpy_array()
+    run.prepare = lambda: np.invert(  # type: ignore[attr-defined]
+        want.view(np.uint8), out=out.as_numpy_array().view(np.uint8))
+    return run
+
+
 def _mapped_afresh(read):
     """``read`` with every kept span let go (and unmapped) before, untimed: the scan maps
     its spans again, and keeps them."""
@@ -271,6 +283,11 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             **_layout_reads(leaf, array, store, plain, copy, group, field),
             **_layout_reads(span, span_array, spanned, plain_span, span_copy, group, field),
         }
+        out = default_buffer_prototype().nd_buffer.from_numpy_array(np.empty_like(want))
+        for layout, viewed, copied in ((leaf, array, plain), (span, span_array, plain_span)):
+            reads[f"store {layout}, zarr into a reused output array"] = _into(viewed, out, want)
+            reads[f"plain copy in the {layout} layout, zarr into a reused output array"] = (
+                _into(copied, out, want))
         reads.update({
             f"store {span}, zarr [:], its spans mapped in the scan (none kept before)":
                 _mapped_afresh(lambda: span_array[:]),
@@ -292,6 +309,8 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
                     functools.partial(zarr.open_array, str(theirs / field), mode="r"), fused)
         for name, fn in reads.items():
             if not name.startswith("raw"):
+                if hasattr(fn, "prepare"):
+                    fn.prepare()
                 np.testing.assert_array_equal(fn(), want, err_msg=name)
         took = alternate(reads, rounds)
         lookups = _random_reads(want, array.chunks[0], {
@@ -303,6 +322,9 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
             f"{seconds / floor:.2f}x the floor")
     pairs = {"zarr": ("store {}, zarr open_array()[:]", "plain copy in the {} layout, zarr [:]"),
+             "zarr into a reused output array": (
+                 "store {}, zarr into a reused output array",
+                 "plain copy in the {} layout, zarr into a reused output array"),
              "zarr, fused pipeline": ("store {}, zarr [:], fused pipeline",
                                       "plain copy in the {} layout, zarr [:], fused pipeline")}
     for layout in (leaf, span):
