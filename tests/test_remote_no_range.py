@@ -159,6 +159,24 @@ def test_ranges_of_a_whole_get_are_exact_and_read_only_up_to_their_end(stdlib_se
         server.server_close()
 
 
+def test_ranged_reads_in_flight_when_the_server_first_ignores_range_are_read_again(
+        stdlib_server, caplog):
+    """Every ranged GET sent before the first refusal came back is refused too: each is
+    read again from a whole GET, and the switch is logged once."""
+    backend = Backend(f"{stdlib_server.url}/sharded")
+    want = (FIXTURES / "sharded" / "morton_hive.json").read_bytes()
+
+    async def reads():
+        return await asyncio.gather(*(backend.get("morton_hive.json", RangeByteRequest(i, 40))
+                                      for i in range(16)))
+
+    with caplog.at_level(logging.WARNING, logger="moczarr_store"):
+        got = asyncio.run(reads())
+    assert [bytes(g) for g in got] == [want[i:40] for i in range(16)]
+    assert len(_notices(caplog)) == 1
+    assert backend.stats.counts["get_range"] > 1  # several were in flight at the refusal
+
+
 def test_a_whole_get_cut_short_is_an_error_naming_the_object():
     """A body that ends before the ``Content-Length`` the server announced, on a range read
     from a whole GET, is an error naming the object, not short bytes."""

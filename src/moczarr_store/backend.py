@@ -859,14 +859,15 @@ class Backend:
             return None
         except NotSupportedError as err:
             reader = self._reader
-            if (option is None or not isinstance(reader, ObstoreReader) or reader.whole
+            if (kind != "get_range" or not isinstance(reader, ObstoreReader)
                     or "range" not in str(err).lower()):
                 raise self._failure(err, path) from None
-            reader.whole = True  # a server that ignores Range: from now on, whole GETs
-            logger.warning("%s answers a ranged GET with the whole object (it ignores HTTP "
-                           "Range requests): a range is now read from a GET of the whole "
-                           "object, up to the range's end", self)
-            return await self._fetch(path, byte_range, with_stat)
+            if not reader.whole:  # a server that ignores Range: from now on, whole GETs
+                reader.whole = True
+                logger.warning("%s answers a ranged GET with the whole object (it ignores "
+                               "HTTP Range requests): a range is now read from a GET of the "
+                               "whole object, up to the range's end", self)
+            return await self._fetch(path, byte_range, with_stat)  # sent without a range
         except Exception as err:
             failure = self._failure(err, path)
             refused = _RANGE_REFUSED.search(str(err)) is not None
