@@ -5,6 +5,7 @@ of the whole object, streamed only up to the range's end."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import warnings
@@ -69,14 +70,20 @@ class _Stdlib(ThreadingHTTPServer):
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
 
-@pytest.fixture(scope="module")
-def stdlib_server():
-    server = _Stdlib(FIXTURES)
+@contextlib.contextmanager
+def _serving(root):
+    server = _Stdlib(root)
     try:
         yield server
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def stdlib_server():
+    with _serving(FIXTURES) as server:
+        yield server
 
 
 def _notices(caplog) -> list[str]:
@@ -103,17 +110,13 @@ def test_a_listing_refused_with_501_is_asked_once(tmp_path):
     """The store lists a leaf group at open to check its stamp's array names; this server
     refuses WebDAV's ``PROPFIND`` with ``501``, which obstore retries for seconds by
     default: asked once, the store opens on the stamp's names."""
-    server = _Stdlib(FIXTURES)
-    try:
+    with _serving(FIXTURES) as server:
         store = MocHiveStore(f"{server.url}/sharded")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", HiveWarning)
             assert "h_mean" in zarr.open_group(store, mode="r")["atl06/o7"]
         assert server.refused == [("PROPFIND", 501)]
         assert store.request_stats.counts["list"] == 1
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_inner_chunks_from_a_server_without_ranges_are_moczarrs(stdlib_server):
@@ -128,15 +131,13 @@ def test_inner_chunks_from_a_server_without_ranges_are_moczarrs(stdlib_server):
         assert_values(got[name].values, want[name].values, name)
 
 
-def test_ranges_of_a_whole_get_are_exact_and_read_only_up_to_their_end(stdlib_server,
-                                                                          tmp_path):
+def test_ranges_of_a_whole_get_are_exact_and_read_only_up_to_their_end(tmp_path):
     """Once the server has ignored a range, a range is sliced from a whole GET: a short
     range at the start of a large object stops reading there (the rest is not sent), a
     suffix or an offset reads to the end; each is one GET without ``Range``."""
     big = bytes(range(256)) * (64 << 12)  # 64 MiB
     (tmp_path / "big.bin").write_bytes(big)
-    server = _Stdlib(tmp_path)
-    try:
+    with _serving(tmp_path) as server:
         backend = Backend(server.url)
 
         async def reads():
@@ -144,7 +145,6 @@ def test_ranges_of_a_whole_get_are_exact_and_read_only_up_to_their_end(stdlib_se
                 RangeByteRequest(0, 10), RangeByteRequest(1000, 70_000),
                 RangeByteRequest(0, 10), SuffixByteRequest(7), OffsetByteRequest(len(big) - 3))]
 
-        server.sent = 0
         first, middle, again, suffix, offset = asyncio.run(reads())
         assert bytes(first) == bytes(again) == big[:10]
         assert bytes(middle) == big[1000:70_000]
@@ -154,9 +154,6 @@ def test_ranges_of_a_whole_get_are_exact_and_read_only_up_to_their_end(stdlib_se
         # the two short ranges stopped early: far less than 3 whole objects before the two
         # reads to the end (socket buffers hold a few MiB)
         assert server.sent < 3 * len(big)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_ranged_reads_in_flight_when_the_server_first_ignores_range_are_read_again(
