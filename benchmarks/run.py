@@ -224,15 +224,19 @@ def _layout_reads(name: str, array: zarr.Array, store: MocHiveStore, plain: zarr
     }
 
 
+def _unlike(out: NDBuffer, want: np.ndarray) -> None:
+    """Make every byte of ``out`` differ from ``want``'s (a read into it is then checked)."""
+    np.invert(want.view(np.uint8), out=out.as_numpy_array().view(np.uint8))
+
+
 def _into(array: zarr.Array, out: NDBuffer, want: np.ndarray):
-    """``array`` read whole into ``out`` (zarr's ``out=``), every byte of which is made to
-    differ from ``want``'s before each read (untimed): no new output array, whose first
-    writes are page faults (on this machine's VM slow and erratic, see benchmarks/README)."""
+    """``array`` read whole into ``out`` (zarr's ``out=``), made :func:`_unlike` the values
+    before each read (untimed): no new output array, whose first writes are page faults
+    (on this machine's VM slow and erratic, see benchmarks/README)."""
     def run():
         array.get_basic_selection(Ellipsis, out=out)
         return out.as_numpy_array()
-    run.prepare = lambda: np.invert(  # type: ignore[attr-defined]
-        want.view(np.uint8), out=out.as_numpy_array().view(np.uint8))
+    run.prepare = lambda: _unlike(out, want)  # type: ignore[attr-defined]
     return run
 
 
@@ -643,8 +647,8 @@ def measure_latency(hive: Path, group: str, field: str) -> None:
     reused = default_buffer_prototype().nd_buffer.from_numpy_array(np.ones_like(want))
     for cap, out in ((8, None), (32, None), (128, None), (128, reused)):
         floor, _, _ = _cold_scan(hive, group, field, cap, 0.0, out)
-        if out is not None:  # every byte differs from the field's until the scan writes it
-            np.invert(want.view(np.uint8), out=out.as_numpy_array().view(np.uint8))
+        if out is not None:
+            _unlike(out, want)
         took, requests, got = _cold_scan(hive, group, field, cap, SlowBackend.delay, out)
         np.testing.assert_array_equal(got, want, err_msg=f"latency, {cap} in flight")
         del got
