@@ -21,6 +21,7 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteReques
 
 from moczarr_store import ChunkReadError, HiveWarning, MocHiveStore
 from moczarr_store.backend import Backend
+from moczarr_store.refs import export_refs
 
 pytest_plugins = ["servers"]
 
@@ -172,6 +173,21 @@ def test_ranged_reads_in_flight_when_the_server_first_ignores_range_are_read_aga
     assert [bytes(g) for g in got] == [want[i:40] for i in range(16)]
     assert len(_notices(caplog)) == 1
     assert backend.stats.counts["get_range"] > 1  # several were in flight at the refusal
+
+
+def test_an_export_from_a_server_without_ranges_warns_unless_remapped(stdlib_server,
+                                                                      tmp_path):
+    """References name byte ranges: published against a server that ignores ``Range``,
+    their readers would ask it for ranges. Warned once; not when remapped elsewhere."""
+    source = f"{stdlib_server.url}/sharded"
+    with pytest.warns(HiveWarning, match="ignores HTTP Range requests") as caught:
+        export_refs(source, "mdim-refs", tmp_path / "a.mdim", group="atl06/o7")
+    assert sum("ignores HTTP Range" in str(w.message) for w in caught) == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_refs(source, "mdim-refs", tmp_path / "b.mdim", group="atl06/o7",
+                    remap={f"{source}/": (FIXTURES / "sharded").resolve().as_uri() + "/"})
+    assert not [w for w in caught if "ignores HTTP Range" in str(w.message)]
 
 
 def test_a_whole_get_cut_short_is_an_error_naming_the_object():

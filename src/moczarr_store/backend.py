@@ -705,6 +705,12 @@ class Backend:
         return self._reader.name
 
     @property
+    def ignores_ranges(self) -> bool:
+        """Whether the server has answered a ranged GET with the whole object (ranges are
+        then read from whole GETs)."""
+        return isinstance(self._reader, ObstoreReader) and self._reader.whole
+
+    @property
     def store(self) -> Any:
         """The obstore store (built on first use); ``None`` for a local hive read with file
         I/O."""
@@ -848,8 +854,7 @@ class Backend:
         option = _range_option(byte_range)
         self._reader.ready()  # a missing hive root raises here, not as a missing object
         try:
-            whole = isinstance(self._reader, ObstoreReader) and self._reader.whole
-            kind = "get" if option is None or whole else "get_range"
+            kind = "get" if option is None or self.ignores_ranges else "get_range"
             got = self._now(kind, path, option, with_stat)
             if got is not None:
                 return got

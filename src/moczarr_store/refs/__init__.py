@@ -123,6 +123,12 @@ async def export_refs_async(
     start = time.perf_counter()
     collected: Collected = await collect(store.session, backend.url, groups, progress, relayout)
     _warn_unchecked(collected, format, checksums)
+    if backend.ignores_ranges and not rules:
+        warnings.warn(HiveWarning(
+            f"{backend} ignores HTTP Range requests (it answered a ranged GET with the whole "
+            "object), and the references name byte ranges of its objects: a reader of them "
+            "asks it for those ranges. Publish the hive where ranges are served and --remap "
+            "the references there"), stacklevel=3)
     publish = published(rules)
     report = ExportReport(format, out, public_source(backend.url), str(collected.chunking),
                           collected.counts(), collected.layouts, rules, checksums)
