@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 from benchmarks import serve_load
 from conftest import FIXTURES
-from servers import REGION, s3_url
+from servers import REGION, LoopbackServer, StaticFiles, s3_url
 from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore, cli
@@ -89,6 +89,22 @@ def test_plain_http_needs_no_option(http_server, capsys):
     assert code == EXIT_OK, err
     local = run(capsys, "inspect", FIXTURES / "bare_versioned", "--verify", "lazy")[1]
     assert tree(out) == tree(local)
+
+
+def test_max_concurrency_caps_the_requests_at_the_server(capsys):
+    """``--max-concurrency N``: at most N requests at the server at once (``python -m
+    http.server`` queues 5 connections); the default lets more through on the same hive."""
+    most = {}
+    for cap in ("2", None):
+        server = LoopbackServer(StaticFiles(FIXTURES))
+        try:
+            argv = ["inspect", f"{server.url}/bare_versioned", "--verify", "open"]
+            code, _, err = run(capsys, *argv, *(["--max-concurrency", cap] if cap else []))
+            assert code == EXIT_OK, err
+            most[cap] = server.max_in_flight
+        finally:
+            server.stop()
+    assert most["2"] <= 2 < most[None]
 
 
 def test_serve_workers_get_the_storage_options(s3_server):

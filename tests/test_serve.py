@@ -480,11 +480,14 @@ def test_app_from_env():
     from moczarr_store.serve.env import to_env
 
     env = to_env(str(FIXTURES / "sharded"), cors=["*"], stamp_ttl=7, chunking="inner",
-                 geometry="sphere")
+                 geometry="sphere", max_concurrency=3)
     app = app_from_env(env)
     store = app.state.generations.current().store
     assert (store.chunking, app.state.generations.stamp_ttl) == ("inner", 7.0)
     assert store.options.geometry == "sphere"
+    assert store.backend.max_concurrency == 3
+    with pytest.raises(ValueError, match="MOCZARR_STORE_MAX_CONCURRENCY='3.5': expected an int"):
+        app_from_env({**env, "MOCZARR_STORE_MAX_CONCURRENCY": "3.5"})
     with Served(app) as server:
         assert fetch(server, "/zarr.json", Origin="http://x")[1][
             "access-control-allow-origin"] == "*"

@@ -25,7 +25,7 @@ from typing import Any
 from tqdm import tqdm
 from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
-from .backend import redact, scrub
+from .backend import DEFAULT_MAX_CONCURRENCY, redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
 from .options import CHUNKINGS, GEOMETRIES, REFERENCE_CHUNKINGS, VERIFY_MODES, parse_chunking
 from .storage import FAIL_FAST, fail_fast, family, merged
@@ -154,6 +154,9 @@ def storage_parser() -> argparse.ArgumentParser:
     limits.add_argument("--retry-timeout", type=seconds, default=FAIL_FAST["retry_timeout"],
                         metavar="SECONDS",
                         help="no retry after this long since a request's start (%(default)s)")
+    limits.add_argument("--max-concurrency", type=count(1), default=DEFAULT_MAX_CONCURRENCY,
+                        metavar="N", help="requests in flight at once (%(default)s; 4 for "
+                        "python -m http.server, which queues 5 connections)")
     parent.add_argument("--debug", action="store_true",
                         help="show an error's traceback; log at DEBUG on stderr")
     parent.add_argument("-v", "--verbose", action="store_true",
@@ -226,7 +229,7 @@ def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
 def open_store(args: argparse.Namespace, **store_options: Any) -> MocHiveStore:
     """The store the arguments name (``args.source`` and the storage arguments)."""
     return MocHiveStore(args.source, storage_options=storage_options(args, args.source),
-                        **store_options)
+                        max_concurrency=args.max_concurrency, **store_options)
 
 
 @contextlib.contextmanager
@@ -389,6 +392,7 @@ def run_serve(args: argparse.Namespace) -> int:
                           "pip install 'moczarr-store[serve]'") from err
     options: dict[str, Any] = {"chunking": args.chunking, "verify": args.verify,
                                "window": args.window, "geometry": args.geometry,
+                               "max_concurrency": args.max_concurrency,
                                "storage_options": storage_options(args, args.source)}
     store = MocHiveStore(args.source, **options)
     sync(store.session.ensure_levels(None))
@@ -447,6 +451,7 @@ def run_refs(args: argparse.Namespace) -> int:
             args.source, args.format, args.out, group=args.group, remap=args.remap,
             chunking=args.chunking, checksums=not args.no_checksums, progress=bar,
             storage_options=storage_options(args, args.source),
+            max_concurrency=args.max_concurrency,
         )
     finally:
         if bar is not None:

@@ -4,7 +4,8 @@ worker, ``moczarr-store serve --workers N``).
 
 ``MOCZARR_STORE_SOURCE`` (required: path or URL), ``MOCZARR_STORE_CHUNKING``,
 ``MOCZARR_STORE_VERIFY``, ``MOCZARR_STORE_WINDOW``, ``MOCZARR_STORE_GEOMETRY``,
-``MOCZARR_STORE_CORS`` (origins separated by spaces or commas),
+``MOCZARR_STORE_MAX_CONCURRENCY``, ``MOCZARR_STORE_CORS`` (origins separated by spaces or
+commas),
 ``MOCZARR_STORE_STAMP_TTL`` (seconds),
 ``MOCZARR_STORE_STORAGE_OPTIONS`` (JSON; ``moczarr-store serve --workers N`` passes its
 storage options this way; obstore also reads its own ``AWS_*``, ... variables),
@@ -30,7 +31,7 @@ from .app import create_app
 
 PREFIX = "MOCZARR_STORE_"
 VIEW = f"{PREFIX}VIEW"
-_STORE_OPTIONS = ("chunking", "verify", "window", "geometry")
+_STORE_OPTIONS = ("chunking", "verify", "window", "geometry", "max_concurrency")
 
 
 def to_env(
@@ -64,6 +65,10 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
         raise OptionError(f"{PREFIX}SOURCE is not set: it names the hive to serve")
     given = {k: environ.get(f"{PREFIX}{k.upper()}") for k in _STORE_OPTIONS}
     options: dict[str, Any] = {k: v for k, v in given.items() if v}
+    if cap := options.get("max_concurrency"):
+        if not cap.isdigit():
+            raise OptionError(f"{PREFIX}MAX_CONCURRENCY={cap!r}: expected an int >= 1")
+        options["max_concurrency"] = int(cap)
     cors = [o for o in re.split(r"[\s,]+", environ.get(f"{PREFIX}CORS", "")) if o]
     if storage := environ.get(f"{PREFIX}STORAGE_OPTIONS"):
         options["storage_options"] = from_json(storage)
