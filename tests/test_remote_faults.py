@@ -12,8 +12,9 @@ each fault class does, measured here with ``max_retries=2``:
 - a lying server (body cut, ``Content-Length`` matching): not a transport error;
   the store's chunk checks (uncompressed size, shard index crc32c) raise, naming
   the leaf object.
-- a server answering a ranged GET with the whole object (``200``) or another range:
-  obstore's response checks refuse it; the error names the object.
+- a server answering a ranged GET with another range: obstore's response checks refuse
+  it; the error names the object. One answering with the whole object (``200``, a proxy
+  that drops ``Range``): ranges are read from whole GETs from then on, exactly.
 """
 
 from __future__ import annotations
@@ -118,24 +119,37 @@ def test_a_lying_server_cut_body_is_an_error_not_short_data(fault_proxy, name, g
     assert leaf_key in str(caught.value)
 
 
-@pytest.mark.parametrize(("kind", "message"), [
-    ("whole", "non-partial response when range requested"),
-    ("later", r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)"),
-])
-def test_a_server_answering_another_range_is_an_error_not_shifted_bytes(fault_proxy, kind,
-                                                                        message):
-    """``chunking="inner"`` reads inner chunks by range: a server that ignores ``Range``
-    (the whole object, ``200``) or answers another range (its ``Content-Range`` honest)
-    is refused by obstore's response checks, naming the object."""
+def test_a_server_answering_another_range_is_an_error_not_shifted_bytes(fault_proxy):
+    """``chunking="inner"`` reads inner chunks by range: a server that answers another
+    range (its ``Content-Range`` honest) is refused by obstore's response checks, naming
+    the object."""
+    message = r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)"
     store = MocHiveStore(s3_url("sharded"), chunking="inner",
                          **s3_options(fault_proxy.url, **FAST_TIMEOUT))
     array = zarr.open_group(store, mode="r")["atl06/o7/h_mean"]
-    fault_proxy.inject(Fault(kind, match="/h_mean/c/", times=1000))
+    fault_proxy.inject(Fault("later", match="/h_mean/c/", times=1000))
     with pytest.raises(ChunkReadError, match=message) as caught:
         array[:]
     text = str(caught.value)
     assert re.match(r"reading \S+\.zarr/run-[0-9a-f-]+/7/h_mean/c/0 from s3://\S+: \w", text)
     assert text.count(" from s3://") == 1  # the object named once
-    if kind == "later":
-        start, end, got_start, got_end = map(int, re.search(message, text).groups())
-        assert (got_start, got_end) == (start + 1, end + 1)
+    start, end, got_start, got_end = map(int, re.search(message, text).groups())
+    assert (got_start, got_end) == (start + 1, end + 1)
+
+
+def test_a_proxy_that_drops_range_still_reads_exactly(fault_proxy, caplog):
+    """A ranged GET answered ``200`` with the whole object (obstore's S3 store: "non-partial
+    response when range requested"): from then on ranges are read from whole GETs, logged
+    once; every inner chunk reads as from the local hive."""
+    store = MocHiveStore(s3_url("sharded"), chunking="inner",
+                         **s3_options(fault_proxy.url, **FAST_TIMEOUT))
+    array = zarr.open_group(store, mode="r")["atl06/o7/h_mean"]
+    fault_proxy.inject(Fault("whole", match="/h_mean/c/", times=1000))
+    with caplog.at_level("WARNING", logger="moczarr_store"):
+        got = array[:]
+    want = zarr.open_group(MocHiveStore(FIXTURES / "sharded", chunking="inner"),
+                           mode="r")["atl06/o7/h_mean"][:]
+    np.testing.assert_array_equal(got, want)
+    assert [r.getMessage().split(" answers ")[1][:40] for r in caplog.records] == [
+        "a ranged GET with the whole object (it i"]
+    assert store.request_stats.counts["get_range"] >= 1

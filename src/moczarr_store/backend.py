@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import obstore
-from obstore.exceptions import NotFoundError, NotSupportedError
+from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from . import mapped
@@ -45,6 +45,9 @@ DEFAULT_MAX_CONCURRENCY = 64
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
 _STREAM_PIECE = 64 << 10  # bytes a streamed body is read in (a range of a whole GET)
 _RANGE_REFUSED = re.compile(r"\b416\b|range (was invalid|not satisfiable)|InvalidRange", re.I)
+# obstore refusing a 200 (the whole object) to a ranged GET: HTTPStore, and S3/GCS/Azure
+_WHOLE_ANSWER = re.compile(r"range request not supported|non-partial response when range "
+                           r"requested", re.I)
 _MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
 
 
@@ -862,20 +865,19 @@ class Backend:
             return await self._call(kind, read, path, option)
         except _MISSING:
             return None
-        except NotSupportedError as err:
-            reader = self._reader
-            if (kind != "get_range" or not isinstance(reader, ObstoreReader)
-                    or "range" not in str(err).lower()):
-                raise self._failure(err, path) from None
-            if not reader.whole:  # a server that ignores Range: from now on, whole GETs
-                reader.whole = True
+        except Exception as err:
+            whole = (kind == "get_range" and isinstance(self._reader, ObstoreReader)
+                     and _WHOLE_ANSWER.search(str(err)) is not None)
+            failure = self._failure(err, path)
+            refused = _RANGE_REFUSED.search(str(err)) is not None
+        if whole:  # a server that ignores Range: from now on, whole GETs
+            assert isinstance(self._reader, ObstoreReader)
+            if not self._reader.whole:
+                self._reader.whole = True
                 logger.warning("%s answers a ranged GET with the whole object (it ignores "
                                "HTTP Range requests): a range is now read from a GET of the "
                                "whole object, up to the range's end", self)
             return await self._fetch(path, byte_range, with_stat)  # sent without a range
-        except Exception as err:
-            failure = self._failure(err, path)
-            refused = _RANGE_REFUSED.search(str(err)) is not None
         if refused and (isinstance(option, tuple) or (isinstance(option, dict)
                                                       and "offset" in option)):
             start = option[0] if isinstance(option, tuple) else option["offset"]
