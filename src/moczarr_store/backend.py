@@ -525,9 +525,10 @@ class ObstoreReader:
     """Any other URL (``s3://``, ``gs://``, ``http(s)://``, a ``file://`` URL with options),
     or an obstore store instance, read with obstore.
 
-    ``whole``: the server ignores ``Range`` (``python -m http.server`` answers a ranged GET
-    with ``200`` and the whole object, which obstore refuses); ranges are then read from a
-    GET of the whole object, streamed only up to the range's end."""
+    ``whole``: the server ignores ``Range`` (``python -m http.server``, or a proxy that
+    drops the header, answers a ranged GET with ``200`` and the whole object, which obstore
+    refuses); ranges are then read from a GET of the whole object, streamed only up to the
+    range's end."""
 
     def __init__(self, url: str | None, options: dict[str, Any], instance: Any = None) -> None:
         self.url, self.options, self._store = url, options, instance
