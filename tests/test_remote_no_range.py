@@ -107,7 +107,7 @@ def test_every_bare_fixture_reads_identically_from_a_server_without_ranges(
     assert remote.request_stats.counts["get_range"] == 1  # the one the server refused
 
 
-def test_a_listing_refused_with_501_is_asked_once(tmp_path):
+def test_a_listing_refused_with_501_is_asked_once():
     """The store lists a leaf group at open to check its stamp's array names; this server
     refuses WebDAV's ``PROPFIND`` with ``501``, which obstore retries for seconds by
     default: asked once, the store opens on the stamp's names."""
