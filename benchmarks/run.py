@@ -229,13 +229,18 @@ def _unlike(out: NDBuffer, want: np.ndarray) -> None:
     np.invert(want.view(np.uint8), out=out.as_numpy_array().view(np.uint8))
 
 
+def _read_into(array: zarr.Array, out: NDBuffer) -> np.ndarray:
+    """``array`` read whole into ``out`` (zarr's ``out=``), as numpy."""
+    array.get_basic_selection(Ellipsis, out=out)
+    return out.as_numpy_array()
+
+
 def _into(array: zarr.Array, out: NDBuffer, want: np.ndarray):
-    """``array`` read whole into ``out`` (zarr's ``out=``), made :func:`_unlike` the values
-    before each read (untimed): no new output array, whose first writes are page faults
-    (on this machine's VM slow and erratic, see benchmarks/README)."""
+    """:func:`_read_into`, ``out`` made :func:`_unlike` the values before each read
+    (untimed): no new output array, whose first writes are page faults (on this machine's
+    VM slow and erratic, see benchmarks/README)."""
     def run():
-        array.get_basic_selection(Ellipsis, out=out)
-        return out.as_numpy_array()
+        return _read_into(array, out)
     run.prepare = lambda: _unlike(out, want)  # type: ignore[attr-defined]
     return run
 
@@ -628,11 +633,7 @@ def _cold_scan(hive: Path, group: str, field: str, cap: int, delay: float,
         array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
         store.request_stats.reset()
         start = time.perf_counter()
-        if out is None:
-            got = array[:]
-        else:
-            array.get_basic_selection(Ellipsis, out=out)
-            got = out.as_numpy_array()
+        got = array[:] if out is None else _read_into(array, out)
         took = time.perf_counter() - start
     return took, store.request_stats.total, got
 

@@ -714,6 +714,15 @@ class Backend:
         then read from whole GETs)."""
         return isinstance(self._reader, ObstoreReader) and self._reader.whole
 
+    def _read_ranges_whole(self) -> None:
+        """From now on, read ranges from whole GETs (logged once)."""
+        reader = self._reader
+        if isinstance(reader, ObstoreReader) and not reader.whole:
+            reader.whole = True
+            logger.warning("%s answers a ranged GET with the whole object (it ignores HTTP "
+                           "Range requests): a range is now read from a GET of the whole "
+                           "object, up to the range's end", self)
+
     @property
     def store(self) -> Any:
         """The obstore store (built on first use); ``None`` for a local hive read with file
@@ -871,13 +880,8 @@ class Backend:
                      and _WHOLE_ANSWER.search(str(err)) is not None)
             failure = self._failure(err, path)
             refused = _RANGE_REFUSED.search(str(err)) is not None
-        if whole:  # a server that ignores Range: from now on, whole GETs
-            assert isinstance(self._reader, ObstoreReader)
-            if not self._reader.whole:
-                self._reader.whole = True
-                logger.warning("%s answers a ranged GET with the whole object (it ignores "
-                               "HTTP Range requests): a range is now read from a GET of the "
-                               "whole object, up to the range's end", self)
+        if whole:
+            self._read_ranges_whole()
             return await self._fetch(path, byte_range, with_stat)  # sent without a range
         if refused and (isinstance(option, tuple) or (isinstance(option, dict)
                                                       and "offset" in option)):

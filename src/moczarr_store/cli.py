@@ -226,10 +226,16 @@ def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
     return merged(options, given)
 
 
+def shared_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``MocHiveStore`` options from the arguments every subcommand shares: the storage
+    options and the cap on requests in flight."""
+    return {"storage_options": storage_options(args, args.source),
+            "max_concurrency": args.max_concurrency}
+
+
 def open_store(args: argparse.Namespace, **store_options: Any) -> MocHiveStore:
-    """The store the arguments name (``args.source`` and the storage arguments)."""
-    return MocHiveStore(args.source, storage_options=storage_options(args, args.source),
-                        max_concurrency=args.max_concurrency, **store_options)
+    """The store the arguments name (``args.source`` and the shared arguments)."""
+    return MocHiveStore(args.source, **shared_options(args), **store_options)
 
 
 @contextlib.contextmanager
@@ -392,8 +398,7 @@ def run_serve(args: argparse.Namespace) -> int:
                           "pip install 'moczarr-store[serve]'") from err
     options: dict[str, Any] = {"chunking": args.chunking, "verify": args.verify,
                                "window": args.window, "geometry": args.geometry,
-                               "max_concurrency": args.max_concurrency,
-                               "storage_options": storage_options(args, args.source)}
+                               **shared_options(args)}
     store = MocHiveStore(args.source, **options)
     sync(store.session.ensure_levels(None))
     try:
@@ -450,8 +455,7 @@ def run_refs(args: argparse.Namespace) -> int:
         report = export_refs(
             args.source, args.format, args.out, group=args.group, remap=args.remap,
             chunking=args.chunking, checksums=not args.no_checksums, progress=bar,
-            storage_options=storage_options(args, args.source),
-            max_concurrency=args.max_concurrency,
+            **shared_options(args),
         )
     finally:
         if bar is not None:
