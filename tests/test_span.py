@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import FIXTURES, assert_values, fixture_roots
+from conftest import FIXTURES, assert_values, fixture_roots, repoint
 from hostile import pristine, pristine_references
 from zarr.abc.store import RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
@@ -29,7 +29,7 @@ from moczarr_store import (
     buffers,
 )
 from moczarr_store.cli import build_parser
-from moczarr_store.read import execute
+from moczarr_store.read import execute, plan
 from moczarr_store.refs import export_refs
 from moczarr_store.view import arrays
 
@@ -132,6 +132,37 @@ def test_a_span_reads_each_leaf_once_as_the_leaf_view_does():
         counts[chunking] = (cold, dict(store.request_stats.counts))
     assert counts[3] == counts["leaf"]
     assert counts[3][1] == {"get": 3}  # one GET per leaf
+
+
+def test_a_span_planned_before_is_not_planned_again(monkeypatch):
+    """A span planned with its stamps cached is kept by the session: read again, no part
+    is planned again."""
+    store = MocHiveStore(FIXTURES / "bare_versioned", chunking=3)
+    key = "atl06/o7/h_mean/c/1"
+    asyncio.run(plan.plan_key(store.session, key))  # reads the stamps
+    first = asyncio.run(plan.plan_key(store.session, key))  # planned from cached stamps
+    assert isinstance(first, plan.Span) and len(first.parts) == 3
+    planned = []
+    real = plan.plan_chunk
+    monkeypatch.setattr(plan, "plan_chunk", lambda *a, **k: planned.append(a) or real(*a, **k))
+    assert asyncio.run(plan.plan_key(store.session, key)) == first and planned == []
+
+
+def test_a_span_is_planned_again_once_a_leaf_s_stamp_is_read_again(hive_copy):
+    """A writer re-points one leaf of a span after it was read; once the session reads
+    that leaf's stamp again (here: every stamp let go), the span serves the new version,
+    as a new store does, not the plan it made under the old stamp."""
+    root = hive_copy("bare_versioned")
+    store = MocHiveStore(root, chunking=3)
+    array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+    before = array[:]
+    span = asyncio.run(plan.plan_key(store.session, "atl06/o7/h_mean/c/0"))
+    repoint(root, span.parts[1], 1.0)
+    store.session.leaves.clear()
+    after = array[:]
+    want = zarr.open_array(MocHiveStore(root, chunking=3), path="atl06/o7/h_mean", mode="r")[:]
+    assert not np.array_equal(after, before, equal_nan=True)
+    assert_values(after, want, "h_mean")
 
 
 @pytest.mark.parametrize(("name", "chunking", "path", "at"), [

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +52,9 @@ class HiveSession:
         # (level, window): its objects when none is stamped (the level was not made for it)
         self.windows: AsyncCache[list[str]] = AsyncCache(VERSION_GROUPS)
         self.problems = Problems()
+        # (array path, chunk coords) -> (the view's array, the span's parts, the stamps
+        # they were planned under): see ``read.plan._span``
+        self.span_plans: dict[tuple[str, tuple[int, ...]], tuple[Any, ...]] = {}
         self._hive: Hive | None = None
         self._view: View | None = None
         self._opened: AsyncCache[None] = AsyncCache(1)
