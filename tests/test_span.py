@@ -148,6 +148,21 @@ def test_a_span_planned_before_is_not_planned_again(monkeypatch):
     assert asyncio.run(plan.plan_key(store.session, key)) == first and planned == []
 
 
+def test_kept_span_plans_are_let_go_when_one_more_would_pass_the_limit():
+    kept = plan.SpanPlans(limit=5)
+
+    def span(parts: int):
+        return plan._KeptSpan(None, (None,) * parts, ())
+
+    kept.put(("a", (0,)), span(3))
+    kept.put(("a", (0,)), span(3))  # planned again: counted once
+    kept.put(("a", (1,)), span(2))
+    assert kept.get(("a", (0,))) is not None and kept.get(("a", (1,))) is not None
+    kept.put(("a", (2,)), span(1))  # 6 parts would not fit: the others go
+    assert kept.get(("a", (0,))) is None and kept.get(("a", (1,))) is None
+    assert kept.get(("a", (2,))) is not None
+
+
 def test_a_span_is_planned_again_once_a_leaf_s_stamp_is_read_again(hive_copy):
     """A writer re-points one leaf of a span after it was read; once the session reads
     that leaf's stamp again (here: every stamp let go), the span serves the new version,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
 from .options import OpenOptions
 from .read.execute import remember_template
+from .read.plan import SpanPlans
 from .view.tree import View
 
 LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
@@ -52,9 +52,7 @@ class HiveSession:
         # (level, window): its objects when none is stamped (the level was not made for it)
         self.windows: AsyncCache[list[str]] = AsyncCache(VERSION_GROUPS)
         self.problems = Problems()
-        # (array path, chunk coords) -> (the view's array, the span's parts, the stamps
-        # they were planned under): see ``read.plan._span``
-        self.span_plans: dict[tuple[str, tuple[int, ...]], tuple[Any, ...]] = {}
+        self.span_plans = SpanPlans()
         self._hive: Hive | None = None
         self._view: View | None = None
         self._opened: AsyncCache[None] = AsyncCache(1)

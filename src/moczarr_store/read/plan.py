@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..session import HiveSession
 
 _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
-SPAN_PLANS = 1 << 14  # span plans a session keeps (cleared when full)
+SPAN_PARTS = 1 << 17  # parts of the span plans a session keeps (~50 MB at most)
 
 
 @dataclass(frozen=True)
@@ -219,12 +219,12 @@ async def _span(
     """A span's plan: each part planned as its leaf's chunk, stamps known to the cache
     without a task; the others read concurrently. A span planned before is planned again
     only when the view's array or one of its leaves' cached stamps is another object than
-    it was planned under (a check per part: ~8 us a span of 8, where planning took ~90)."""
+    it was planned under (a cache look per part instead of planning it)."""
     key = (array.path, coords)
     known = session.span_plans.get(key)
-    if known is not None and known[0] is array and all(
-            session.leaves.hit(path) is leaf for path, leaf in known[2]):
-        return Span(array.path, coords, known[1], byte_range)
+    if known is not None and known.array is array and all(
+            session.leaves.hit(path) is leaf for path, leaf in known.under):
+        return Span(array.path, coords, known.parts, byte_range)
     parts: list[LeafPlan | None] = []
     missing: dict[int, tuple[tuple[int, ...], LeafChunk, str]] = {}
     under: list[tuple[str, Leaf]] = []  # the stamps each part was planned under
@@ -248,7 +248,34 @@ async def _span(
         for (at, (part, located, _)), leaf in zip(missing.items(), leaves, strict=True):
             parts[at] = plan_chunk(array, part, leaf, None, located)
     else:  # every stamp was cached: the plan holds while they are
-        if len(session.span_plans) >= SPAN_PLANS:
-            session.span_plans.clear()
-        session.span_plans[key] = (array, tuple(parts), tuple(under))
+        session.span_plans.put(key, _KeptSpan(array, tuple(parts), tuple(under)))
     return Span(array.path, coords, tuple(parts), byte_range)
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptSpan:
+    array: FieldArray  # the view's array it was planned for
+    parts: tuple[LeafPlan | None, ...]
+    under: tuple[tuple[str, Leaf], ...]  # each stamp a part was planned under, by path
+
+
+class SpanPlans:
+    """The span plans a session keeps (:func:`_span`), up to ``limit`` parts in all; all
+    are let go when one more would not fit (planning them again costs ~11 us a part)."""
+
+    def __init__(self, limit: int = SPAN_PARTS) -> None:
+        self.limit = limit
+        self._kept: dict[tuple[str, tuple[int, ...]], _KeptSpan] = {}
+        self._parts = 0
+
+    def get(self, key: tuple[str, tuple[int, ...]]) -> _KeptSpan | None:
+        return self._kept.get(key)
+
+    def put(self, key: tuple[str, tuple[int, ...]], kept: _KeptSpan) -> None:
+        old = self._kept.pop(key, None)
+        self._parts -= 0 if old is None else len(old.parts)
+        if self._parts + len(kept.parts) > self.limit:
+            self._kept.clear()
+            self._parts = 0
+        self._kept[key] = kept
+        self._parts += len(kept.parts)
