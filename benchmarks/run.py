@@ -43,9 +43,8 @@ REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner", "span")
 DEFAULT = "leaf"
 MEASURES = (
-    "scan", "open", "full", "moczarr", "random", "requests", "fabrication", "latency", "scale",
-    "dask", "verify",
-    "serve", "remote",
+    "scan", "spans", "open", "full", "moczarr", "random", "requests", "fabrication", "latency",
+    "scale", "dask", "verify", "serve", "remote",
 )
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -372,6 +371,75 @@ def _random_reads(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array],
             fns[kind, name], counts[kind, name] = read, len(at)
     took = alternate(fns, rounds)
     return {key: seconds / counts[key] for key, seconds in took.items()}
+
+
+SPAN_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def measure_spans(hive: Path, group: str, field: str, rounds: int = 5) -> None:
+    """Leaves per chunk against both kinds of read: for ``"leaf"``, every count ``k`` of
+    ``SPAN_COUNTS`` up to the level's node count and ``"span"`` (its own ``k``), one field
+    scanned through zarr into a reused output array (no new memory's page faults) and
+    through ``xr.open_zarr`` defaults, and random single cells and leaf-sized slices
+    (stamps warm); values checked equal, each row the best of ``rounds`` timed in turn,
+    scans as a ratio to the raw floor, random reads to ``"leaf"``'s."""
+    paths, _cold = _leaf_objects(hive, group, field)
+    stores = {"leaf": MocHiveStore(hive, chunking="leaf")}
+    arrays = {"leaf": zarr.open_array(stores["leaf"], path=f"{group}/{field}", mode="r")}
+    cells, want = arrays["leaf"].chunks[0], arrays["leaf"][:]
+    nodes = want.shape[0] // cells
+    for chunking in (*(k for k in SPAN_COUNTS if k <= nodes), "span"):
+        store = MocHiveStore(hive, chunking=chunking)
+        array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+        k = array.chunks[0] // cells
+        if chunking == "span" and k in arrays:
+            arrays.pop(k), stores.pop(k)  # the same view: named as "span" chooses it
+        name = f"'span' (k = {k})" if chunking == "span" else chunking
+        stores[name], arrays[name] = store, array
+    # each view keeps its spans mapped, as in a process that reads that view alone (the
+    # views map the same files: their pages are the same page cache, counted once in memory)
+    views = len(arrays)
+    saved = mapped.MAPPED_OBJECTS, mapped.TOUCHED_BYTES
+    mapped.MAPPED_OBJECTS = max(saved[0], 2 * views * len(paths))
+    mapped.TOUCHED_BYTES = max(saved[1], 2 * views * want.nbytes)
+    try:
+        _spans_timed(paths, stores, arrays, want, group, field, rounds)
+    finally:
+        mapped.MAPPED_OBJECTS, mapped.TOUCHED_BYTES = saved
+        mapped.release()
+
+
+def _spans_timed(paths: list[str], stores: dict, arrays: dict, want: np.ndarray, group: str,
+                 field: str, rounds: int) -> None:
+    """:func:`measure_spans`'s reads, timed and reported."""
+    cells = arrays["leaf"].chunks[0]
+    out = default_buffer_prototype().nd_buffer.from_numpy_array(np.empty_like(want))
+    reads: dict = {"raw floor": lambda: _raw(paths)}
+    for name, array in arrays.items():
+        reads[f"{name}, zarr into a reused output array"] = _into(array, out, want)
+        reads[f"{name}, xr.open_zarr defaults, field .load()"] = (
+            lambda st=stores[name]: _xr_field(st, group, field).load().values)
+    for name, fn in reads.items():
+        if name != "raw floor":
+            if hasattr(fn, "prepare"):
+                fn.prepare()
+            np.testing.assert_array_equal(fn(), want, err_msg=name)
+    took = alternate(reads, rounds)
+    lookups = _random_reads(want, cells, arrays, rounds=rounds)
+    floor, mb = took["raw floor"], _raw(paths) / 1e6
+    for name in arrays:
+        scans = [took[f"{name}, zarr into a reused output array"],
+                 took[f"{name}, xr.open_zarr defaults, field .load()"]]
+        single, whole = (lookups[kind, name] for kind in ("random single cell",
+                                                            "random leaf-sized slice"))
+        base = lookups["random single cell", "leaf"], lookups["random leaf-sized slice", "leaf"]
+        row(f"spans {field} ({len(paths)} leaves of {cells:,} cells, {mb:.1f} MB): "
+            f"chunking={name}, {arrays[name].nchunks} chunks",
+            f"scan {scans[0] * 1e3:.1f} ms zarr / {scans[1] * 1e3:.1f} ms xarray; random "
+            f"{single * 1e3:.2f} ms cell / {whole * 1e3:.2f} ms slice",
+            f"raw floor {floor * 1e3:.1f} ms",
+            f"{scans[0] / floor:.2f}x / {scans[1] / floor:.2f}x the floor; random "
+            f"{single / base[0]:.2f}x / {whole / base[1]:.2f}x leaf's")
 
 
 def measure_scan_all(hive: Path, group: str, rounds: int = 5) -> None:
@@ -937,6 +1005,7 @@ def run(
     print("| measure | ours | anchor | ratio |\n|---|---|---|---|")
     steps = {
         "scan": lambda: (measure_scan(hive, group, field), measure_scan_all(hive, group)),
+        "spans": lambda: measure_spans(hive, group, field),
         "open": lambda: measure_open(hive, plain, group),
         "full": lambda: measure_full_reads(hive, plain, group, field, part, where),
         "moczarr": lambda: measure_moczarr(hive, group, field, part, where),
@@ -1005,9 +1074,11 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(plain)
         return 0
     needs = set(args.only) - {"verify"}
-    if not args.hive or (needs and not args.group) or (needs - {"scan"} and not args.plain):
+    if not args.hive or (needs and not args.group) or (needs - {"scan", "spans"}
+                                                       and not args.plain):
         parser.error("--hive, --plain and --group are needed without --quick "
-                     "(--hive alone for --only verify, --hive and --group for --only scan)")
+                     "(--hive alone for --only verify, --hive and --group for --only "
+                     "scan,spans)")
     run(args.hive, args.plain, args.group, args.field, scales, **options)
     return 0
 
