@@ -17,7 +17,8 @@ delay is at most ``MAX_DELAY`` seconds, and every fixture stops its server.
   faults in front of the S3 server is a fault-injecting proxy.
 
 Every :class:`LoopbackServer` logs each request's method and raw target, and counts
-the requests in flight (most seen at once: ``max_in_flight``).
+the requests in flight, each from its arrival until its response is sent (most seen at
+once: ``max_in_flight``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -205,15 +207,30 @@ class LoopbackServer:
             self.log.append(entry)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        answered = False
+
+        def done() -> None:
+            """The request leaves the count (once) just before its response is sent: a
+            client may send its next request as soon as it has one, before this thread would
+            get to count it out, which would count the two as overlapping."""
+            nonlocal answered
+            if not answered:
+                answered = True
+                with self._lock:
+                    self.in_flight -= 1
+
         try:
             if n >= self.max_requests:
-                _respond(h, 503, {}, b"request budget of this test server exhausted", close=True)
+                _respond(h, 503, {}, b"request budget of this test server exhausted", close=True,
+                         sent=done)
                 return
             if fault is not None and fault.kind == "status":
                 payload = f"<Error><Code>Injected</Code><Message>{fault.status}</Message></Error>"
-                _respond(h, fault.status, {"Content-Type": "application/xml"}, payload.encode())
+                _respond(h, fault.status, {"Content-Type": "application/xml"}, payload.encode(),
+                         sent=done)
                 return
             if fault is not None and fault.kind == "reset":
+                done()
                 _reset(h)
                 return
             if fault is not None and fault.kind == "slow":
@@ -227,16 +244,16 @@ class LoopbackServer:
             if fault is not None and fault.kind in ("truncate", "short") and len(payload) > 1:
                 cut = payload[: len(payload) // 2]
                 if fault.kind == "short":
-                    _respond(h, status, headers, cut, close=True)
+                    _respond(h, status, headers, cut, close=True, sent=done)
                 else:
-                    _respond(h, status, headers, cut, close=True, length=len(payload))
+                    _respond(h, status, headers, cut, close=True, length=len(payload),
+                             sent=done)
                 return
-            _respond(h, status, headers, payload, head=h.command == "HEAD")
+            _respond(h, status, headers, payload, head=h.command == "HEAD", sent=done)
         except (ConnectionError, TimeoutError, OSError):
             h.close_connection = True
         finally:
-            with self._lock:
-                self.in_flight -= 1
+            done()
 
 
 def _later(spec: str) -> str:
@@ -268,7 +285,9 @@ def _read_body(h: BaseHTTPRequestHandler) -> bytes:
     return h.rfile.read(length) if length else b""
 
 
-def _respond(h, status, headers, payload, *, close=False, length=None, head=False) -> None:
+def _respond(h, status, headers, payload, *, close=False, length=None, head=False,
+             sent: Callable[[], None] = lambda: None) -> None:
+    """Answer ``h``; ``sent()`` runs just before the response's first byte is sent."""
     h.send_response_only(status, http.client.responses.get(status, ""))
     for key, value in headers.items():
         if key.lower() not in HOP_BY_HOP:
@@ -279,6 +298,7 @@ def _respond(h, status, headers, payload, *, close=False, length=None, head=Fals
     if close:
         h.send_header("Connection", "close")
         h.close_connection = True
+    sent()
     h.end_headers()
     if not head:
         h.wfile.write(payload)
