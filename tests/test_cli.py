@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 from benchmarks import serve_load
 from conftest import FIXTURES
-from servers import REGION, LoopbackServer, StaticFiles, s3_url
+from servers import REGION, Fault, LoopbackServer, StaticFiles, s3_url
 from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore, cli
@@ -93,10 +93,13 @@ def test_plain_http_needs_no_option(http_server, capsys):
 
 def test_max_concurrency_caps_the_requests_at_the_server(capsys):
     """``--max-concurrency N``: at most N requests at the server at once (``python -m
-    http.server`` queues 5 connections); the default lets more through on the same hive."""
+    http.server`` queues 5 connections); the default lets more through on the same hive.
+    Each answer waits 20 ms, so requests the client has in flight together are seen
+    together (the server counts a request from its arrival until its answer starts)."""
     most = {}
     for cap in ("2", None):
         server = LoopbackServer(StaticFiles(FIXTURES))
+        server.inject(Fault("slow", times=10**6, delay=0.02, methods=("GET", "HEAD")))
         try:
             argv = ["inspect", f"{server.url}/bare_versioned", "--verify", "open"]
             code, _, err = run(capsys, *argv, *(["--max-concurrency", cap] if cap else []))
