@@ -146,6 +146,11 @@ def _record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
     return reads
 
 
+def _nbytes(paths: list[str]) -> int:
+    """The objects' total size (one ``stat`` each; nothing read)."""
+    return sum(os.path.getsize(path) for path in paths)
+
+
 def _raw(paths: list[str]) -> int:
     total = 0
     for path in paths:
@@ -384,18 +389,20 @@ def measure_spans(hive: Path, group: str, field: str, rounds: int = 5) -> None:
     (stamps warm); values checked equal, each row the best of ``rounds`` timed in turn,
     scans as a ratio to the raw floor, random reads to ``"leaf"``'s."""
     paths, _cold = _leaf_objects(hive, group, field)
-    stores = {"leaf": MocHiveStore(hive, chunking="leaf")}
-    arrays = {"leaf": zarr.open_array(stores["leaf"], path=f"{group}/{field}", mode="r")}
+
+    def view(chunking: str | int) -> zarr.Array:
+        return zarr.open_array(MocHiveStore(hive, chunking=chunking), path=f"{group}/{field}",
+                               mode="r")
+
+    arrays = {"leaf": view("leaf")}
     cells, want = arrays["leaf"].chunks[0], arrays["leaf"][:]
     nodes = want.shape[0] // cells
     for chunking in (*(k for k in SPAN_COUNTS if k <= nodes), "span"):
-        store = MocHiveStore(hive, chunking=chunking)
-        array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+        array = view(chunking)
         k = array.chunks[0] // cells
         if chunking == "span" and k in arrays:  # the same view: named as "span" chooses it
-            del arrays[k], stores[k]
-        name = f"'span' (k = {k})" if chunking == "span" else chunking
-        stores[name], arrays[name] = store, array
+            del arrays[k]
+        arrays[f"'span' (k = {k})" if chunking == "span" else chunking] = array
     # each view keeps its spans mapped, as in a process that reads that view alone (the
     # views map the same files: their pages are the same page cache, counted once in memory)
     views = len(arrays)
@@ -403,14 +410,14 @@ def measure_spans(hive: Path, group: str, field: str, rounds: int = 5) -> None:
     mapped.MAPPED_OBJECTS = max(saved[0], 2 * views * len(paths))
     mapped.TOUCHED_BYTES = max(saved[1], 2 * views * want.nbytes)
     try:
-        _spans_timed(paths, stores, arrays, want, group, field, rounds)
+        _spans_timed(paths, arrays, want, group, field, rounds)
     finally:
         mapped.MAPPED_OBJECTS, mapped.TOUCHED_BYTES = saved
         mapped.release()
 
 
-def _spans_timed(paths: list[str], stores: dict, arrays: dict, want: np.ndarray, group: str,
-                 field: str, rounds: int) -> None:
+def _spans_timed(paths: list[str], arrays: dict, want: np.ndarray, group: str, field: str,
+                 rounds: int) -> None:
     """:func:`measure_spans`'s reads, timed and reported."""
     cells = arrays["leaf"].chunks[0]
     out = default_buffer_prototype().nd_buffer.from_numpy_array(np.empty_like(want))
@@ -418,7 +425,7 @@ def _spans_timed(paths: list[str], stores: dict, arrays: dict, want: np.ndarray,
     for name, array in arrays.items():
         reads[f"{name}, zarr into a reused output array"] = _into(array, out, want)
         reads[f"{name}, xr.open_zarr defaults, field .load()"] = (
-            lambda st=stores[name]: _xr_field(st, group, field).load().values)
+            lambda st=array.store: _xr_field(st, group, field).load().values)
     for name, fn in reads.items():
         if name != "raw floor":
             if hasattr(fn, "prepare"):
@@ -426,7 +433,7 @@ def _spans_timed(paths: list[str], stores: dict, arrays: dict, want: np.ndarray,
             np.testing.assert_array_equal(fn(), want, err_msg=name)
     took = alternate(reads, rounds)
     lookups = _random_reads(want, cells, arrays, rounds=rounds)
-    floor, mb = took["raw floor"], _raw(paths) / 1e6
+    floor, mb = took["raw floor"], _nbytes(paths) / 1e6
     for name in arrays:
         scans = [took[f"{name}, zarr into a reused output array"],
                  took[f"{name}, xr.open_zarr defaults, field .load()"]]
@@ -472,9 +479,9 @@ def measure_scan_all(hive: Path, group: str, rounds: int = 5) -> None:
             for got, ref in zip(fn(), want, strict=True):
                 np.testing.assert_array_equal(got, ref, err_msg=name)
     took = alternate(reads, rounds)
-    floor = took[next(iter(reads))]
+    floor, mb = took[next(iter(reads))], _nbytes(paths) / 1e6
     for name, seconds in took.items():
-        row(f"scan all {len(names)} fields ({len(paths)} objects, {_raw(paths) / 1e6:.1f} MB): "
+        row(f"scan all {len(names)} fields ({len(paths)} objects, {mb:.1f} MB): "
             f"{name}", f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
             f"{seconds / floor:.2f}x the floor")
 
