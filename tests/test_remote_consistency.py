@@ -2,14 +2,16 @@
 
 Stamps are read once per store object and cached (``LeafCache``: an LRU of 262,144
 leaves, shared by the store's read-only copies, never pickled). So an open store keeps
-reading the version its stamp named when it was read; a new store (or an unpickled
-copy, e.g. on a dask worker) reads the stamps afresh. One chunk is one GET of one
+reading the version its stamp named when it was read; a new store reads the stamps
+afresh, and so does a process unpickling a copy (a dask worker) the first time: its later
+copies of that store share what it read, as the store does. One chunk is one GET of one
 version's object, so a chunk is never a mix of two versions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import pickle
@@ -22,7 +24,7 @@ import xarray as xr
 from servers import FIXTURES, PREFIX, s3_options
 from zarr.buffer import default_buffer_prototype
 
-from moczarr_store import HiveWarning, MocHiveStore
+from moczarr_store import HiveWarning, MocHiveStore, session
 
 pytest_plugins = ["servers"]
 
@@ -88,6 +90,61 @@ def test_pointer_flip_while_open_keeps_the_version_the_stamp_named(s3_server, hi
     assert not any(e.path.endswith(f"{LEAF}/zarr.json") for e in s3_server.log[before:])
     _assert_values(_load(open_store()), versions[OLD])  # a new store reads the new stamp
     _assert_values(_load(pickle.loads(pickle.dumps(store))), versions[OLD])  # so does a copy
+
+
+def _stamp_reads(log) -> int:
+    return sum(e.path.endswith(f"{LEAF}/zarr.json") for e in log)
+
+
+def test_copies_a_process_unpickles_keep_the_version_its_first_copy_read(
+    s3_server, hive, versions
+):
+    """A dask worker unpickles a copy of the store for each compute: the copies of one
+    pickled store share one session in that process, so a later compute reads no stamp
+    again and keeps the versions the first one read (as the store that was pickled
+    does), even after the copies were dropped; another store reads the stamps afresh."""
+    prefix, open_store = hive
+    store = open_store()
+    _load(store)
+    shipped = pickle.dumps(store)  # the dask graph, sent once per compute
+    _assert_values(_load(pickle.loads(shipped)), versions[NEW])  # compute 1 on the worker
+    s3_server.put(f"{prefix}/{LEAF}/zarr.json", _stamp(OLD))  # a writer swaps the pointer
+    gc.collect()  # compute 1's copy is gone
+    before = len(s3_server.log)
+    _assert_values(_load(pickle.loads(shipped)), versions[NEW])  # compute 2: no stamp read
+    _assert_values(_load(store), versions[NEW])
+    assert _stamp_reads(s3_server.log[before:]) == 0
+    _assert_values(_load(pickle.loads(pickle.dumps(open_store()))), versions[OLD])
+
+
+def test_a_store_pickled_after_it_read_more_levels_is_another_snapshot():
+    store = MocHiveStore(FIXTURES / "pyramid1")
+    asyncio.run(store.session.ensure_levels(None))  # opened: the source level only
+    source_only = pickle.dumps(store)
+    asyncio.run(store.view())  # every level
+    every_level = pickle.dumps(store)
+    a, b, c = (pickle.loads(s) for s in (source_only, source_only, every_level))
+    assert a.session is b.session and c.session is not a.session
+    assert not a.session.view.has_node("atl06/o5") and c.session.view.has_node("atl06/o5")
+
+
+def test_a_process_keeps_the_sessions_of_the_copies_unpickled_last(monkeypatch):
+    """Beyond the sessions its stores use, a process keeps ``ADOPTED_KEPT``, those used last."""
+    monkeypatch.setattr(session, "ADOPTED_KEPT", 2)
+    stores = [MocHiveStore(FIXTURES / "bare_versioned") for _ in range(3)]
+    shipped = []
+    for store in stores:
+        _load(store)
+        shipped.append(pickle.dumps(store))
+    first = [pickle.loads(s).session for s in shipped]
+    assert len({id(s) for s in first}) == 3
+    assert pickle.loads(shipped[0]).session is first[0]  # used: still there
+    tokens = [s.token for s in first]
+    del first
+    gc.collect()  # kept: the 2 used last (shipped[0], then shipped[2])
+    assert pickle.loads(shipped[2]).session.token == tokens[2]
+    assert pickle.loads(shipped[0]).session.token == tokens[0]
+    assert pickle.loads(shipped[1]).session.token != tokens[1]  # a new one (evicts 2's)
 
 
 def test_current_version_deleted_while_open_reads_as_missing_with_a_warning(

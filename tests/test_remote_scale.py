@@ -153,6 +153,35 @@ def test_dask_distributed_two_worker_processes(s3_server):
             assert served, group  # the workers read from the S3 server themselves
 
 
+def test_a_dask_worker_reads_each_stamp_once_across_computes(s3_server):
+    """dask.distributed sends the graph, and a worker unpickles a copy of the store, for
+    each compute: the copies share the worker's session of that store, so the second
+    compute reads every chunk again from the S3 server but no leaf stamp."""
+    import distributed
+    store = MocHiveStore(s3_url("pyramid1"), **s3_options(s3_server.url))
+    ds = xr.open_zarr(store, group="atl06/o7")
+    want = xr.open_zarr(MocHiveStore(FIXTURES / "pyramid1"), group="atl06/o7").load()
+
+    def reads(since: int) -> tuple[int, int]:
+        """(leaf stamps, chunk objects) read from the S3 server since ``since``."""
+        paths = [e.path for e in s3_server.log[since:] if e.method == "GET"]
+        stamps = sum(p.endswith(".zarr/zarr.json") for p in paths)
+        return stamps, sum("/c/" in p or p.rsplit("/", 1)[-1].isdigit() for p in paths)
+
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster, distributed.Client(cluster):
+        counts = []
+        for _ in range(2):
+            before = len(s3_server.log)
+            xr.testing.assert_identical(ds.compute(), want)
+            counts.append(reads(before))
+    (stamps, chunks), (stamps_again, chunks_again) = counts
+    assert stamps > 0 and chunks > 0 and chunks_again == chunks, counts
+    assert stamps_again == 0, counts
+
+
 def _count_requests() -> None:
     """On a worker: count every backend request in a process-wide counter (the stores it
     unpickles may be collected before they could be asked)."""

@@ -321,6 +321,23 @@ def test_repointed_leaf_is_seen_within_the_stamp_lifetime(hive_copy):
         )
 
 
+def test_each_generation_of_a_served_store_reads_the_stamps_afresh(hive_copy):
+    """Served from a store (not a path), every later generation is a copy of it: each reads
+    the stamps again, though copies of one store unpickled in one process share them."""
+    root = hive_copy("bare_versioned")
+    store = MocHiveStore(root)
+    zarr.open_group(store, mode="r")  # opened: what it presents is known
+    app = create_app(store, stamp_ttl=600)
+    with Served(app):
+        generations = app.state.generations
+        generations.expire()
+        plan = plan_of(generations.current().store, CHUNK)  # the second generation
+        repoint(root, plan, 1.0)
+        generations.expire()
+        third = plan_of(generations.current().store, CHUNK)
+        assert third.object.startswith(f"{plan.leaf}/run-repointed-1/"), third.object
+
+
 def test_a_client_reads_the_nodes_it_was_shown_after_the_hive_grew(hive_copy, tmp_path):
     """Every generation keeps the structure the first one opened: a leaf added between two
     others would otherwise move the chunks after it one node on, under the array metadata

@@ -4,15 +4,22 @@ A session is built from a backend and :class:`~moczarr_store.options.OpenOptions
 from a store); a store and its read-only copies share one. It opens the hive once
 (concurrent first requests share the open), reads overview levels when a path first needs
 them (``ensure_levels``), and adds each to the view without rebuilding the others.
-Never pickled: an unpickled store starts a session of its own, which adopts the hive as
-the pickled one presented it (:meth:`HiveSession.snapshot`).
+Never pickled: an unpickled store takes the session of its process that presents the hive
+as the pickled one did (:meth:`HiveSession.snapshot`, :func:`adopted`), one adopting it
+the first time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import os
+import pickle
+import threading
 import uuid
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 
@@ -31,6 +38,7 @@ from .view.tree import View
 LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
 SHARD_INDEXES = 65_536  # verified shard indexes of immutable objects (chunking="inner")
 VERSION_GROUPS = 65_536  # whether a leaf version's cell-order group exists
+ADOPTED_KEPT = 4  # sessions of unpickled stores kept after their last store is gone
 logger = logging.getLogger("moczarr_store")
 
 
@@ -156,3 +164,42 @@ class HiveSession:
             sum(len(p.pending) for p in self._hive.products),
             self.backend.stats.total, dict(self.backend.stats.counts),
         )
+
+
+_adopted: weakref.WeakValueDictionary[tuple[str, bytes], HiveSession] = (
+    weakref.WeakValueDictionary())  # every adopted session a store still uses
+_kept: OrderedDict[tuple[str, bytes], HiveSession] = OrderedDict()  # and those used last
+_adopted_lock = threading.Lock()
+
+
+def adopted(fresh: HiveSession, origin: str, snapshot: bytes) -> HiveSession:
+    """The session of this process that presents ``snapshot`` (a pickled
+    :meth:`HiveSession.snapshot` of the session whose token is ``origin``): the one an earlier
+    copy of that store adopted, else ``fresh``, adopting it now. So a dask worker's later
+    computes of a dataset find the stamps and versions its earlier ones read, as the store it
+    was pickled from does; a copy pickled after its store read more levels, and any other
+    store, get a session of their own. Kept: every such session a store still uses, and the
+    ``ADOPTED_KEPT`` used last. Cost: a hash of ``snapshot``, and unpickling it once."""
+    key = (origin, hashlib.blake2b(snapshot, digest_size=16).digest())
+    with _adopted_lock:
+        session = _adopted.get(key)
+        if session is None:
+            fresh.adopt(pickle.loads(snapshot))
+            session = _adopted[key] = fresh
+        _kept[key] = session
+        _kept.move_to_end(key)
+        while len(_kept) > ADOPTED_KEPT:
+            _kept.popitem(last=False)
+    return session
+
+
+def _forget_adopted() -> None:
+    """In a forked child: its parent's sessions (and their pending reads) are not its own."""
+    global _adopted_lock
+    _adopted_lock = threading.Lock()
+    _adopted.clear()
+    _kept.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_adopted)
