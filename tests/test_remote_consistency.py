@@ -2,9 +2,8 @@
 
 Stamps are read once per store object and cached (``LeafCache``: an LRU of 262,144
 leaves, shared by the store's read-only copies, never pickled). So an open store keeps
-reading the version its stamp named when it was read; a new store reads the stamps
-afresh, and so does a process unpickling a copy (a dask worker) the first time: its later
-copies of that store share what it read, as the store does. One chunk is one GET of one
+reading the version its stamp named when it was read; a new store (or an unpickled
+copy, e.g. on a dask worker) reads the stamps afresh. One chunk is one GET of one
 version's object, so a chunk is never a mix of two versions.
 """
 
@@ -96,55 +95,74 @@ def _stamp_reads(log) -> int:
     return sum(e.path.endswith(f"{LEAF}/zarr.json") for e in log)
 
 
-def test_copies_a_process_unpickles_keep_the_version_its_first_copy_read(
+def _metadata_reads(log, version: str) -> int:
+    return sum(f"{LEAF}/{version}/" in e.path and e.path.endswith("/zarr.json") for e in log)
+
+
+def test_each_unpickled_copy_reads_the_stamps_afresh_and_no_metadata_learned_before(
     s3_server, hive, versions
 ):
-    """A dask worker unpickles a copy of the store for each compute: the copies of one
-    pickled store share one session in that process, so a later compute reads no stamp
-    again and keeps the versions the first one read (as the store that was pickled
-    does), even after the copies were dropped; another store reads the stamps afresh."""
+    """A dask worker unpickles a copy of the store for each array of each compute: each copy
+    reads the stamps afresh (a pointer a writer swapped is seen by the next copy, as by a new
+    store), but the metadata of a version's arrays (immutable) only the first time a copy
+    of that store in the process met the version."""
     prefix, open_store = hive
     store = open_store()
     _load(store)
-    shipped = pickle.dumps(store)  # the dask graph, sent once per compute
-    _assert_values(_load(pickle.loads(shipped)), versions[NEW])  # compute 1 on the worker
+    shipped = pickle.dumps(store)  # the dask graph
+    first = pickle.loads(shipped)
+    _assert_values(_load(first), versions[NEW])
     s3_server.put(f"{prefix}/{LEAF}/zarr.json", _stamp(OLD))  # a writer swaps the pointer
-    gc.collect()  # compute 1's copy is gone
-    before = len(s3_server.log)
-    _assert_values(_load(pickle.loads(shipped)), versions[NEW])  # compute 2: no stamp read
-    _assert_values(_load(store), versions[NEW])
-    assert _stamp_reads(s3_server.log[before:]) == 0
-    _assert_values(_load(pickle.loads(pickle.dumps(open_store()))), versions[OLD])
+    for seen_before in (False, True):
+        before = len(s3_server.log)
+        _assert_values(_load(pickle.loads(shipped)), versions[OLD])
+        log = s3_server.log[before:]
+        assert _stamp_reads(log) == 1
+        assert (_metadata_reads(log, OLD) == 0) is seen_before
+    _assert_values(_load(first), versions[NEW])  # the first copy keeps the stamp it read
+
+
+def test_a_process_keeps_what_it_learned_for_the_stores_unpickled_last(monkeypatch):
+    """What a process read of immutable versions (their arrays' metadata) outlives the copies
+    of a store, for the ``LEARNED_KEPT`` stores unpickled last."""
+    monkeypatch.setattr(session, "LEARNED_KEPT", 1)
+    shipped = []
+    for _ in range(2):
+        store = MocHiveStore(FIXTURES / "bare_versioned")
+        _load(store)
+        shipped.append(pickle.dumps(store))
+
+    def requests(pickled: bytes) -> int:
+        gc.collect()  # the copies before are gone
+        copy = pickle.loads(pickled)
+        _load(copy)
+        return copy.request_stats.total
+
+    cold = requests(shipped[0])
+    warm = requests(shipped[0])
+    assert warm < cold
+    assert requests(shipped[1]) == cold  # the other store, which takes the one place
+    assert requests(shipped[0]) == cold
 
 
 def test_a_store_pickled_after_it_read_more_levels_is_another_snapshot():
+    """What copies learn is shared by the copies of one view, also when pickled again on
+    the way (dask's scheduler): a store or copy pickled after it read more levels presents
+    another."""
     store = MocHiveStore(FIXTURES / "pyramid1")
     asyncio.run(store.session.ensure_levels(None))  # opened: the source level only
     source_only = pickle.dumps(store)
     asyncio.run(store.view())  # every level
     every_level = pickle.dumps(store)
-    a, b, c = (pickle.loads(s) for s in (source_only, source_only, every_level))
-    assert a.session is b.session and c.session is not a.session
-    assert not a.session.view.has_node("atl06/o5") and c.session.view.has_node("atl06/o5")
-
-
-def test_a_process_keeps_the_sessions_of_the_copies_unpickled_last(monkeypatch):
-    """Beyond the sessions its stores use, a process keeps ``ADOPTED_KEPT``, those used last."""
-    monkeypatch.setattr(session, "ADOPTED_KEPT", 2)
-    stores = [MocHiveStore(FIXTURES / "bare_versioned") for _ in range(3)]
-    shipped = []
-    for store in stores:
-        _load(store)
-        shipped.append(pickle.dumps(store))
-    first = [pickle.loads(s).session for s in shipped]
-    assert len({id(s) for s in first}) == 3
-    assert pickle.loads(shipped[0]).session is first[0]  # used: still there
-    tokens = [s.token for s in first]
-    del first
-    gc.collect()  # kept: the 2 used last (shipped[0], then shipped[2])
-    assert pickle.loads(shipped[2]).session.token == tokens[2]
-    assert pickle.loads(shipped[0]).session.token == tokens[0]
-    assert pickle.loads(shipped[1]).session.token != tokens[1]  # a new one (evicts 2's)
+    a, b, c = (pickle.loads(s).session for s in (source_only, source_only, every_level))
+    assert a is not b and a.leaves is not b.leaves and a.leaf_metas is b.leaf_metas
+    assert c.leaf_metas is not a.leaf_metas
+    assert not a.view.has_node("atl06/o5") and c.view.has_node("atl06/o5")
+    hop = pickle.loads(pickle.dumps(pickle.loads(source_only)))  # through dask's scheduler
+    assert hop.session.leaf_metas is a.leaf_metas
+    wider = pickle.loads(source_only)
+    asyncio.run(wider.view())  # a copy that read more levels itself
+    assert pickle.loads(pickle.dumps(wider)).session.leaf_metas is not a.leaf_metas
 
 
 def test_current_version_deleted_while_open_reads_as_missing_with_a_warning(

@@ -323,7 +323,7 @@ def test_repointed_leaf_is_seen_within_the_stamp_lifetime(hive_copy):
 
 def test_each_generation_of_a_served_store_reads_the_stamps_afresh(hive_copy):
     """Served from a store (not a path), every later generation is a copy of it: each reads
-    the stamps again, though copies of one store unpickled in one process share them."""
+    the stamps again."""
     root = hive_copy("bare_versioned")
     store = MocHiveStore(root)
     zarr.open_group(store, mode="r")  # opened: what it presents is known

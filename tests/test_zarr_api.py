@@ -101,6 +101,19 @@ def test_pickles_and_compares_by_recipe():
     assert a["h_mean"].data.name != b["h_mean"].data.name
 
 
+def test_a_store_pickled_by_an_earlier_release_presents_its_view():
+    """Before the snapshot travelled pickled on its own, the state held the hive itself (a
+    worker running another release may receive one): the copy adopts it all the same."""
+    store = MocHiveStore(FIXTURES / "pyramid1")
+    asyncio.run(store.session.ensure_levels(None))  # the source level only
+    state = {**store.__getstate__(), "hive": store.session.snapshot()}
+    del state["snapshot"]
+    clone = MocHiveStore.__new__(MocHiveStore)
+    clone.__setstate__(state)
+    assert clone.session.view.has_node("atl06/o7") and clone.request_stats.total == 0
+    assert not clone.session.view.has_node("atl06/o5")  # as presented, not opened afresh
+
+
 def test_with_read_only():
     store = MocHiveStore(BARE)
     ro = store.with_read_only(True)

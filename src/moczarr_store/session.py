@@ -4,9 +4,9 @@ A session is built from a backend and :class:`~moczarr_store.options.OpenOptions
 from a store); a store and its read-only copies share one. It opens the hive once
 (concurrent first requests share the open), reads overview levels when a path first needs
 them (``ensure_levels``), and adds each to the view without rebuilding the others.
-Never pickled: an unpickled store takes the session of its process that presents the hive
-as the pickled one did (:meth:`HiveSession.snapshot`, :func:`adopted`), one adopting it
-the first time.
+Never pickled: an unpickled store starts a session of its own, which adopts the hive as
+the pickled one presented it (:meth:`HiveSession.snapshot`) and shares what other copies
+of it learned of immutable versions (:func:`adopt_pickled`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import os
 import pickle
 import threading
 import uuid
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -38,7 +37,7 @@ from .view.tree import View
 LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
 SHARD_INDEXES = 65_536  # verified shard indexes of immutable objects (chunking="inner")
 VERSION_GROUPS = 65_536  # whether a leaf version's cell-order group exists
-ADOPTED_KEPT = 4  # sessions of unpickled stores kept after their last store is gone
+LEARNED_KEPT = 4  # stores unpickled last whose immutable versions' caches a process keeps
 logger = logging.getLogger("moczarr_store")
 
 
@@ -69,6 +68,7 @@ class HiveSession:
         # what this session serves (the stamps it keeps) is its own: dask names its arrays
         # by this, so two sessions' datasets never share a name (and a merged graph a task)
         self.token = uuid.uuid4().hex
+        self._pickled: tuple[str, bytes] | None = None  # see pickled()
 
     @property
     def hive(self) -> Hive:
@@ -90,6 +90,18 @@ class HiveSession:
         worker) then maps every key to the objects this one does."""
         return self._hive
 
+    def pickled(self) -> tuple[str, bytes] | None:
+        """:meth:`snapshot` pickled, with the token of the session that first pickled it
+        (``None`` before the session opened): what an unpickled store adopts
+        (:func:`adopt_pickled`). Pickled once per snapshot (a level read later makes
+        another); a session that adopted one passes it on as it came, so a copy pickled
+        again on its way (through dask's scheduler) is still the same snapshot to a worker."""
+        if self._hive is None:
+            return None
+        if self._pickled is None:
+            self._pickled = (self.token, pickle.dumps(self._hive, pickle.HIGHEST_PROTOCOL))
+        return self._pickled
+
     def adopt(self, hive: Hive) -> None:
         """Present ``hive`` (a :meth:`snapshot` from another process) as this session's
         opened hive: the same levels, nodes and declared encodings, whatever the hive
@@ -97,7 +109,7 @@ class HiveSession:
         stamps are read afresh, as any new session reads them. No request."""
         opts = self.options
         self._view = View(hive, opts.view_attrs(), opts.chunking, opts.geometry)
-        self._hive = hive
+        self._hive, self._pickled = hive, None
         self._opened.put(None, None)
         for product in hive.products:
             for level in product.levels:
@@ -123,6 +135,7 @@ class HiveSession:
                     logger.debug("%s: read level %s (%d nodes); %d requests so far",
                                  self.backend, level.path, level.n_nodes,
                                  self.backend.stats.total)
+            self._pickled = None  # the snapshot changed (last, for a pickle from a thread)
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):
                     raise outcome
@@ -166,40 +179,39 @@ class HiveSession:
         )
 
 
-_adopted: weakref.WeakValueDictionary[tuple[str, bytes], HiveSession] = (
-    weakref.WeakValueDictionary())  # every adopted session a store still uses
-_kept: OrderedDict[tuple[str, bytes], HiveSession] = OrderedDict()  # and those used last
-_adopted_lock = threading.Lock()
+# what a process learned of immutable versions (leaf_metas, indexes, groups), by store
+_learned: OrderedDict[tuple[str, bytes], tuple[
+    AsyncCache[object], AsyncCache[np.ndarray | None], AsyncCache[bool]]] = OrderedDict()
+_learned_lock = threading.Lock()
 
 
-def adopted(fresh: HiveSession, origin: str, snapshot: bytes) -> HiveSession:
-    """The session of this process that presents ``snapshot`` (a pickled
-    :meth:`HiveSession.snapshot` of the session whose token is ``origin``): the one an earlier
-    copy of that store adopted, else ``fresh``, adopting it now. So a dask worker's later
-    computes of a dataset find the stamps and versions its earlier ones read, as the store it
-    was pickled from does; a copy pickled after its store read more levels, and any other
-    store, get a session of their own. Kept: every such session a store still uses, and the
-    ``ADOPTED_KEPT`` used last. Cost: a hash of ``snapshot``, and unpickling it once."""
+def adopt_pickled(session: HiveSession, origin: str, snapshot: bytes) -> None:
+    """Make ``session`` present ``snapshot`` (a pickled :meth:`HiveSession.snapshot` of the
+    session whose token is ``origin``) with what this process learned of immutable
+    versions under it before (``leaf_metas``, ``indexes``, ``groups``: shared by the copies
+    it unpickles of that store, kept for the ``LEARNED_KEPT`` stores unpickled last). dask
+    sends a worker a copy of the store per array of each compute: the later copies read no
+    leaf array metadata again. Stamps stay each copy's own, read afresh. Cost: a hash of
+    ``snapshot``, and unpickling it."""
     key = (origin, hashlib.blake2b(snapshot, digest_size=16).digest())
-    with _adopted_lock:
-        session = _adopted.get(key)
-        if session is None:
-            fresh.adopt(pickle.loads(snapshot))
-            session = _adopted[key] = fresh
-        _kept[key] = session
-        _kept.move_to_end(key)
-        while len(_kept) > ADOPTED_KEPT:
-            _kept.popitem(last=False)
-    return session
+    with _learned_lock:
+        learned = _learned.pop(key, None)
+        if learned is not None:
+            session.leaf_metas, session.indexes, session.groups = learned
+        _learned[key] = (session.leaf_metas, session.indexes, session.groups)
+        while len(_learned) > LEARNED_KEPT:
+            _learned.popitem(last=False)
+    session.adopt(pickle.loads(snapshot))
+    session._pickled = (origin, snapshot)
 
 
-def _forget_adopted() -> None:
-    """In a forked child: its parent's sessions (and their pending reads) are not its own."""
-    global _adopted_lock
-    _adopted_lock = threading.Lock()
-    _adopted.clear()
-    _kept.clear()
+def _forget_learned() -> None:
+    """In a forked child: what its parent's sessions learned (and their pending reads) is
+    not its own."""
+    global _learned_lock
+    _learned_lock = threading.Lock()
+    _learned.clear()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_adopted)
+    os.register_at_fork(after_in_child=_forget_learned)

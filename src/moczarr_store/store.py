@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import pickle
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -29,7 +28,7 @@ from .hive.roster import Hive
 from .options import CHUNKINGS, VERIFY_MODES, OpenOptions, store_keywords
 from .read.execute import execute, object_size
 from .read.plan import Absent, Document, Fabricate, plan_key
-from .session import HiveSession, adopted
+from .session import HiveSession, adopt_pickled
 from .storage import storage_arguments
 from .view.tree import INDEX_RE, View
 
@@ -150,9 +149,9 @@ class MocHiveStore(Store):
 
     def __dask_tokenize__(self) -> tuple:
         """The recipe and the session: a store and its read-only copies share dask names;
-        another store of the same hive (or an unpickled copy, whose process reads the stamps
-        afresh) may serve other versions of its leaves, so its arrays never share a name,
-        which would let dask compute one for both in a graph that holds them together."""
+        another store of the same hive (or an unpickled copy, which reads stamps afresh)
+        may serve other versions of its leaves, so its arrays never share a name, which
+        would let dask compute one for both in a graph that holds them together."""
         return (type(self).__name__, *map(repr, self._recipe()), self.session.token)
 
     def __repr__(self) -> str:
@@ -162,16 +161,12 @@ class MocHiveStore(Store):
         return f"MocHiveStore({str(self.backend)!r}{', ' if described else ''}{described})"
 
     def __getstate__(self) -> dict:
-        hive = self.session.snapshot()
         return {
             "backend": self.backend,
             "options": self.options,
             "read_only": self.read_only,
             "source": self._source if self.backend.url is None else self.backend.url,
-            # what the store presents, pickled on its own: a process's copies of it share one
-            # session (session.adopted)
-            "hive": None if hive is None else pickle.dumps(hive, pickle.HIGHEST_PROTOCOL),
-            "session": self.session.token,
+            "snapshot": self.session.pickled(),  # what the store presents, and whose view
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -190,9 +185,10 @@ class MocHiveStore(Store):
             follow_links=backend.follow_links,
             storage_options=backend.options,
         )
-        if state["hive"] is not None:  # what the pickled store presented, kept
-            self.session = adopted(self.session, state["session"], state["hive"])
-            self.backend = self.session.backend
+        if state.get("snapshot") is not None:  # what the pickled store presented, kept
+            adopt_pickled(self.session, *state["snapshot"])
+        elif state.get("hive") is not None:  # pickled by an earlier release: the hive itself
+            self.session.adopt(state["hive"])
 
     def with_read_only(self, read_only: bool = False) -> MocHiveStore:
         if not read_only:

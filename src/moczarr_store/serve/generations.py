@@ -138,9 +138,7 @@ def store_factory(
             raise TypeError(
                 f"store options {sorted(store_options)} apply to a source, not to a MocHiveStore"
             )
-        # its recipe without what it presents: a copy with that would share its process's
-        # session of it (stamps kept), and a generation reads them afresh
-        state = {**source_or_store.__getstate__(), "hive": None}
+        state = source_or_store.__getstate__()
 
         def again() -> MocHiveStore:
             store = MocHiveStore.__new__(MocHiveStore)
