@@ -803,9 +803,48 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
     sums("dask threads", 3)
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
-        distributed.Client(cluster),
+        distributed.Client(cluster) as client,
     ):
+        client.run(_keep_backends)
+        want = float(ds[field].sum().compute(scheduler="threads"))
+        fresh, _ = open_ours(hive, group, chunking=DEFAULT)  # a store no worker has seen
+        first = None
+        for compute in (1, 2, 3):  # a copy of the store unpickled on a worker for each
+            before = sum(client.run(_requests_made).values())
+            start = time.perf_counter()
+            assert float(fresh[field].sum().compute()) == want
+            took = time.perf_counter() - start
+            made = sum(client.run(_requests_made).values()) - before
+            first = first or made
+            row(f"dask.distributed 2 processes: {field}.sum(), compute {compute}",
+                f"{took * 1e3:.0f} ms", f"{made:,} requests at the workers",
+                f"{made / first:.2f}x compute 1's requests")
         sums("dask.distributed 2 processes", 1)
+
+
+def _keep_backends() -> None:
+    """On a dask worker: keep every backend made from now on, so that the requests of the
+    store copies it unpickles can be summed after those are gone."""
+    from moczarr_store import backend
+
+    if hasattr(backend.Backend, "made"):
+        return
+    made: list = []
+    init = backend.Backend.__init__
+
+    def kept(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    backend.Backend.made = made  # type: ignore[attr-defined]
+    backend.Backend.__init__ = kept  # type: ignore[method-assign]
+
+
+def _requests_made() -> int:
+    """On a dask worker: requests of every backend made since :func:`_keep_backends`."""
+    from moczarr_store import backend
+
+    return sum(b.stats.total for b in getattr(backend.Backend, "made", []))
 
 
 # -- 9. verify -------------------------------------------------------------------------
