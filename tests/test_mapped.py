@@ -182,6 +182,33 @@ def test_a_warm_span_of_whole_page_sized_shards_is_mapped_and_read_again_with_no
                                   want[rows * MAPPED_CHUNK : rows * (MAPPED_CHUNK + 1)])
 
 
+def test_an_unpickled_copy_reads_spans_into_buffers_and_serve_maps_as_its_store():
+    """A copy is read where it was sent, often a dask worker whose memory monitor counts a
+    mapped span's pages and pauses the worker at its limit (a worker limited to 1 GiB
+    paused at 839 MiB on its second compute of 1.6 GB): copies never map, however warm.
+    ``serve``'s later generations, copies made in the serving process, map as its store."""
+    import pickle
+
+    from moczarr_store.serve.generations import store_factory
+
+    store, array, want = _warm(FIXTURES / "paged")
+    shipped = pickle.dumps(store)
+    for _ in range(2):  # the second copy knows every version's metadata: warm
+        copy = pickle.loads(shipped)
+        copied = zarr.open_array(copy, path=ARRAY, mode="r")
+        np.testing.assert_array_equal(copied[:], want)
+        np.testing.assert_array_equal(copied[:], want)
+    assert len(mapped._KEPT) == 0
+    np.testing.assert_array_equal(array[:], want)  # the store itself: warm, mapped
+    assert len(mapped._KEPT) == 1
+    mapped.release()
+    again, _ = store_factory(store, {})
+    served = zarr.open_array(again(), path=ARRAY, mode="r")
+    for _ in range(2):  # cold, then warm: mapped
+        np.testing.assert_array_equal(served[:], want)
+    assert len(mapped._KEPT) == 1
+
+
 def _leaf_shard(root: Path, leaf: str) -> Path:
     return next(root.glob(f"4/4/4/*/{leaf}.zarr/run-*/8/h_mean/c/0"))
 

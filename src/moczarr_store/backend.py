@@ -682,6 +682,7 @@ class Backend:
         )
         self.stats = RequestStats()
         self.progress: Callable[[int], object] | None = None  # told of each request done
+        self.maps_spans = True  # local spans may be served through memory maps (mapped.py)
 
     def __getstate__(self) -> dict:
         return {
@@ -804,11 +805,12 @@ class Backend:
         return got
 
     def mapped_span(self, parts: list[tuple[str, bytes]], step: int) -> memoryview | None:
-        """:func:`.mapped.span` of local objects: ``None`` when the hive is not local or the
-        span cannot be mapped; objects mapped now are counted as one GET each, a span kept
-        mapped as none (it is read with no request)."""
+        """:func:`.mapped.span` of local objects: ``None`` when the hive is not local, the
+        store is an unpickled copy (``maps_spans`` off) or the span cannot be mapped;
+        objects mapped now are counted as one GET each, a span kept mapped as none (it is
+        read with no request)."""
         reader = self._reader
-        if not isinstance(reader, LocalReader):
+        if not isinstance(reader, LocalReader) or not self.maps_spans:
             return None
         reader.ready()
         found = reader.mapped_span(parts, step)

@@ -22,7 +22,9 @@ copy): those of the spans served last, up to ``TOUCHED_BYTES`` (an eighth of the
 machine's memory, at most 4 GiB), stay; older spans' pages are handed back
 (``madvise``), their mappings kept, so that reading them again costs page faults (on
 262 KB objects about as much as reading them), not system calls. Linux only; elsewhere
-spans are read as before.
+spans are read as before, and so are they by an unpickled store (``Backend.maps_spans``):
+a copy is read where it was sent, often a dask worker, whose memory monitor counts these
+pages and pauses the worker at its limit.
 
 As with every memory-mapped reader, a file truncated in place while it is mapped ends the
 process with ``SIGBUS`` when a lost page is touched; ``run-*`` versions are never

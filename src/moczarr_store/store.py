@@ -185,6 +185,9 @@ class MocHiveStore(Store):
             follow_links=backend.follow_links,
             storage_options=backend.options,
         )
+        # a copy is read where it was sent, often a dask worker, whose memory monitor counts
+        # the pages of mapped spans and pauses the worker at its limit: read into buffers
+        self.backend.maps_spans = False
         if state.get("snapshot") is not None:  # what the pickled store presented, kept
             adopt_pickled(self.session, *state["snapshot"])
         elif state.get("hive") is not None:  # pickled by an earlier release: the hive itself

@@ -143,6 +143,7 @@ def store_factory(
         def again() -> MocHiveStore:
             store = MocHiveStore.__new__(MocHiveStore)
             store.__setstate__(state)
+            store.backend.maps_spans = source_or_store.backend.maps_spans  # read as it was
             return store
 
         return again, source_or_store
