@@ -805,16 +805,16 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
         distributed.Client(cluster) as client,
     ):
-        client.run(_keep_backends)
+        client.run(keep_backends)
         want = float(ds[field].sum().compute(scheduler="threads"))
         fresh, _ = open_ours(hive, group, chunking=DEFAULT)  # a store no worker has seen
         first = None
         for compute in (1, 2, 3):  # a copy of the store unpickled on a worker for each
-            before = sum(client.run(_requests_made).values())
+            before = sum(client.run(requests_made).values())
             start = time.perf_counter()
             assert float(fresh[field].sum().compute()) == want
             took = time.perf_counter() - start
-            made = sum(client.run(_requests_made).values()) - before
+            made = sum(client.run(requests_made).values()) - before
             first = first or made
             row(f"dask.distributed 2 processes: {field}.sum(), compute {compute}",
                 f"{took * 1e3:.0f} ms", f"{made:,} requests at the workers",
@@ -822,9 +822,9 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
         sums("dask.distributed 2 processes", 1)
 
 
-def _keep_backends() -> None:
-    """On a dask worker: keep every backend made from now on, so that the requests of the
-    store copies it unpickles can be summed after those are gone."""
+def keep_backends() -> None:
+    """On a dask worker (``client.run``): keep every backend made from now on, so that the
+    requests of the store copies it unpickles can be summed after those are gone."""
     from moczarr_store import backend
 
     if hasattr(backend.Backend, "made"):
@@ -840,8 +840,8 @@ def _keep_backends() -> None:
     backend.Backend.__init__ = kept  # type: ignore[method-assign]
 
 
-def _requests_made() -> int:
-    """On a dask worker: requests of every backend made since :func:`_keep_backends`."""
+def requests_made() -> int:
+    """On a dask worker: requests of every backend made since :func:`keep_backends`."""
     from moczarr_store import backend
 
     return sum(b.stats.total for b in getattr(backend.Backend, "made", []))

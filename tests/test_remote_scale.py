@@ -14,6 +14,7 @@ import psutil
 import pytest
 import xarray as xr
 import zarr
+from benchmarks.run import keep_backends, requests_made
 from servers import FIXTURES, S3Subprocess, s3_options, s3_url
 from zarr.buffer import default_buffer_prototype
 
@@ -144,11 +145,11 @@ def test_dask_distributed_two_worker_processes(s3_server):
         silence_logs=logging.ERROR,
     ) as cluster, distributed.Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
-        client.run(_count_requests)
+        client.run(keep_backends)
         for group in ("atl06/o7", "atl06/o5"):
             ds = xr.open_zarr(store, group=group)
             got = ds.compute()  # the chunk tasks run on the worker processes
-            served = {w for w, n in client.run(_requests_made).items() if n}
+            served = {w for w, n in client.run(requests_made).items() if n}
             xr.testing.assert_identical(got, xr.open_zarr(local, group=group).load())
             assert served, group  # the workers read from the S3 server themselves
 
@@ -183,27 +184,3 @@ def test_a_dask_worker_reads_the_leaf_metadata_once_across_computes(s3_server):
     assert first["stamps"] == second["stamps"] >= 3, counts  # 3 leaves, each array's copy
     assert first["chunks"] == second["chunks"] == 12, counts  # 3 leaves x 4 fields
     assert first["metadata"] > 0 and second["metadata"] == 0, counts
-
-
-def _count_requests() -> None:
-    """On a worker: count every backend request in a process-wide counter (the stores it
-    unpickles may be collected before they could be asked)."""
-    from moczarr_store import backend
-
-    if hasattr(backend.Backend, "requests_seen"):
-        return
-    original = backend.Backend._call
-    backend.Backend.requests_seen = 0  # type: ignore[attr-defined]
-
-    async def counted(self, *args, **kwargs):
-        type(self).requests_seen += 1
-        return await original(self, *args, **kwargs)
-
-    backend.Backend._call = counted  # type: ignore[method-assign]
-
-
-def _requests_made() -> int:
-    """On a worker: backend requests made since :func:`_count_requests`."""
-    from moczarr_store import backend
-
-    return getattr(backend.Backend, "requests_seen", 0)
