@@ -159,6 +159,31 @@ def _raw(paths: list[str]) -> int:
     return total
 
 
+def _raw_into_new(paths: list[str], nbytes: int) -> np.ndarray:
+    """The objects read one after another into one new array of their total size: the
+    floor of any read that hands back new memory (zarr's ``[:]``, dask's joined result)."""
+    out = np.empty(nbytes, dtype=np.uint8)
+    view, at = memoryview(out), 0
+    for path in paths:
+        with open(path, "rb") as f:
+            at += f.readinto(view[at:])
+    if at != nbytes:
+        raise SystemExit(f"the objects changed while measured: {at} bytes, not {nbytes}")
+    return out
+
+
+def _one_chunk_copy(want: np.ndarray, array: zarr.Array, field: str, out: Path) -> zarr.Array:
+    """``want`` written as ``field`` of a plain zarr v3 group at ``out``, ONE uncompressed
+    chunk (``array``'s dimension names): zarr's and dask's work per chunk paid once (zarr
+    then reads the object whole into a new buffer and copies it into its output)."""
+    names = array.metadata.dimension_names  # type: ignore[union-attr]
+    copy = zarr.open_group(str(out), mode="w", zarr_format=3).create_array(
+        field, shape=want.shape, chunks=want.shape, dtype=want.dtype, compressors=None,
+        dimension_names=names, fill_value=array.fill_value)
+    copy[...] = want
+    return copy
+
+
 def _plain_leaf_copy(hive: Path, group: str, field: str, out: Path,
                      chunking: str = DEFAULT) -> zarr.Array:
     """``field`` copied into a plain zarr v3 array in the layout the store presents with
@@ -275,8 +300,10 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
     store through zarr (``open_array(...)[:]``), through ``xr.open_zarr`` with default
     arguments (``.load()``, open included), a plain zarr copy in the layout the store
     presents (made here, from the store), and zarr's configuration knobs on the store's zarr
-    path. Values are checked equal across paths. Cost: a copy of one field in a temporary
-    directory."""
+    path. Two anchors bound what any layout reaches here: the objects read into one new
+    array (every row's second ratio: the floor of a read that returns new memory) and a
+    plain copy of one chunk. Values are checked equal across paths. Cost: three copies of
+    one field in a temporary directory."""
     paths, cold = _leaf_objects(hive, group, field)
     store = MocHiveStore(hive, chunking=DEFAULT)
     array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
@@ -290,9 +317,14 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         copy, span_copy = Path(tmp) / "copy", Path(tmp) / "span"
         plain = _plain_leaf_copy(hive, group, field, copy)
         plain_span = _plain_leaf_copy(hive, group, field, span_copy, "span")
+        whole = _one_chunk_copy(want, array, field, Path(tmp) / "whole")
         leaf, span = f"chunking={DEFAULT!r}", f"chunking='span' ({k} leaves per chunk)"
         reads = {
             "raw floor, plain Python open().read()": lambda: _raw(paths),
+            "raw floor into one new array, readinto()": lambda: _raw_into_new(paths, nbytes),
+            "plain copy of ONE chunk, zarr [:]": lambda: whole[:],
+            "plain copy of ONE chunk, xr.open_zarr defaults, field .load()":
+                lambda: _xr_field(Path(tmp) / "whole", None, field).load().values,
             **_layout_reads(leaf, array, store, plain, copy, group, field),
             **_layout_reads(span, span_array, spanned, plain_span, span_copy, group, field),
         }
@@ -330,10 +362,11 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             f"store {leaf}": array, f"plain copy in the {leaf} layout": plain,
             f"store {span}": span_array, f"plain copy in the {span} layout": plain_span})
     floor, mb = took[next(iter(reads))], nbytes / 1e6
+    into_new = took["raw floor into one new array, readinto()"]
     for name, seconds in took.items():
         row(f"scan {field} ({len(paths)} leaves, {mb:.1f} MB): {name}",
             f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
-            f"{seconds / floor:.2f}x the floor")
+            f"{seconds / floor:.2f}x the floor, {seconds / into_new:.2f}x into new memory")
     pairs = {"zarr": ("store {}, zarr open_array()[:]", "plain copy in the {} layout, zarr [:]"),
              "zarr into a reused output array": (
                  "store {}, zarr into a reused output array",
