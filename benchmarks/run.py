@@ -159,6 +159,9 @@ def _raw(paths: list[str]) -> int:
     return total
 
 
+INTO_NEW = "raw floor into one new array, readinto()"
+
+
 def _raw_into_new(paths: list[str], nbytes: int) -> np.ndarray:
     """The objects read one after another into one new array of their total size: the
     floor of any read that hands back new memory (zarr's ``[:]``, dask's joined result)."""
@@ -321,7 +324,7 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         leaf, span = f"chunking={DEFAULT!r}", f"chunking='span' ({k} leaves per chunk)"
         reads = {
             "raw floor, plain Python open().read()": lambda: _raw(paths),
-            "raw floor into one new array, readinto()": lambda: _raw_into_new(paths, nbytes),
+            INTO_NEW: lambda: _raw_into_new(paths, nbytes),
             "plain copy of ONE chunk, zarr [:]": lambda: whole[:],
             "plain copy of ONE chunk, xr.open_zarr defaults, field .load()":
                 lambda: _xr_field(Path(tmp) / "whole", None, field).load().values,
@@ -362,7 +365,7 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
             f"store {leaf}": array, f"plain copy in the {leaf} layout": plain,
             f"store {span}": span_array, f"plain copy in the {span} layout": plain_span})
     floor, mb = took[next(iter(reads))], nbytes / 1e6
-    into_new = took["raw floor into one new array, readinto()"]
+    into_new = took[INTO_NEW]
     for name, seconds in took.items():
         row(f"scan {field} ({len(paths)} leaves, {mb:.1f} MB): {name}",
             f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
