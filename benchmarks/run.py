@@ -317,17 +317,17 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
     span_array = zarr.open_array(spanned, path=f"{group}/{field}", mode="r")
     k = span_array.chunks[0] // array.chunks[0]
     with tempfile.TemporaryDirectory() as tmp:
-        copy, span_copy = Path(tmp) / "copy", Path(tmp) / "span"
+        copy, span_copy, whole_copy = (Path(tmp) / name for name in ("copy", "span", "whole"))
         plain = _plain_leaf_copy(hive, group, field, copy)
         plain_span = _plain_leaf_copy(hive, group, field, span_copy, "span")
-        whole = _one_chunk_copy(want, array, field, Path(tmp) / "whole")
+        whole = _one_chunk_copy(want, array, field, whole_copy)
         leaf, span = f"chunking={DEFAULT!r}", f"chunking='span' ({k} leaves per chunk)"
         reads = {
             "raw floor, plain Python open().read()": lambda: _raw(paths),
             INTO_NEW: lambda: _raw_into_new(paths, nbytes),
             "plain copy of ONE chunk, zarr [:]": lambda: whole[:],
             "plain copy of ONE chunk, xr.open_zarr defaults, field .load()":
-                lambda: _xr_field(Path(tmp) / "whole", None, field).load().values,
+                lambda: _xr_field(whole_copy, None, field).load().values,
             **_layout_reads(leaf, array, store, plain, copy, group, field),
             **_layout_reads(span, span_array, spanned, plain_span, span_copy, group, field),
         }
