@@ -42,8 +42,8 @@ def _stored_coordinates(root, level) -> int:
     return sum((group / name / "zarr.json").is_file() for name in ("morton", "cell_ids"))
 
 
-def _open_requests(root) -> tuple[int, MocHiveStore]:
-    store = MocHiveStore(root)
+def _open_requests(root, **options) -> tuple[int, MocHiveStore]:
+    store = MocHiveStore(root, **options)
     xr.open_zarr(store, group="atl06/o7")
     return store.request_stats.total, store
 
@@ -148,7 +148,7 @@ def test_a_key_inside_an_unread_level_reads_that_level_first(key):
 def test_reads_beyond_open_touch_only_the_leaves_they_need(hive_copy):
     root = hive_copy("bare_versioned")
     _synthetic_10k(root)
-    total, store = _open_requests(root)
+    total, store = _open_requests(root, chunking="leaf")  # a lookup: one leaf per chunk
     ds = xr.open_zarr(store, group="atl06/o7")
     with pytest.warns(HiveWarning, match="111112.zarr has no commit stamp"):
         assert int(ds["count"][:32].sum()) > 0  # rows of the first two nodes

@@ -393,4 +393,4 @@ def test_serve_takes_a_chunking_or_a_count_of_leaves(given, chunking):
 def test_serve_refuses_a_bad_chunking_naming_the_choices(given, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", str(FIXTURES / "sharded"), "--chunking", given])
-    assert "expected one of shard, leaf, inner, span" in capsys.readouterr().err
+    assert "expected one of auto, shard, leaf, inner, span" in capsys.readouterr().err

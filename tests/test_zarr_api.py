@@ -201,7 +201,7 @@ def test_a_dataset_opened_again_after_a_rerun_never_shares_dask_names(hive_copy)
     root = hive_copy("bare_versioned")
     old = xr.open_zarr(MocHiveStore(root), group="atl06/o7")
     before = old["h_mean"].values  # its stamps read, and kept
-    fresh = MocHiveStore(root)
+    fresh = MocHiveStore(root, chunking="leaf")  # plans one leaf per chunk
     asyncio.run(fresh.session.ensure_levels(None))
     repoint(root, asyncio.run(plan_key(fresh.session, "atl06/o7/h_mean/c/0")), 1.0)
     new = xr.open_zarr(MocHiveStore(root), group="atl06/o7")

@@ -31,7 +31,7 @@ from .options import CHUNKINGS, GEOMETRIES, REFERENCE_CHUNKINGS, VERIFY_MODES, p
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
 from .verify import report_lines, verify_hive
-from .view.arrays import FabricatedArray
+from .view.arrays import FabricatedArray, FieldArray
 
 EXIT_OK = 0
 EXIT_DIFFERS = 1  # verify: an array differs from its stamp or cannot be read
@@ -262,6 +262,23 @@ def _first(names: list[str], n: int = 5) -> str:
     return ", ".join(names[:n]) + more
 
 
+def chunking_line(store: MocHiveStore, view: Any, path: str) -> str:
+    """What the store's chunking chose for level ``path``: leaves per chunk of its fields,
+    the chunk's bytes, and the fields kept one leaf per chunk (compressed or
+    variable-length)."""
+    fields = [a for a in (view.arrays[f"{path}/{c}"] for c in view.children(path) or [])
+              if isinstance(a, FieldArray) and a.axis is not None]
+    k = max((a.span for a in fields), default=1)
+    joined = [a for a in fields if a.span == k]
+    size = max((a.chunk_nbytes for a in joined), default=0)
+    text = (f"chunking={store.chunking!r}: {k:,} leaves per chunk"
+            f" ({size / 2**20:.2f} MiB of the largest field)")
+    single = [a.name for a in fields if a.span != k]
+    if single:
+        text += f"; one leaf per chunk (cannot be joined): {_first(single)}"
+    return text
+
+
 def describe(store: MocHiveStore) -> list[str]:
     """The virtual tree and the hive facts, one line per node; every line escaped (names
     come from the hive) and clipped; long lists summarised (count and first names)."""
@@ -283,6 +300,7 @@ def describe(store: MocHiveStore) -> list[str]:
                 f" {level.node_order}: {level.n_nodes} nodes x {level.cells_per_node} cells,"
                 f" coverage={level.coverage_source}{windows}"
             )
+            lines.append(f"    {chunking_line(store, view, level.path)}")
             if level.dropped:
                 lines.append(f"    {len(level.dropped):,} debris/dangling objects dropped: "
                              f"{_first(level.dropped)}")
@@ -362,9 +380,9 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     serve.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     serve.add_argument("--port", type=count(0, 65535), default=8000, help="port (8000)")
-    serve.add_argument("--chunking", type=chunking_choice, default="leaf", metavar="CHUNKING",
+    serve.add_argument("--chunking", type=chunking_choice, default="auto", metavar="CHUNKING",
                        help=f"one of {', '.join(CHUNKINGS)}, or a count of leaves per chunk "
-                       "(leaf)")
+                       "(auto)")
     serve.add_argument("--verify", choices=VERIFY_MODES, default="lazy")
     serve.add_argument("--window", help="scope windowed products to this window")
     serve.add_argument(

@@ -11,7 +11,7 @@ from .hive.aoi import Cells, aoi_members, parse_aoi
 from .hive.paths import validate_window
 
 Verify = Literal["lazy", "open"]
-Chunking = Literal["shard", "leaf", "inner", "span"]
+Chunking = Literal["auto", "shard", "leaf", "inner", "span"]
 Geometry = Literal["covered", "sphere"]
 VERIFY_MODES: tuple[str, ...] = get_args(Verify)
 CHUNKINGS: tuple[str, ...] = get_args(Chunking)
@@ -45,9 +45,10 @@ class OpenOptions:
 
     ``verify``: ``"lazy"`` reads a leaf's stamp when its chunk is first asked for;
     ``"open"`` reads every stamp at open and drops debris, as ``moczarr.open_hive`` does.
-    ``chunking``: how a leaf array is chunked in the view (``"shard"``, ``"leaf"``,
-    ``"inner"``; ``"span"`` or an int ``k``: ``k`` consecutive leaves per chunk, ``k``
-    chosen from the leaf size for ``"span"``). ``window``: scope windowed products to this
+    ``chunking``: how a leaf array is chunked in the view (``"auto"``, the default: chosen
+    per level, see ``view.arrays.leaves_per_chunk``; ``"shard"``, ``"leaf"``, ``"inner"``;
+    ``"span"`` or an int ``k``: ``k`` consecutive leaves per chunk, ``k`` chosen from the
+    leaf size for ``"span"``). ``window``: scope windowed products to this
     one window. ``aoi``: keep the nodes whose subtrees overlap these cells (decimal ids or
     packed words).
     ``geometry``: ``"covered"`` (rows are the covered nodes' cells) or ``"sphere"`` (every
@@ -55,7 +56,7 @@ class OpenOptions:
     """
 
     verify: Verify = "lazy"
-    chunking: Chunking | int = "leaf"
+    chunking: Chunking | int = "auto"
     window: str | None = None
     aoi: tuple[str | int, ...] | None = None
     aoi_cells: Cells | None = field(default=None, compare=False, repr=False)
@@ -77,7 +78,7 @@ class OpenOptions:
     def make(
         cls,
         verify: str = "lazy",
-        chunking: str | int = "leaf",
+        chunking: str | int = "auto",
         window: str | None = None,
         aoi: Iterable[str | int] | str | int | None = None,
         geometry: str = "covered",

@@ -97,7 +97,7 @@ class MocHiveStore(Store):
         verify: str = "lazy",
         window: str | None = None,
         aoi: Iterable[str | int] | None = None,
-        chunking: str | int = "leaf",
+        chunking: str | int = "auto",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,

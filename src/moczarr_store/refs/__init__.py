@@ -13,7 +13,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from ..diagnostics import first_names
@@ -111,17 +111,24 @@ async def export_refs_async(
     relayout = chunking == "auto" and not isinstance(source, MocHiveStore)
     store = source if isinstance(source, MocHiveStore) else MocHiveStore(
         source, chunking="shard" if relayout else chunking, **store_options)
-    if store.session.options.chunking not in REFERENCE_CHUNKINGS:
+    session = store.session
+    if session.options.chunking == "auto":  # the store's view may join leaves; an
+        # export's "auto" (leaf or shard per group) is planned from the leaves' shards
+        from ..session import HiveSession
+
+        session = HiveSession(session.backend, replace(session.options, chunking="shard"))
+        relayout = True
+    if session.options.chunking not in REFERENCE_CHUNKINGS:
         raise OptionError(
-            f"chunking={store.session.options.chunking!r}: a chunk that joins several leaves "
+            f"chunking={session.options.chunking!r}: a chunk that joins several leaves "
             f"is not a byte range of one object, which a reference names; export with one of "
             f"{REFERENCE_CHUNKINGS}"
         )
-    backend = store.session.backend
+    backend = session.backend
     if backend.url is None:
         raise OptionError("an export needs the hive's URL (not an obstore store instance)")
     start = time.perf_counter()
-    collected: Collected = await collect(store.session, backend.url, groups, progress, relayout)
+    collected: Collected = await collect(session, backend.url, groups, progress, relayout)
     _warn_unchecked(collected, format, checksums)
     if backend.ignores_ranges and not rules:
         warnings.warn(HiveWarning(
@@ -147,7 +154,7 @@ async def export_refs_async(
                              configs=containers)
     report.seconds = time.perf_counter() - start
     report.bytes_on_disk = _disk_size(out)
-    report.problems = store.session.problems.lines()
+    report.problems = session.problems.lines()
     return report
 
 

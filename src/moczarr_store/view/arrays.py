@@ -26,8 +26,11 @@ from ..hive.paths import short
 from ..hive.runs import RunEncoding
 
 SPAN_BYTES = 4 << 20
-"""About the bytes of one chunk of ``chunking="span"``: a full scan pays zarr's and dask's
-per-chunk cost once per this many bytes (measured in ``benchmarks/``)."""
+"""About the bytes of one chunk of ``chunking="span"`` and ``"auto"`` (of the level's
+largest field): a full scan pays zarr's and dask's per-chunk cost once per this many bytes.
+Measured (``benchmarks/README.md``, "Choosing k"): zarr's own scan stops gaining past
+~1 MiB a chunk, xarray's default path pays ~0.5 ms per dask task and stops gaining at
+~4 MiB, on leaves of 16 KB and of 262 KB alike."""
 SPHERE_MAX_CHUNKS = 2**24
 """Chunks along ``cells`` an array of a ``geometry="sphere"`` level may have, at most."""
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -188,16 +191,30 @@ def declared_meta(name: str, template: dict, runs: list[RunEncoding]) -> dict:
     return {**template, "data_type": promoted.name, "fill_value": fill}
 
 
+AUTO_MAX_LEAVES = 4096
+"""Leaves one chunk of ``chunking="auto"`` joins at most: a chunk's plan and a read of one
+of its cells stay bounded on hives of tiny leaves (one-cell leaves: 4,096 cells a chunk)."""
+
+
+def spans(chunking: str | int) -> bool:
+    """Whether ``chunking`` joins consecutive leaves in one chunk (``"auto"``, ``"span"``,
+    a count)."""
+    return isinstance(chunking, int) or chunking in ("auto", "span")
+
+
 def leaves_per_chunk(level: Level, chunking: str | int) -> int:
     """Leaves joined in one chunk along ``cells``: ``chunking`` when it is a count; for
-    ``"span"`` as many of the level's largest leaf array as fit ``SPAN_BYTES`` (at least
-    one); 1 for every other chunking. No I/O."""
+    ``"span"`` and ``"auto"`` as many of the level's largest leaf array as fit
+    ``SPAN_BYTES`` (at least one; ``"auto"``: at most ``AUTO_MAX_LEAVES``); 1 for every
+    other chunking. Fields whose leaves cannot be joined byte for byte (compressed,
+    variable-length) stay one leaf per chunk whatever this says. No I/O."""
     if isinstance(chunking, int):
         return chunking
-    if chunking != "span":
+    if not spans(chunking):
         return 1
     largest = max((_leaf_nbytes(meta) for meta in level.arrays.values()), default=0)
-    return max(1, SPAN_BYTES // largest) if largest else 1
+    k = max(1, SPAN_BYTES // largest) if largest else 1
+    return min(k, AUTO_MAX_LEAVES) if chunking == "auto" else k
 
 
 def _leaf_nbytes(meta: object) -> int:
@@ -270,8 +287,8 @@ class FieldArray:
         self.check = chunk_check(leaf_meta)
         self.mode = "shard"
         self.span, self.part_fill = 1, b""  # a span's leaf count; a leaf chunk of fill
-        spans = chunking == "span" or isinstance(chunking, int)
-        per_leaf = "leaf" if spans else str(chunking)  # a span's parts are leaf chunks
+        joins = spans(chunking)
+        per_leaf = "leaf" if joins else str(chunking)  # a span's parts are leaf chunks
         if self.axis is not None:
             if shape[self.axis] != cells or cells % chunks[self.axis]:
                 raise LeafSchemaError(
@@ -289,7 +306,7 @@ class FieldArray:
             self.chunks_per_leaf = cells // chunks[self.axis]
             nodes = domain_nodes(level, sphere)
             plain = plain_bytes(codecs, leaf_meta)
-            if spans and min(span, nodes) > 1 and self.axis == 0 and self.chunks_per_leaf == 1 \
+            if joins and min(span, nodes) > 1 and self.axis == 0 and self.chunks_per_leaf == 1 \
                     and plain is not None:
                 # chunk bytes are C-ordered with cells first: k leaves' chunks are their join
                 self.span = min(span, nodes)
@@ -422,6 +439,12 @@ class FieldArray:
         if shard is not None:
             return int(shard["chunk_shape"][self.windowed + self.axis])
         return self.level.cells_per_node // self.chunks_per_leaf * self.span
+
+    @property
+    def chunk_nbytes(self) -> int:
+        """Decoded bytes of one chunk of the view (0: not a numeric array)."""
+        chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"]
+        return _leaf_nbytes({"shape": chunks, "data_type": self.meta.get("data_type")})
 
     @property
     def shard_rows(self) -> int | None:

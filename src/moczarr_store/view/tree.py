@@ -133,9 +133,13 @@ class View:
                              self.sphere, span)
             for name in sorted(level.arrays)
         }
-        # the coordinates are chunked on every field's boundaries (the finest field chunk)
-        rows = min((f.chunk_rows for f in fields.values() if f.chunk_rows), default=None)
-        rows = rows or level.cells_per_node
+        # the coordinates are chunked on every field's boundaries (the finest field chunk);
+        # "auto": on the joined fields' chunks when every other field's chunk divides them,
+        # so a scan's coordinates cost as many chunks as its fields
+        found = [f.chunk_rows for f in fields.values() if f.chunk_rows]
+        rows = min(found, default=None) or level.cells_per_node
+        if self.chunking == "auto" and found and all(max(found) % r == 0 for r in found):
+            rows = max(found)
         if self.sphere:
             check_sphere(level, rows)
         # sharded as the fields when they all pass shards of one shape through
