@@ -19,6 +19,7 @@ import datetime
 import functools
 import gc
 import hashlib
+import json
 import math
 import os
 import platform
@@ -44,7 +45,7 @@ MODES = ("shard", "leaf", "inner", "span")
 DEFAULT = "leaf"
 MEASURES = (
     "scan", "spans", "open", "full", "moczarr", "random", "requests", "fabrication", "latency",
-    "scale", "dask", "verify", "serve", "remote",
+    "scale", "dask", "verify", "serve", "remote", "targets",
 )
 ROWS: list[tuple[str, str, str, str]] = []
 
@@ -1100,6 +1101,7 @@ def run(
         "verify": lambda: measure_verify(hive),
         "serve": lambda: measure_serve(hive, group, field),
         "remote": lambda: measure_remote(hive, group, field),
+        "targets": lambda: measure_all_targets([(hive, group)], field),
     }
     took = {}
     for name in (m for m in MEASURES if m in only):
@@ -1108,6 +1110,26 @@ def run(
         gc.collect()
         took[name] = time.perf_counter() - start
     print("\n# seconds per measure: " + ", ".join(f"{k} {v:.0f}" for k, v in took.items()))
+
+
+TARGET_ROWS: list[dict] = []
+
+
+def measure_all_targets(hives: list[tuple[Path, str]], field: str) -> None:
+    """The default options' rows against their floors (``benchmarks/targets.py``), per hive."""
+    from benchmarks.targets import measure_targets
+
+    print("| hive | row | ms | floor | ratio | target | met |\n|---|---|---|---|---|---|---|")
+    for hive, group in hives:
+        TARGET_ROWS.extend(measure_targets(hive, group, field))
+        gc.collect()
+
+
+def _hive_group(text: str) -> tuple[Path, str]:
+    hive, sep, group = text.rpartition(":")
+    if not sep or not hive or not group:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HIVE:GROUP")
+    return Path(hive), group
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1128,7 +1150,23 @@ def main(argv: list[str] | None = None) -> int:
         default=MEASURES,
         help=f"a comma list of measures, default all: {','.join(MEASURES)}",
     )
+    parser.add_argument("--targets", type=_hive_group, action="append", metavar="HIVE:GROUP",
+                        help="the default options' target rows on each hive (repeatable)")
+    parser.add_argument("--json", type=Path, help="write the target rows as a JSON list")
     args = parser.parse_args(argv)
+    try:
+        return _main(parser, args)
+    finally:
+        if args.json is not None:
+            args.json.write_text(json.dumps(TARGET_ROWS, indent=1))
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.targets:
+        print(machine())
+        measure_all_targets(args.targets, args.field)
+        if not args.hive:
+            return 0
     if unknown := set(args.only) - set(MEASURES):
         parser.error(f"--only: unknown measures {sorted(unknown)}")
     options = {"subset": args.subset, "only": args.only}
