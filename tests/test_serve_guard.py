@@ -13,6 +13,7 @@ import time
 import urllib.request
 import warnings
 
+import psutil
 import pytest
 from benchmarks import serve_hardening
 from serving import CHUNK, FIXTURES, Served, fetch
@@ -67,6 +68,13 @@ def test_idle_connections_beyond_the_descriptor_limit(tmp_path):
     lines = log.read_text().splitlines()
     others = [line for line in lines if serve_hardening.ACCESS not in line]
     assert len(others) < 20, others[:40]
+
+
+def test_serve_raises_the_open_file_limit_and_says_so(tmp_path):
+    log = tmp_path / "server.log"
+    with serve_hardening.server(FIXTURES / "sharded", 1024, log, soft=512) as (_, pid):
+        assert psutil.Process(pid).rlimit(psutil.RLIMIT_NOFILE) == (1024, 1024)
+    assert log.read_text().count("open-file limit raised from 512 to 1024") == 1
 
 
 @pytest.fixture
