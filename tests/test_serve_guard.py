@@ -134,6 +134,37 @@ def test_an_oversized_request_head_is_refused(protocol):
         assert fetch(server, "/zarr.json")[0] == 200
 
 
+BIG = 64 << 20  # more than any socket buffer holds
+
+
+async def big_answer(scope, receive, send) -> None:
+    """An ASGI app answering every request with ``BIG`` bytes, 1 MiB at a time."""
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-length", str(BIG).encode())]})
+    piece = b"x" * (1 << 20)
+    for _ in range(BIG // len(piece)):
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_an_answer_the_client_stops_reading_is_cut_short(protocol, quick, monkeypatch, caplog):
+    """A client that stops reading holds its connection until the send deadline, then
+    loses the rest of its answer."""
+    monkeypatch.setattr(guard, "SEND_TIMEOUT", 0.5)
+    caplog.set_level(logging.INFO, "moczarr_store.serve")
+    with Served(big_answer, http=protocol) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+            deadline = time.monotonic() + 10
+            while "stopped reading" not in caplog.text and time.monotonic() < deadline:
+                time.sleep(0.05)
+            received = answer(sock)
+        assert received.startswith(b"HTTP/1.1 200 ")
+        assert len(received) < BIG
+    lines = [r.getMessage() for r in caplog.records if "stopped reading" in r.getMessage()]
+    assert len(lines) == 1 and "1 closed: the client stopped reading" in lines[0], lines
+
+
 def test_the_longest_waiting_connections_make_room(protocol, quick, monkeypatch, caplog):
     """At the bound, a new connection closes the one that has waited longest for a
     request head; the closures are logged as one line."""

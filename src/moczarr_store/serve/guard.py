@@ -10,6 +10,8 @@ while ordinary clients wait. Here:
 - a connection must complete each request head within :data:`HEAD_TIMEOUT` seconds of
   the server starting to wait for it (on connecting, and after each response): it is
   then closed, with a ``408`` if part of a head had arrived;
+- an answer the client stops reading is cut short after :data:`SEND_TIMEOUT` seconds
+  (from the moment the server's write buffer is full, again each time it fills up);
 - at most :func:`connection_bound` connections are open (:data:`MAX_CONNECTIONS`, fewer
   when the descriptor limit is low): a new connection beyond it closes the connection
   that has waited longest for a request head, or is itself closed when every open
@@ -35,12 +37,14 @@ from typing import Any
 logger = logging.getLogger("moczarr_store.serve")
 
 HEAD_TIMEOUT = 10.0  # seconds from waiting for a request head to having all of it
+SEND_TIMEOUT = 60.0  # seconds an answer may wait for the client to read (nginx's default)
 MAX_CONNECTIONS = 4096  # open connections per process, at most
 BACKLOG = 2048  # connections waiting to be accepted, at most (uvicorn's default)
 MAX_ERRORS = 1024  # distinct event-loop errors logged per interval, at most
 REPORT_EVERY = 10.0  # seconds between two log lines about closed connections, at least
 ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message
 LATE = "closed without a complete request head in time"
+STALLED = "closed: the client stopped reading its answer"
 TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n"
              b"connection: close\r\n\r\n")
 
@@ -183,6 +187,7 @@ class Guarded:
 
     def connection_made(self, transport: Any) -> None:
         self._head_timer: asyncio.TimerHandle | None = None
+        self._send_timer: asyncio.TimerHandle | None = None
         self._heard = False
         super().connection_made(transport)  # type: ignore[misc]
         self._guard = Guard.of(self.server_state, self.loop, transport)
@@ -193,6 +198,7 @@ class Guarded:
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_arrived()
+        self._sent()
         self._guard.forget(self)
         super().connection_lost(exc)  # type: ignore[misc]
 
@@ -209,6 +215,26 @@ class Guarded:
         idle = self.cycle is None or self.cycle.response_complete
         if idle and not self.transport.is_closing() and not getattr(self, "pipeline", None):
             self._await_head()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()  # type: ignore[misc]
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(SEND_TIMEOUT, self._send_late)
+
+    def resume_writing(self) -> None:
+        self._sent()
+        super().resume_writing()  # type: ignore[misc]
+
+    def _sent(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _send_late(self) -> None:
+        self._send_timer = None
+        if not self.transport.is_closing():
+            self.transport.abort()  # what is buffered goes too
+            self._guard.note(STALLED)
 
     def _await_head(self) -> None:
         self._head_arrived()
