@@ -187,10 +187,11 @@ def test_the_longest_waiting_connections_make_room(protocol, quick, monkeypatch,
     assert len(lines) == 1 and "31 closed to make room" in lines[0], lines
 
 
-def test_failed_accepts_are_one_line(quick, caplog):
+def test_failed_accepts_and_repeated_loop_errors_are_one_line(quick, caplog):
     """asyncio reports a failed ``accept()`` once per pending connection: counted, one
-    line per interval, no traceback."""
-    caplog.set_level(logging.INFO, "moczarr_store.serve")
+    line per interval, no traceback. Another error of the event loop is logged once per
+    interval, its repeats counted in that line."""
+    caplog.set_level(logging.INFO)
 
     async def burst() -> None:
         loop = asyncio.get_running_loop()
@@ -200,10 +201,19 @@ def test_failed_accepts_are_one_line(quick, caplog):
                 "message": guard.ACCEPT_FAILED,
                 "exception": OSError(errno.EMFILE, "Too many open files"),
             })
+        for _ in range(100):
+            loop.call_exception_handler({
+                "message": "Exception in callback _start_serving()",
+                "exception": ValueError("Invalid file descriptor: -1"),
+            })
         await asyncio.sleep(0.5)
         assert not watched.counts
 
     asyncio.run(burst())
-    lines = [r for r in caplog.records if "accept() failed" in r.getMessage()]
-    assert len(lines) == 1 and lines[0].exc_info is None
-    assert "2,048 accept() failed (EMFILE: Too many open files)" in lines[0].getMessage()
+    ours = [r for r in caplog.records if r.name == "moczarr_store.serve"]
+    assert len(ours) == 1 and ours[0].exc_info is None
+    line = ours[0].getMessage()
+    assert "2,048 accept() failed (EMFILE: Too many open files)" in line
+    assert "99 event-loop errors logged before in this interval" in line
+    shown = [r for r in caplog.records if "_start_serving" in r.getMessage()]
+    assert len(shown) == 1 and shown[0].name == "asyncio"

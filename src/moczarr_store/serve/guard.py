@@ -40,6 +40,7 @@ HEAD_TIMEOUT = 10.0  # seconds from waiting for a request head to having all of 
 SEND_TIMEOUT = 60.0  # seconds an answer may wait for the client to read (nginx's default)
 MAX_CONNECTIONS = 4096  # open connections per process, at most
 BACKLOG = 2048  # connections waiting to be accepted, at most (uvicorn's default)
+UNLIMITED = 1 << 30  # stands for an unlimited count of open files
 MAX_ERRORS = 1024  # distinct event-loop errors logged per interval, at most
 REPORT_EVERY = 10.0  # seconds between two log lines about closed connections, at least
 ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message
@@ -51,17 +52,17 @@ TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n"
 
 def raise_descriptor_limit() -> tuple[int, int]:
     """Raise this process's soft limit on open files to its hard limit (more connections
-    fit): ``(before, after)``. Cost: two system calls."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft == resource.RLIM_INFINITY:
+    fit): ``(before, after)``, an unlimited one as :data:`UNLIMITED`. Cost: two system
+    calls."""
+    soft, hard = (UNLIMITED if n == resource.RLIM_INFINITY else n
+                  for n in resource.getrlimit(resource.RLIMIT_NOFILE))
+    if soft >= hard or hard == UNLIMITED:  # Linux refuses an unlimited count of files
         return soft, soft
-    if soft < hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        except (OSError, ValueError):
-            return soft, soft
-        return soft, hard
-    return soft, soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (OSError, ValueError):
+        return soft, soft
+    return soft, hard
 
 
 def accept_batch(descriptors: int) -> int:
@@ -163,7 +164,7 @@ class Guard:
             code = errno.errorcode.get(getattr(err, "errno", None) or 0, "?")
             self.note(f"accept() failed ({code}: {getattr(err, 'strerror', err)})")
             return
-        message = str(context.get("message"))
+        message = f"{context.get('message')} {context.get('exception')!r}"[:500]
         if message in self._logged or len(self._logged) >= MAX_ERRORS:
             self.note("event-loop errors logged before in this interval")
             return
