@@ -117,6 +117,7 @@ class Guard:
         self.waiting: dict[Any, None] = {}  # insertion order: longest waiting first
         self.counts: Counter[str] = Counter()
         self._report: asyncio.TimerHandle | None = None
+        self._since = loop.time()  # when the interval began
         self._logged: set[str] = set()  # event-loop errors logged in this interval
         self._previous = loop.get_exception_handler()
         loop.set_exception_handler(self._exception)
@@ -142,11 +143,18 @@ class Guard:
     def note(self, what: str) -> None:
         """Count one event for the next log line."""
         self.counts[what] += 1
+        self._interval()
+
+    def _interval(self) -> None:
+        """Start an interval unless one runs: its counts are logged at its end."""
         if self._report is None:
+            self._since = self.loop.time()
             self._report = self.loop.call_later(REPORT_EVERY, self.report)
 
     def report(self) -> None:
-        """Log the counts as one line."""
+        """Log the counts as one line (now: the interval ends)."""
+        if self._report is not None:
+            self._report.cancel()
         self._report = None
         self._logged.clear()
         if not self.counts:
@@ -155,8 +163,9 @@ class Guard:
         late_only = set(self.counts) == {LATE}  # also what browsers' spare connections do
         self.counts.clear()
         level = logging.INFO if late_only else logging.WARNING
-        logger.log(level, "connections in the last %g s (at most %d open, request heads "
-                   "within %g s): %s", REPORT_EVERY, self.bound, HEAD_TIMEOUT, parts)
+        logger.log(level, "connections in the last %.1f s (at most %d open, request heads "
+                   "within %g s): %s", self.loop.time() - self._since, self.bound,
+                   HEAD_TIMEOUT, parts)
 
     def _exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         if context.get("message") == ACCEPT_FAILED:  # once per pending connection and loop
@@ -169,8 +178,7 @@ class Guard:
             self.note("event-loop errors logged before in this interval")
             return
         self._logged.add(message)
-        if self._report is None:  # the interval starts now
-            self._report = self.loop.call_later(REPORT_EVERY, self.report)
+        self._interval()
         if self._previous is not None:
             self._previous(loop, context)
         else:
@@ -210,6 +218,10 @@ class Guarded:
         super().data_received(data)  # type: ignore[misc]
         if self.cycle is not cycle:  # a request head was parsed
             self._head_arrived()
+
+    def shutdown(self) -> None:
+        self._guard.report()  # the server stops: what the bounds closed, before the end
+        super().shutdown()  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # type: ignore[misc]
