@@ -34,6 +34,7 @@ from . import mapped
 from .buffers import BufferPool, uninitialised
 from .diagnostics import logger
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
+from .hints import credentials, missing_root
 from .hive.paths import short
 from .slots import request_slots
 from .storage import check_options, obstore_options, unknown_keyword
@@ -330,7 +331,7 @@ class LocalReader:
     def ready(self) -> None:
         if not self._ready:
             if not os.path.isdir(self.root):
-                raise FileNotFoundError(f"hive root {self.root} does not exist")
+                raise missing_root(self.root)
             self._ready = True
 
     def _inside(self, real: str) -> bool:
@@ -558,7 +559,7 @@ class ObstoreReader:
             if self.url.startswith("file://"):
                 path = self.url[len("file://") :]
                 if not os.path.isdir(path):
-                    raise FileNotFoundError(f"hive root {path} does not exist")
+                    raise missing_root(path)
                 self._store = obstore.store.LocalStore(path, **self.options)
             else:
                 self._store = obstore.store.from_url(self.url, **self.options)
@@ -828,6 +829,7 @@ class Backend:
         if type(err) is ValueError:  # a path that is not below the root
             return ValueError(scrub(str(err), self._reader.options))
         detail = scrub(_first_paragraph(err), self._reader.options)
+        detail = credentials(detail) or detail
         return ObjectReadError(f"{what} {path} from {self}: {detail}")
 
     async def get(self, path: str, byte_range: ByteRequest | None = None) -> BytesLike | None:

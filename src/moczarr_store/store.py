@@ -23,11 +23,12 @@ from zarr.abc.store import (
 )
 
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend, flag
-from .diagnostics import Problem
+from .diagnostics import Problem, logger
+from .hints import missing_node
 from .hive.roster import Hive
 from .options import CHUNKINGS, VERIFY_MODES, OpenOptions, store_keywords
 from .read.execute import execute, object_size
-from .read.plan import Absent, Document, Fabricate, plan_key
+from .read.plan import OUTSIDE, Absent, Document, Fabricate, document_path, plan_key
 from .session import HiveSession, adopt_pickled
 from .storage import storage_arguments
 from .view.tree import INDEX_RE, View
@@ -238,7 +239,10 @@ class MocHiveStore(Store):
             byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
-        data = await execute(self.session, await plan_key(self.session, key, byte_range))
+        plan = await plan_key(self.session, key, byte_range)
+        if plan is OUTSIDE and (path := document_path(key)) is not None:
+            _hint_missing(self, path)
+        data = await execute(self.session, plan)
         return None if data is None else prototype.buffer.from_bytes(memoryview(data))
 
     async def get_partial_values(
@@ -335,3 +339,20 @@ def _prefix(prefix: object) -> str:
 def _chunk_keys(path: str, grid: tuple[int, ...]):
     for coords in itertools.product(*(range(n) for n in grid)):
         yield f"{path}/c/" + "/".join(map(str, coords))
+
+
+_HINTED: set[tuple[str, str]] = set()  # (store, node) hinted in this process; bounded
+
+
+def _hint_missing(store: MocHiveStore, path: str) -> None:
+    """A node asked for by its ``zarr.json`` that the hierarchy lacks (a misspelt group in
+    ``xr.open_zarr(store, group=...)`` or ``zarr.open_group``): one WARNING line on the
+    ``moczarr_store`` logger with the close match and the groups there are, once per store
+    and node, at most 256 in a process (a server's clients may ask for anything). zarr
+    raises its own error after it; the store cannot raise for a key that is absent."""
+    mark = (repr(store), path)
+    if mark in _HINTED or len(_HINTED) >= 256:
+        return
+    _HINTED.add(mark)
+    view = store.session.view
+    logger.warning("%r: %s", store, missing_node(path, view.groups, view.arrays))
