@@ -34,7 +34,6 @@ from . import mapped
 from .buffers import BufferPool, uninitialised
 from .diagnostics import logger
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
-from .hints import credentials, missing_root
 from .hive.paths import short
 from .slots import request_slots
 from .storage import check_options, obstore_options, unknown_keyword
@@ -331,6 +330,8 @@ class LocalReader:
     def ready(self) -> None:
         if not self._ready:
             if not os.path.isdir(self.root):
+                from .hints import missing_root
+
                 raise missing_root(self.root)
             self._ready = True
 
@@ -559,6 +560,8 @@ class ObstoreReader:
             if self.url.startswith("file://"):
                 path = self.url[len("file://") :]
                 if not os.path.isdir(path):
+                    from .hints import missing_root
+
                     raise missing_root(path)
                 self._store = obstore.store.LocalStore(path, **self.options)
             else:
@@ -828,6 +831,8 @@ class Backend:
             return err
         if type(err) is ValueError:  # a path that is not below the root
             return ValueError(scrub(str(err), self._reader.options))
+        from .hints import credentials
+
         detail = scrub(_first_paragraph(err), self._reader.options)
         detail = credentials(detail) or detail
         return ObjectReadError(f"{what} {path} from {self}: {detail}")

@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable
 
+from .diagnostics import logger
 from .errors import NotAHiveError
 
 # the instance-metadata service obstore asks for credentials when none are configured
@@ -56,3 +57,35 @@ def missing_node(path: str, groups: Iterable[str], arrays: Iterable[str] = ()) -
 # repr cuts an attribute at its line's end
 ROOT_HINT = ("open a group: group={group!r} (all: xr.open_datatree(store, engine='zarr')); "
              "no arrays here")
+
+
+_HINTED: set[tuple[str, str]] = set()  # (store, node) hinted in this process; bounded
+
+
+def hint_missing(store, key: str) -> None:
+    """``key`` is the ``zarr.json`` of a node the hierarchy lacks (a misspelt group in
+    ``zarr.open_group(store, path=...)``): one WARNING line on the ``moczarr_store``
+    logger with the close match and the groups there are, once per store and node, at most
+    256 in a process (a server's clients may ask for anything). zarr raises its own error
+    after it: a store cannot raise for an absent key. No I/O."""
+    path = "" if key == "zarr.json" else key.removesuffix("/zarr.json")
+    mark = (repr(store), path)
+    if mark in _HINTED or len(_HINTED) >= 256:
+        return
+    _HINTED.add(mark)
+    view = store.session.view
+    logger.warning("%r: %s", store, missing_node(path, view.groups, view.arrays))
+
+
+# Icechunk's Rust logger prints two WARN records (with raw ANSI colours) on every export to
+# a local directory: LocalFileSystem storage is unsafe for concurrent commits (the export is
+# the new repository's only writer), and conditional-PUT recovery needs user metadata (a
+# local file has no lost responses). Neither asks anything of the user: those two targets
+# are kept to errors, unless ICECHUNK_LOG says what the user wants logged.
+QUIET_ICECHUNK = "warn,icechunk_arrow_object_store=error,icechunk_storage::readback=error"
+
+
+def quiet_icechunk_logs(icechunk) -> None:
+    """Filter out Icechunk's two warnings about local storage (see above)."""
+    if "ICECHUNK_LOG" not in os.environ:
+        icechunk.set_logs_filter(QUIET_ICECHUNK)

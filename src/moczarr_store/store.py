@@ -23,12 +23,11 @@ from zarr.abc.store import (
 )
 
 from .backend import DEFAULT_MAX_CONCURRENCY, Backend, flag
-from .diagnostics import Problem, logger
-from .hints import missing_node
+from .diagnostics import Problem
 from .hive.roster import Hive
 from .options import CHUNKINGS, VERIFY_MODES, OpenOptions, store_keywords
 from .read.execute import execute, object_size
-from .read.plan import OUTSIDE, Absent, Document, Fabricate, document_path, plan_key
+from .read.plan import Absent, Document, Fabricate, plan_key
 from .session import HiveSession, adopt_pickled
 from .storage import storage_arguments
 from .view.tree import INDEX_RE, View
@@ -240,8 +239,10 @@ class MocHiveStore(Store):
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
         plan = await plan_key(self.session, key, byte_range)
-        if plan is OUTSIDE and (path := document_path(key)) is not None:
-            _hint_missing(self, path)
+        if isinstance(plan, Absent) and key.endswith("/zarr.json"):  # a node it lacks
+            from .hints import hint_missing
+
+            hint_missing(self, key)
         data = await execute(self.session, plan)
         return None if data is None else prototype.buffer.from_bytes(memoryview(data))
 
@@ -339,20 +340,3 @@ def _prefix(prefix: object) -> str:
 def _chunk_keys(path: str, grid: tuple[int, ...]):
     for coords in itertools.product(*(range(n) for n in grid)):
         yield f"{path}/c/" + "/".join(map(str, coords))
-
-
-_HINTED: set[tuple[str, str]] = set()  # (store, node) hinted in this process; bounded
-
-
-def _hint_missing(store: MocHiveStore, path: str) -> None:
-    """A node asked for by its ``zarr.json`` that the hierarchy lacks (a misspelt group in
-    ``xr.open_zarr(store, group=...)`` or ``zarr.open_group``): one WARNING line on the
-    ``moczarr_store`` logger with the close match and the groups there are, once per store
-    and node, at most 256 in a process (a server's clients may ask for anything). zarr
-    raises its own error after it; the store cannot raise for a key that is absent."""
-    mark = (repr(store), path)
-    if mark in _HINTED or len(_HINTED) >= 256:
-        return
-    _HINTED.add(mark)
-    view = store.session.view
-    logger.warning("%r: %s", store, missing_node(path, view.groups, view.arrays))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -27,13 +26,6 @@ from ..backend import ObjectStat
 from ..errors import HiveFormatError
 from .collect import Collected
 from .manifest import group_doc, manifest_array
-
-# Icechunk's Rust logger prints two WARN records (with raw ANSI colours) on every export to
-# a local directory: LocalFileSystem storage is unsafe for concurrent commits (the export is
-# the new repository's only writer), and conditional-PUT recovery needs user metadata (a
-# local file has no lost responses). Neither asks anything of the user: those two targets
-# are kept to errors, unless ICECHUNK_LOG says what the user wants logged.
-QUIET_LOGS = "warn,icechunk_arrow_object_store=error,icechunk_storage::readback=error"
 
 NATIVE_BATCH = 256  # native chunks written concurrently (~100 us each, ~200 one by one)
 
@@ -93,8 +85,9 @@ async def write_icechunk(
     object store configuration (e.g. an ``s3_store(endpoint_url=...)``)."""
     import icechunk
 
-    if "ICECHUNK_LOG" not in os.environ:
-        icechunk.set_logs_filter(QUIET_LOGS)
+    from ..hints import quiet_icechunk_logs
+
+    quiet_icechunk_logs(icechunk)
     config = icechunk.RepositoryConfig.default()
     for prefix in containers(collected, publish, remap):
         conf = (configs or {}).get(prefix) or store_config(prefix)
