@@ -238,12 +238,11 @@ class MocHiveStore(Store):
             byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
-        plan = await plan_key(self.session, key, byte_range)
-        if isinstance(plan, Absent) and key.endswith("/zarr.json"):  # a node it lacks
+        data = await execute(self.session, await plan_key(self.session, key, byte_range))
+        if data is None and key.endswith("/zarr.json"):  # a node the hierarchy lacks
             from .hints import hint_missing
 
             hint_missing(self, key)
-        data = await execute(self.session, plan)
         return None if data is None else prototype.buffer.from_bytes(memoryview(data))
 
     async def get_partial_values(
