@@ -6,10 +6,12 @@ import json
 import re
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import HiveFormatError, HiveWarning
+from ..hints import ROOT_HINT
 from ..hive.level import Level, Product
 from ..hive.roster import Hive
 from .arrays import (
@@ -68,19 +70,24 @@ class View:
         self.groups: dict[str, Group] = {}
         self.arrays: dict[str, Array] = {}
         names = [p.name for p in hive.products]
-        root_attrs = {"morton_hive_store": {"products": names, "bare": hive.bare, **options}}
+        root_attrs: dict[str, Any] = {
+            "morton_hive_store": {"products": names, "bare": hive.bare, **options}}
         if hive.skipped:
             root_attrs["morton_hive_store"]["skipped"] = hive.skipped
         self.groups[""] = Group(root_attrs, [])
         self._documents: dict[str, bytes] = {}
         for product in hive.products:
             manifest = product.manifest
-            product_attrs = {"morton_hive": manifest.summary()}
+            product_attrs: dict[str, Any] = {"morton_hive": manifest.summary()}
             if "semantic_hash" in manifest.raw:
                 product_attrs["semantic_hash"] = manifest.raw["semantic_hash"]
             self._add_group(product.name, product_attrs)
             for level in list(product.levels):
                 self._place(product, level)
+            if product.levels:  # what xr.open_zarr(store, group=product) then says
+                product_attrs["hint"] = ROOT_HINT.format(group=product.levels[0].path)
+        if self.levels:  # what xr.open_zarr(store) without group= then says
+            root_attrs["hint"] = ROOT_HINT.format(group=next(iter(self.levels)))
 
     def add_level(self, product: Product, level: Level) -> bool:
         """Add a level read after the view was built, in the product's declared order;
