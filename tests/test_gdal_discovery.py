@@ -31,6 +31,15 @@ UNDECODABLE = {
 SHARDING = "Unsupported codec: sharding_indexed"  # read from GDAL 3.13
 
 
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch):
+    """GDAL looks for an array named after each dimension in every directory above a
+    group, up past the server's root (``http://cells/zarr.json``): libcurl sends such a
+    request to a closed loopback proxy port instead of resolving the name."""
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+
+
 def _hierarchy(local: MocHiveStore) -> tuple[list[str], dict]:
     """Every group path and every array's values and metadata, read in process."""
     with warnings.catch_warnings():
