@@ -35,6 +35,38 @@ class Group:
     children: list[str]
 
 
+# the zarr ``multiscales`` convention (zarr-conventions/multiscales, v1) as registered in
+# a group's ``zarr_conventions``
+MULTISCALES = {
+    "schema_url": "https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/schema.json",
+    "spec_url": "https://github.com/zarr-conventions/multiscales/blob/v1/README.md",
+    "uuid": "d35379db-88df-4056-af3a-620245f8e347",
+    "name": "multiscales",
+    "description": "Multiscale layout of zarr datasets",
+}
+
+
+def multiscales(levels: dict[str, int]) -> dict | None:
+    """The ``multiscales`` layout of a group whose child level groups have these cell
+    orders (name: order), finest first; ``None`` for fewer than two. Each coarser level
+    is derived from the finest: each of its cells aggregates ``coarsening_factor`` =
+    4^(finest order - its order) of the finest's, which ``transform.scale`` states along
+    the ``cells`` dimension."""
+    if len(levels) < 2:
+        return None
+    ranked = sorted(levels.items(), key=lambda item: -item[1])
+    finest, top = ranked[0]
+    layout = []
+    for name, order in ranked:
+        factor = 4 ** (top - order)
+        entry: dict = {"asset": name, "cell_order": order, "coarsening_factor": factor}
+        if name != finest:
+            entry["derived_from"] = finest
+        entry["transform"] = {"scale": [float(factor)]}
+        layout.append(entry)
+    return {"layout": layout}
+
+
 def _group_meta(attrs: dict) -> dict:
     return {"attributes": attrs, "zarr_format": 3, "node_type": "group"}
 
@@ -199,7 +231,17 @@ class View:
     def _metadata(self, path: str) -> dict:
         if path in self.arrays:
             return self.arrays[path].meta
-        return _group_meta(self.groups[path].attrs)
+        attrs = self.groups[path].attrs
+        prefix = f"{path}/" if path else ""
+        layout = multiscales({
+            child: self.levels[prefix + child].cell_order
+            for child in self.groups[path].children if prefix + child in self.levels
+        })
+        if layout is not None:
+            conventions = [c for c in attrs.get("zarr_conventions", []) if c != MULTISCALES]
+            attrs = {**attrs, "zarr_conventions": [*conventions, MULTISCALES],
+                     "multiscales": layout}
+        return _group_meta(attrs)
 
     def descendants(self, path: str) -> list[str]:
         """Paths below ``path``, depth first in child order."""
