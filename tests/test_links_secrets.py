@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import pickle
 import shutil
+import time
 import traceback
 import warnings
 from asyncio import run as sync
@@ -278,6 +280,34 @@ def test_redact_hides_user_info_and_every_query_value():
     assert "https://***@host:8/a/b?X-Amz-Signature=***&X-Amz-Credential=***&sig=***" in clean
     assert "s3://***@bucket/hive" in clean
     assert redact("file:///data/hive and plain text") == "file:///data/hive and plain text"
+
+
+def test_redact_hides_a_fragment_with_or_without_a_query():
+    for url in ("https://host/hive#access_token=TOKENSECRET",
+                "https://host/hive#TOKENSECRET?x=1", "https://host/hive?x=1#TOKENSECRET"):
+        clean = redact(f"failed: {url} (404)")
+        _assert_clean(clean)
+        assert clean.startswith("failed: https://host/hive") and clean.endswith("#*** (404)")
+
+
+def _fastest(fn, *args, repeat: int = 7) -> float:
+    best = math.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(*args)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize("unit", ["a", "a1", "s3://x:y@b/ "])
+def test_redact_takes_time_linear_in_its_input(unit):
+    """A complexity check, not a time limit: 4x the input must cost well under the 16x a
+    quadratic scan costs (long runs of scheme characters made the URL regex retry every
+    letter; 40,000 characters took seconds)."""
+    small, large = unit * (12_500 // len(unit)), unit * (50_000 // len(unit))
+    assert redact(small).count("***") == small.count("@")  # and it still redacts
+    ratio = _fastest(redact, large) / _fastest(redact, small)
+    assert ratio < 8, f"4x the input took {ratio:.1f}x the time"
 
 
 def test_secret_storage_options_are_scrubbed_from_messages():
