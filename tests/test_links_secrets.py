@@ -339,6 +339,20 @@ def test_a_store_never_shows_credentials_of_its_url(url):
     assert "***" in repr(store)
 
 
+def test_a_dask_token_never_holds_credentials():
+    from dask.base import tokenize
+
+    url = "s3://AKIDSECRET:KEYSECRET@bucket/hive"
+    options = {"access_key_id": "AKID" + "SECRET", "secret_access_key": "OPTION" + "SECRET",
+               "session_token": "TOKEN" + "SECRET"}
+    store = MocHiveStore(url, **options)
+    _assert_clean(repr(store.__dask_tokenize__()), tokenize(store))
+    assert "OPTIONSECRET" not in repr(store.__dask_tokenize__())
+    assert tokenize(store) == tokenize(store)
+    other = MocHiveStore(url, **{**options, "secret_access_key": "OTHER" + "SECRET"})
+    assert tokenize(store) != tokenize(other)
+
+
 def test_s3_errors_never_show_credentials(s3_server, fault_proxy, caplog):
     secret = {"access_key_id": "AKIDSECRET", "secret_access_key": "KEYSECRET",
               "session_token": "TOKENSECRET"}
