@@ -88,7 +88,7 @@ def one_line(err: BaseException, options: dict | None = None) -> str:
 
 def exit_code(err: BaseException) -> int:
     """The exit status of an error's family (:data:`EXIT_CODES`)."""
-    if isinstance(err, OptionError):
+    if isinstance(err, OptionError | FileExistsError):  # FileExistsError: refs' output
         return EXIT_USAGE
     if isinstance(err, NotAHiveError | FileNotFoundError):
         return EXIT_NOT_FOUND
