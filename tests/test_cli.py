@@ -72,6 +72,22 @@ def test_inspect_and_verify_over_s3_with_command_line_options(s3_server, capsys)
     assert report["ok"] and report["objects"] == report["clean"] == want["objects"] > 0
 
 
+def test_s3_over_plain_http_configured_by_the_environment(s3_server, capsys, monkeypatch):
+    """AWS_ENDPOINT and AWS_ALLOW_HTTP, as obstore reads them: the command line's fail-fast
+    client options must not drop the environment's (obstore then refused the http
+    endpoint with "builder error")."""
+    for key, value in {"AWS_ENDPOINT": s3_server.url, "AWS_ALLOW_HTTP": "true",
+                       "AWS_REGION": REGION, "AWS_SKIP_SIGNATURE": "true",
+                       "AWS_EC2_METADATA_DISABLED": "true"}.items():
+        monkeypatch.setenv(key, value)
+    local = run(capsys, "inspect", FIXTURES / "bare_versioned", "--verify", "lazy")
+    code, out, err = run(capsys, "inspect", s3_url("bare_versioned"), "--verify", "lazy")
+    assert code == EXIT_OK, err
+    assert tree(out) == tree(local[1])
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "false")  # and the environment is what decides
+    assert run(capsys, "inspect", s3_url("bare_versioned"))[0] == EXIT_READ
+
+
 def test_anonymous_reads_of_a_private_bucket_fail_as_unreadable(s3_server, capsys):
     s3_server.client.delete_bucket_policy(Bucket="hive")
     try:

@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import sys
 import traceback
 import warnings
@@ -196,10 +197,30 @@ def parse_option(item: str) -> dict[str, Any]:
     return value
 
 
+# obstore client options its builders also read from the environment (AWS_ALLOW_HTTP, ...):
+# a client_options dict given to obstore replaces the environment's, so the fail-fast
+# timeouts must carry these over or an env-configured plain-http endpoint is refused
+ENV_CLIENT_KEYS = ("allow_http", "allow_invalid_certificates", "proxy_url",
+                   "proxy_ca_certificate", "proxy_excludes", "http1_only", "http2_only",
+                   "randomize_addresses")
+ENV_PREFIXES = {"s3": "AWS_", "gs": "GOOGLE_"}
+
+
+def env_client_options(kind: str) -> dict[str, Any]:
+    """The client options the environment sets for a ``kind`` source (``AWS_ALLOW_HTTP``
+    for ``s3``), as obstore's builders read them."""
+    prefix = ENV_PREFIXES.get(kind)
+    if prefix is None:
+        return {}
+    return {key: _value(key, os.environ[prefix + key.upper()]) for key in ENV_CLIENT_KEYS
+            if prefix + key.upper() in os.environ}
+
+
 def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
     """``MocHiveStore``'s ``storage_options`` for ``source`` from the arguments of
-    :func:`storage_parser`: the fail-fast limits (remote sources), ``--anon``,
-    ``--endpoint``, ``--region``, then every ``--option`` (which win)."""
+    :func:`storage_parser`: the client options the environment sets, the fail-fast limits
+    (remote sources), ``--anon``, ``--endpoint``, ``--region``, then every ``--option``
+    (which win)."""
     kind = family(source if "://" in source else "file://")
     given: dict[str, Any] = {}
     for item in args.option:
@@ -211,6 +232,7 @@ def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
         return given
     options: dict[str, Any] = fail_fast(args.connect_timeout, args.read_timeout, args.retries,
                                         args.retry_timeout)
+    options = merged({"client_options": env_client_options(kind)}, options)
     if args.anon:
         if kind not in ("s3", "gs"):
             raise OptionError("--anon applies to s3:// and gs:// sources")
