@@ -51,7 +51,7 @@ def tree(out: str) -> list[str]:
 
 
 def test_exit_codes_are_distinct_and_documented():
-    assert len(set(cli.EXIT_CODES)) == len(cli.EXIT_CODES) == 9
+    assert len(set(cli.EXIT_CODES)) == len(cli.EXIT_CODES) == 10
     help_text = cli.build_parser().format_help()
     assert all(str(code) in help_text for code in cli.EXIT_CODES)
 
