@@ -21,7 +21,7 @@ from ..errors import HiveFormatError, HiveWarning, OutsideRootError
 from .jsonio import load_object, object_field, read_document
 from .leaves import Leaf, LeafCache
 from .level import Level
-from .paths import node_name_problem, requestable, short, validate_node_name
+from .paths import node_name_problem, requestable, short
 from .runs import probe_paths
 from .walk import existing_objects
 
@@ -118,17 +118,21 @@ async def _array_names(
 
 
 async def _valid_names(backend: HiveIO, names: list[str], group: str) -> list[str]:
-    """``names`` that are zarr node names. Another name is refused (naming it) if it is
-    an array, or cannot even be looked up; one that is merely not an array is skipped.
-    Cost: one GET per invalid name that can be looked up; none for valid names."""
+    """``names`` that are zarr node names. Another name is omitted: with one warning naming
+    each if it is an array, or cannot even be looked up (that array is refused, not the
+    hive); silently if it is merely not an array. Cost: one GET per invalid name that can
+    be looked up; none for valid names."""
     bad = [name for name in names if node_name_problem(name) is not None]
-    for name in bad:
-        if not requestable(name):
-            validate_node_name(name, group)
-    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in bad))
-    for name, meta in zip(bad, metas, strict=True):
-        if meta is not None and meta.get("node_type") == "array":
-            validate_node_name(name, group)
+    looked = [name for name in bad if requestable(name)]
+    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in looked))
+    refused = [name for name in bad if not requestable(name)] + [
+        name for name, meta in zip(looked, metas, strict=True)
+        if meta is not None and meta.get("node_type") == "array"]
+    if refused:
+        said = "; ".join(f"array name {short(n)} is not a valid zarr node name "
+                         f"({node_name_problem(n)})" for n in refused[:DANGLING_NAMED])
+        more = f"; {len(refused) - DANGLING_NAMED} more" if len(refused) > DANGLING_NAMED else ""
+        _warn(f"{group}: {said}{more}: not presented")
     return [name for name in names if name not in bad]
 
 
@@ -168,7 +172,7 @@ async def _first_usable(
         if hashed:
             arrays, listed = await asyncio.gather(_group_arrays(backend, group, names),
                                                   _listing(backend, group))
-            arrays = await _reconcile(backend, leaf, group, arrays, listed)
+            arrays = await _reconcile(backend, leaf, group, arrays, listed, names)
         else:
             arrays = await _group_arrays(backend, group, names)
         return leaf, attrs, {n: m for n, m in arrays.items() if m is not None}
@@ -195,11 +199,11 @@ async def _listing(backend: HiveIO, group: str) -> list[str] | None:
 
 
 async def _reconcile(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, dict | None],
-                     listed: list[str] | None) -> dict[str, dict | None]:
+                     listed: list[str] | None, named: list[str]) -> dict[str, dict | None]:
     """The arrays of ``group``: the listing's (``listed``; ``None`` where the backend
     cannot list, and then the stamp's), with a warning naming what the stamp's content
-    hashes name that the group does not hold, or omit that it does. Cost: one GET per
-    array the stamp does not name."""
+    hashes name that the group does not hold, or omit that it does (``named``: every name
+    the stamp gives, valid or not). Cost: one GET per array the stamp does not name."""
     found: dict[str, dict | None] = {n: m for n, m in hashed.items() if m is not None}
     missing = sorted(n for n, m in hashed.items() if m is None)
     if listed is None:
@@ -207,7 +211,7 @@ async def _reconcile(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, 
             _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
                   f"that {group} does not hold, and it cannot be listed; they are not presented")
         return found
-    extra = await _group_arrays(backend, group, sorted(set(listed) - set(hashed)))
+    extra = await _group_arrays(backend, group, sorted(set(listed) - set(named)))
     unnamed = sorted(n for n, m in extra.items() if m is not None)
     problems = [f"names arrays {', '.join(map(short, missing))} that {group} does not hold"
                 ] if missing else []
