@@ -14,6 +14,7 @@ import sqlite3
 import sys
 import warnings
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from conftest import FIXTURES
@@ -22,6 +23,8 @@ from refs_read import store_values as read_store
 
 from moczarr_store import HiveWarning
 from moczarr_store.refs import export_refs
+
+pytest_plugins = ["servers"]
 
 GROUP = "atl06/o7"
 NAMES = ["COUNT", "coun%74", "h%2Fmean", "a#b", "a?b=1", "sp ace", "%", "h_mean%"]
@@ -106,3 +109,41 @@ def test_a_failed_export_leaves_nothing_behind(tmp_path, named, monkeypatch):
     with pytest.raises(sqlite3.OperationalError):
         export_refs(named["COUNT"], "mdim-refs", out)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["coun%74", "a#b", "sp ace"])
+def test_s3_and_http_references_of_a_name_read_back(tmp_path, named, s3_server, name):
+    """Exported from moto's S3 (Icechunk, mdim-refs), and published over its plain HTTP
+    (kerchunk JSON, which fsspec requests as written): each reads the array named so."""
+    if sys.version_info < (3, 12):
+        pytest.skip(NEEDS_312)
+    import icechunk
+    from servers import BUCKET, CREDENTIALS, REGION, s3_options
+
+    prefix = f"names/{NAMES.index(name)}"
+    s3_server.upload_tree(named[name], prefix)
+    source = f"s3://{BUCKET}/{prefix}"
+    options = s3_options(s3_server.url)
+    want = store_values(named[name])
+    config = icechunk.s3_store(region=REGION, endpoint_url=s3_server.url, allow_http=True,
+                               force_path_style=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HiveWarning)
+        export_refs(source, "icechunk", tmp_path / "repo", containers={source + "/": config},
+                    **options)
+        export_refs(source, "mdim-refs", tmp_path / "refs.sqlite", **options)
+        root = named[name].resolve().as_uri() + "/"
+        http = f"{s3_server.url}/{BUCKET}/{prefix}/"  # the bucket is public: path-style
+        export_refs(named[name], "kerchunk-json", tmp_path / "refs.json", remap={root: http})
+    access = icechunk.containers_credentials(
+        {source + "/": icechunk.s3_static_credentials(**CREDENTIALS)})
+    assert_same(icechunk_values(tmp_path / "repo", access), want)
+    assert_same(kerchunk_values(tmp_path / "refs.json", "http"), want)
+
+    def read(url: str, offset: int, size: int) -> bytes:
+        key = unquote(url[len(f"s3://{BUCKET}/") :])
+        body = s3_server.client.get_object(Bucket=BUCKET, Key=key,
+                                           Range=f"bytes={offset}-{offset + size - 1}")
+        return body["Body"].read()
+
+    assert_same(mdim_values(tmp_path / "refs.sqlite", read), want)
