@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import HiveFormatError, HiveWarning, OutsideRootError
+from ..errors import HiveFormatError, HiveWarning, MocHiveError, OutsideRootError
 from .jsonio import load_object, object_field, read_document
 from .leaves import Leaf, LeafCache
 from .level import Level
@@ -117,6 +117,19 @@ async def _array_names(
     return sorted(dirs), False
 
 
+_UNREADABLE: dict = {}  # an invalid name's document that could not even be looked up
+
+
+async def _look_up(backend: HiveIO, key: str) -> dict | None:
+    """:func:`_read_json` of a key holding an invalid name: a backend may refuse such a key
+    (obstore parses object paths: a control character is no path segment to it), and a
+    malformed document there is no array; either way ``_UNREADABLE``."""
+    try:
+        return await _read_json(backend, key)
+    except (ValueError, MocHiveError):
+        return _UNREADABLE
+
+
 async def _valid_names(backend: HiveIO, names: list[str], group: str) -> list[str]:
     """``names`` that are zarr node names. Another name is omitted: with one warning naming
     each if it is an array, or cannot even be looked up (that array is refused, not the
@@ -124,10 +137,10 @@ async def _valid_names(backend: HiveIO, names: list[str], group: str) -> list[st
     be looked up; none for valid names."""
     bad = [name for name in names if node_name_problem(name) is not None]
     looked = [name for name in bad if requestable(name)]
-    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in looked))
+    metas = await asyncio.gather(*(_look_up(backend, f"{group}/{n}/zarr.json") for n in looked))
     refused = [name for name in bad if not requestable(name)] + [
         name for name, meta in zip(looked, metas, strict=True)
-        if meta is not None and meta.get("node_type") == "array"]
+        if meta is _UNREADABLE or meta is not None and meta.get("node_type") == "array"]
     if refused:
         said = "; ".join(f"array name {short(n)} is not a valid zarr node name "
                          f"({node_name_problem(n)})" for n in refused[:DANGLING_NAMED])
