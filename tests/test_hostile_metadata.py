@@ -726,6 +726,27 @@ def test_an_invalid_name_that_is_no_array_is_skipped(hive_copy, listed):
         [*_fixture_arrays(), "morton", "cell_ids"])
 
 
+def test_an_invalid_name_in_the_template_leaf_alone_hides_no_array_of_the_others(hive_copy):
+    """Only the first leaf's ``count`` is renamed to a name that is not printable: the
+    level's schema is taken from the next leaf, so ``count`` is presented, read from every
+    other leaf, and the renamed leaf's rows are the fill value with the warning naming it."""
+    root = hive_copy("bare_versioned")
+    group = root / _data(root) / "7"
+    shutil.move(group / "count", group / "co\x07unt")
+    _edit(root / LEAF / "zarr.json", lambda doc: doc["attributes"]["morton_hive_commit"][
+        "content_hashes"]["arrays"].update({"7/co\x07unt": doc["attributes"][
+            "morton_hive_commit"]["content_hashes"]["arrays"].pop("7/count")}))
+    with pytest.warns(HiveWarning, match=re.escape(LEAF) + ".*not a valid zarr node name"):
+        got = xr.open_zarr(MocHiveStore(root), group=GROUP)["count"].values
+    clean = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group=GROUP)
+    mine = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned", aoi=["444111"]),
+                        group=GROUP)["morton"].values
+    rows = np.isin(clean["morton"].values, mine)
+    assert 0 < rows.sum() < rows.size
+    np.testing.assert_array_equal(got[~rows], clean["count"].values[~rows])
+    assert (got[rows] == 0).all()  # the fill value
+
+
 def test_a_hashed_name_that_cannot_be_looked_up_is_omitted_naming_it(hive_copy):
     root = hive_copy("bare_versioned")
     _add_hash(root, "7/" + "a" * 300)
