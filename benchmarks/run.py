@@ -19,7 +19,6 @@ import datetime
 import functools
 import gc
 import hashlib
-import json
 import math
 import os
 import platform
@@ -1084,7 +1083,10 @@ def write_json(path: Path | None, command: str, hive: str) -> None:
         "dask": dask.__version__,
     }
     doc = {"environment": environment, "command": command, "hive": hive,
-           "columns": ["measure", "ours", "anchor", "ratio"], "rows": [list(r) for r in ROWS]}
+           "columns": ["measure", "ours", "anchor", "ratio"], "rows": [list(r) for r in ROWS],
+           # the default options against their floors (--targets, the targets measure):
+           # {hive, row, ms, floor, floor_ms, ratio, target, met} each
+           "targets": TARGET_ROWS}
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
@@ -1175,20 +1177,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--targets", type=_hive_group, action="append", metavar="HIVE:GROUP",
                         help="the default options' target rows on each hive (repeatable)")
-    parser.add_argument("--json", type=Path, help="write the target rows as a JSON list")
     args = parser.parse_args(argv)
-    try:
-        return _main(parser, args)
-    finally:
-        if args.json is not None:
-            args.json.write_text(json.dumps(TARGET_ROWS, indent=1))
+    return _main(parser, args, argv)
 
 
-def _main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace,
+          argv: list[str] | None) -> int:
     if args.targets:
         print(machine())
         measure_all_targets(args.targets, args.field)
-        if not args.hive:
+        if not args.hive and not args.quick:
+            write_json(args.json, "python -m benchmarks.run " + " ".join(argv or sys.argv[1:]),
+                       ", ".join(hive.name for hive, _ in args.targets))
             return 0
     if unknown := set(args.only) - set(MEASURES):
         parser.error(f"--only: unknown measures {sorted(unknown)}")

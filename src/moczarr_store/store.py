@@ -60,9 +60,13 @@ class MocHiveStore(Store):
         uncovered nodes read as the fill value without a request (at most 2**24 chunks
         along ``cells`` per array, else ``SphereTooLarge``).
     chunking
-        How a leaf array is chunked in the view: ``"leaf"`` (default) presents a sharded
-        leaf array as one contiguous chunk (one request per leaf), ``"shard"`` passes the
-        shard object through, ``"inner"`` gives one chunk per inner chunk (ranged reads).
+        How a leaf array is chunked in the view: ``"auto"`` (default) joins consecutive
+        leaves as ``"span"`` does (about 4 MiB of the level's largest field a chunk, at
+        most ``AUTO_MAX_LEAVES`` leaves; a scan's per-chunk cost in zarr and dask stops
+        falling there, measured in ``benchmarks/``), one leaf per chunk for fields that
+        cannot be joined. ``"leaf"`` presents a sharded leaf array as one contiguous
+        chunk (one request per leaf: for lookups), ``"shard"`` passes the shard object
+        through, ``"inner"`` gives one chunk per inner chunk (ranged reads).
         ``"span"`` joins ``k`` consecutive leaves in one chunk (read concurrently), with
         ``k`` chosen so a chunk holds about 4 MiB of the level's largest field; an int
         sets ``k``. Spans make full scans pay zarr's and dask's per-chunk cost ``k`` times
