@@ -59,7 +59,7 @@ def test_sphere_spans_the_sphere_and_covered_cells_are_moczarr_s(name, group):
 
 
 def test_uncovered_nodes_read_as_fill_without_a_request():
-    store = MocHiveStore(FIXTURES / "sharded", geometry="sphere")
+    store = MocHiveStore(FIXTURES / "sharded", geometry="sphere", chunking="leaf")
     count = zarr.open_array(store, path="atl06/o7/count", mode="r")
     ref = pristine_references("sharded")[("atl06/o7", None)]
     covered = set(_nested(ref.morton, 7).tolist())
@@ -84,7 +84,7 @@ def test_default_geometry_is_the_covered_domain():
 def test_a_sphere_of_too_many_chunks_is_refused(monkeypatch):
     # order 7 of sharded: 12 * 4**4 nodes of 64 cells, one chunk each
     monkeypatch.setattr(arrays, "SPHERE_MAX_CHUNKS", 12 * 4**4 - 1)
-    store = MocHiveStore(FIXTURES / "sharded", geometry="sphere")
+    store = MocHiveStore(FIXTURES / "sharded", geometry="sphere", chunking="leaf")
     with pytest.raises(SphereTooLarge, match=r"atl06/o7: geometry='sphere' would span 3,072 "
                        r"nodes of order 4 in 3,072 chunks .*geometry='covered'"):
         zarr.open_group(store, mode="r")

@@ -156,14 +156,14 @@ def test_index_page_is_the_viewer_for_browsers(sharded):
 
 def test_absent_chunk_is_404():
     """A window with no leaf for a node reads as the fill value: 404 (never 500)."""
-    store = MocHiveStore(FIXTURES / "windowed")
+    store = MocHiveStore(FIXTURES / "windowed", chunking="leaf")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         grid = zarr.open_group(store, path="atl06/o7", mode="r")["count"].cdata_shape
     keys = [f"atl06/o7/count/c/{w}/{k}" for w in range(grid[0]) for k in range(grid[1])]
     absent = [k for k in keys if isinstance(sync(plan_key(store.session, k)), Absent)]
     assert absent, "the windowed fixture has (node, window) pairs without a leaf"
-    with Served(create_app(FIXTURES / "windowed")) as server:
+    with Served(create_app(FIXTURES / "windowed", chunking="leaf")) as server:
         for key in absent:
             assert fetch(server, f"/{key}")[0] == 404, key
             assert fetch(server, f"/{key}", "HEAD")[0] == 404, key
@@ -213,8 +213,8 @@ def test_if_range(sharded):
 
 
 def test_unversioned_leaf_chunks_are_tagged_by_content():
-    with Served(create_app(FIXTURES / "legacy")) as server:
-        store = MocHiveStore(FIXTURES / "legacy")
+    with Served(create_app(FIXTURES / "legacy", chunking="leaf")) as server:
+        store = MocHiveStore(FIXTURES / "legacy", chunking="leaf")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert not plan_of(store, CHUNK).immutable
@@ -256,10 +256,10 @@ def test_a_client_revalidating_after_a_restart_on_a_grown_hive_gets_the_new_answ
     land = grown_after_open(root, tmp_path)
     keys = ["/zarr.json", "/atl06/o7/count/zarr.json",
             *(f"/atl06/o7/{name}/c/{i}" for name in ("count", "h_max", "morton") for i in (0, 1))]
-    with Served(create_app(root)) as server:
+    with Served(create_app(root, chunking="leaf")) as server:
         cached = {key: fetch(server, key) for key in keys}
     land()
-    with Served(create_app(root)) as server, warnings.catch_warnings():
+    with Served(create_app(root, chunking="leaf")) as server, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         changed = 0
         for key, (status, headers, body) in cached.items():
@@ -303,7 +303,7 @@ def test_bad_stamp_ttl(ttl):
 def test_repointed_leaf_is_seen_within_the_stamp_lifetime(hive_copy):
     root = hive_copy("bare_versioned")
     ttl = 2.0
-    app = create_app(root, stamp_ttl=ttl)
+    app = create_app(root, stamp_ttl=ttl, chunking="leaf")
     with Served(app) as server, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         remote = zarr.open_group(obstore_client(server.url), mode="r")["atl06/o7/h_mean"]
@@ -329,7 +329,7 @@ def test_each_generation_of_a_served_store_reads_the_stamps_afresh(hive_copy):
     """Served from a store (not a path), every later generation is a copy of it: each reads
     the stamps again."""
     root = hive_copy("bare_versioned")
-    store = MocHiveStore(root)
+    store = MocHiveStore(root, chunking="leaf")
     zarr.open_group(store, mode="r")  # opened: what it presents is known
     app = create_app(store, stamp_ttl=600)
     with Served(app):
@@ -434,13 +434,13 @@ def test_damaged_leaf_is_502_naming_the_object_and_logged_once(hive_copy, caplog
     root = hive_copy("sharded")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan = plan_of(MocHiveStore(root), CHUNK)  # leaf mode: the shard is re-framed
+        plan = plan_of(MocHiveStore(root, chunking="leaf"), CHUNK)  # the shard is re-framed
     path = root / plan.object
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF  # the index's crc32c no longer matches
     path.write_bytes(bytes(data))
     caplog.set_level(logging.ERROR, logger="moczarr_store.serve")
-    with Served(create_app(root)) as server:
+    with Served(create_app(root, chunking="leaf")) as server:
         for _ in range(3):
             status, headers, body = fetch(server, f"/{CHUNK}")
             assert status == 502
@@ -455,12 +455,13 @@ def test_debris_leaf_is_404_with_a_warning(hive_copy):
     root = hive_copy("bare_versioned")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan = plan_of(MocHiveStore(root), CHUNK)
+        plan = plan_of(MocHiveStore(root, chunking="leaf"), CHUNK)
     stamp = root / plan.leaf / "zarr.json"
     doc = json.loads(stamp.read_text())
     del doc["attributes"]["morton_hive_commit"]
     stamp.write_text(json.dumps(doc))
-    with Served(create_app(root)) as server, pytest.warns(Warning, match="unstamped debris"):
+    with Served(create_app(root, chunking="leaf")) as server, \
+            pytest.warns(Warning, match="unstamped debris"):
         assert fetch(server, f"/{CHUNK}")[0] == 404
 
 
