@@ -81,8 +81,8 @@ def s3_child():
 def test_ten_thousand_concurrent_gets_are_correct_in_bounded_memory(s3_child):
     """asyncio.gather of 10,000 ``store.get`` on chunk keys (repeating) of one fixture."""
     n = 10_000
-    store = MocHiveStore(s3_url("bare_versioned"), **s3_options(s3_child.url))
-    local = MocHiveStore(FIXTURES / "bare_versioned")
+    store = MocHiveStore(s3_url("bare_versioned"), chunking="leaf", **s3_options(s3_child.url))
+    local = MocHiveStore(FIXTURES / "bare_versioned", chunking="leaf")
     proto = default_buffer_prototype()
     keys = [k for k in asyncio.run(_keys(local)) if "/c/" in k]
     expected = {k: _bytes(asyncio.run(local.get(k, proto))) for k in keys}
