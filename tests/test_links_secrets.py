@@ -479,11 +479,11 @@ def test_serve_answers_the_other_leaves_of_a_hive_with_a_leaf_linked_out(hive_co
 
     root = hive_copy("bare_versioned")
     _outside(tmp_path, root, LEAF)  # node 1 of the group's domain: chunk 1 of each field
-    clean = MocHiveStore(FIXTURES / "bare_versioned")
+    clean = MocHiveStore(FIXTURES / "bare_versioned", chunking="leaf")
     want = sync(clean.get(f"{GROUP}/h_mean/c/0", default_buffer_prototype())).to_bytes()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HiveWarning)
-        with Served(create_app(root, stamp_ttl=600)) as server:
+        with Served(create_app(root, stamp_ttl=600, chunking="leaf")) as server:
             status, _, body = fetch(server, f"/{GROUP}/h_mean/c/0")
             assert (status, body) == (200, want)
             assert fetch(server, f"/{GROUP}/h_mean/c/1")[0] == 404  # read as missing

@@ -66,7 +66,7 @@ async def _collect(aiter) -> list:
 
 
 def _canonical_keys() -> list[str]:
-    return asyncio.run(_collect(MocHiveStore(HIVE).list()))
+    return asyncio.run(_collect(MocHiveStore(HIVE, chunking="leaf").list()))
 
 
 KEYS = _canonical_keys()
@@ -77,7 +77,7 @@ DIRS = sorted({k.rsplit("/", i)[0] for k in KEYS for i in range(1, k.count("/") 
 @pytest.fixture(scope="module")
 def hive():
     """One store for the module, with every backend request recorded."""
-    store = MocHiveStore(HIVE)  # a read-only directory: the store never writes
+    store = MocHiveStore(HIVE, chunking="leaf")  # read-only: never writes; chunk i = leaf i
     asyncio.run(store.view())
     calls: list[tuple[str, str, object]] = []
     backend_get, backend_list_dir = store.backend.get, store.backend.list_dir
