@@ -172,7 +172,8 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
 
     @pytest.fixture(params=["lazy", "open"])
     def store_kwargs(self, request, hive_copy: Path) -> dict:
-        return {"source": str(hive_copy), "verify": request.param}
+        # a field chunk is one leaf's object (what :meth:`get` reads without the store)
+        return {"source": str(hive_copy), "verify": request.param, "chunking": "leaf"}
 
     # -- harness hooks ----------------------------------------------------------------
 
@@ -209,7 +210,7 @@ class TestMocHiveStore(StoreTests[MocHiveStore, Buffer]):
 
     def test_store_repr(self, store: MocHiveStore) -> None:
         options = "" if store.verify == "lazy" else f", verify={store.verify!r}"
-        assert repr(store) == f"MocHiveStore({store.backend.url!r}{options})"
+        assert repr(store) == f"MocHiveStore({store.backend.url!r}{options}, chunking='leaf')"
 
     def test_store_supports_writes(self, store: MocHiveStore) -> None:
         assert not store.supports_writes
