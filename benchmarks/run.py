@@ -1023,7 +1023,7 @@ def measure_remote(hive: Path, group: str, field: str, rounds: int = 3) -> None:
     server = S3Server()
     try:
         uploaded = server.upload_tree(hive, f"{PREFIX}/bench")
-        options = s3_options(server.url)
+        options = {"storage_options": s3_options(server.url)}
         arrays = {}
         for mode in (DEFAULT, "span"):
             store = MocHiveStore(s3_url("bench"), chunking=mode, **options)

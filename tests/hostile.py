@@ -1155,7 +1155,7 @@ def _source(case: Case, root: Path):
     keys = [f"{prefix}/{p.relative_to(root).as_posix()}" for p in root.rglob("*") if p.is_file()]
     server.upload_tree(root, prefix)
     try:
-        yield f"s3://{BUCKET}/{prefix}", s3_options(server.url)
+        yield f"s3://{BUCKET}/{prefix}", {"storage_options": s3_options(server.url)}
     finally:
         backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
         for key in keys:

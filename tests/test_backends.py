@@ -50,9 +50,11 @@ def test_a_path_and_its_file_url_are_the_same_store():
 
 
 def test_options_reach_obstore_and_the_recipe():
-    store = MocHiveStore("s3://bucket/hive", region="us-west-2", skip_signature=True)
+    store = MocHiveStore("s3://bucket/hive", storage_options={"region": "us-west-2",
+                                                             "skip_signature": True})
     assert store.backend.options == {"region": "us-west-2", "skip_signature": True}
-    assert store != MocHiveStore("s3://bucket/hive", region="eu-west-1", skip_signature=True)
+    assert store != MocHiveStore("s3://bucket/hive", storage_options={
+        "region": "eu-west-1", "skip_signature": True})
     assert pickle.loads(pickle.dumps(store)) == store
     assert store.backend.store.config["region"] == "us-west-2"
 

@@ -59,7 +59,8 @@ def test_plain_http_sets_allow_http(http_server):
     remote = MocHiveStore(f"{http_server.url}/bare_versioned")
     assert remote.backend.options == {"client_options": {"allow_http": True}}
     assert_same_read(remote, MocHiveStore(FIXTURES / "bare_versioned"), "atl06/o7")
-    explicit = MocHiveStore(f"{http_server.url}/x", client_options={"allow_http": False})
+    explicit = MocHiveStore(f"{http_server.url}/x",
+                            storage_options={"client_options": {"allow_http": False}})
     assert explicit.backend.options["client_options"] == {"allow_http": False}  # as given
 
 
@@ -185,7 +186,8 @@ def test_a_key_prefix_that_is_not_a_string_is_a_clear_type_error():
 
 
 def test_construction_makes_no_request():
-    store = MocHiveStore("s3://bucket/hive", anon=True, endpoint="http://127.0.0.1:9")
+    store = MocHiveStore("s3://bucket/hive",
+                         storage_options={"anon": True, "endpoint": "http://127.0.0.1:9"})
     assert store.request_stats.total == 0 and store.backend.store is not None
 
 
@@ -254,7 +256,8 @@ def test_repr_shows_what_changes_the_view_and_never_secrets():
     assert repr(plain) == f"MocHiveStore('file://{FIXTURES / 'sharded'}')"
     store = MocHiveStore("s3://bucket/hive?X-Amz-Signature=SIG", window="2019", verify="open",
                          chunking="inner", aoi=["4331", "4332", "4333", "4334", "4341"],
-                         access_key_id="AKIDVALUE", secret_access_key="SECRETVALUE")
+                         storage_options={"access_key_id": "AKIDVALUE",
+                                          "secret_access_key": "SECRETVALUE"})
     text = repr(store)
     assert text == ("MocHiveStore('s3://bucket/hive?X-Amz-Signature=***', verify='open', "
                     "chunking='inner', window='2019', aoi=('4331', '4332', '4333', ... 5 members))")

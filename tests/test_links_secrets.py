@@ -294,7 +294,7 @@ def test_an_unusable_configuration_is_an_error_without_credentials(options):
     url = "s3://AKID" + "SECRET:KEY" + "SECRET@bucket/hive"  # not in the traceback's source
     secrets = {"access_key_id": "AKID" + "SECRET", "secret_access_key": "KEY" + "SECRET"}
     with pytest.raises(OptionError, match="bogus|soon") as err:
-        MocHiveStore(url, **secrets, **options)
+        MocHiveStore(url, storage_options={**secrets, **options})
     _assert_clean(*_texts(err.value))
 
 
@@ -304,7 +304,8 @@ def test_an_unusable_configuration_is_an_error_without_credentials(options):
     "gs://bucket/hive?sig=SIGSECRET",
 ])
 def test_a_store_never_shows_credentials_of_its_url(url):
-    store = MocHiveStore(url, skip_signature=True) if url.startswith("s3") else MocHiveStore(url)
+    unsigned = {"skip_signature": True} if url.startswith("s3") else None
+    store = MocHiveStore(url, storage_options=unsigned)
     _assert_clean(repr(store), str(store), repr(store.backend), repr(store.with_read_only(True)))
     assert "***" in repr(store)
 
@@ -313,10 +314,12 @@ def test_s3_errors_never_show_credentials(s3_server, fault_proxy, caplog):
     secret = {"access_key_id": "AKIDSECRET", "secret_access_key": "KEYSECRET",
               "session_token": "TOKENSECRET"}
     stores = [
-        MocHiveStore("s3://hive/pre/absent", **s3_options(s3_server.url, **secret)),  # missing
-        MocHiveStore("s3://hive/pre/bare_versioned", **s3_options(fault_proxy.url, **secret)),
+        MocHiveStore("s3://hive/pre/absent",
+                     storage_options=s3_options(s3_server.url, **secret)),  # missing
+        MocHiveStore("s3://hive/pre/bare_versioned",
+                     storage_options=s3_options(fault_proxy.url, **secret)),
         MocHiveStore("s3://AKIDSECRET:KEYSECRET@hive/pre/bare_versioned",
-                     **s3_options("http://127.0.0.1:9", **secret)),  # a dead port
+                     storage_options=s3_options("http://127.0.0.1:9", **secret)),  # a dead port
     ]
     fault_proxy.inject(Fault("status", status=403, times=1000))
     for store in stores:
@@ -330,7 +333,7 @@ def test_http_errors_never_show_credentials(tmp_path, caplog):
     server = LoopbackServer(StaticFiles(tmp_path))
     try:
         query = "?X-Amz-Signature=SIGSECRET&token=TOKENSECRET&sig=QSECRET"
-        options = {"client_options": CLIENT, "retry_config": RETRY}
+        options = {"storage_options": {"client_options": CLIENT, "retry_config": RETRY}}
         base = f"http://user:PWSECRET@127.0.0.1:{server.port}/bare_versioned{query}"
         good = MocHiveStore(base, **options)
         texts = [repr(good), str(good)]

@@ -97,7 +97,8 @@ def test_over_plain_http_the_run_samples_stamps_name_the_arrays(http_server, chu
     """Plain HTTP cannot list the 0.38 template's group and its stamp records no content
     hashes: the 0.61 leaves' stamps (read by the writer-run sample) name the arrays, and the
     values and promoted dtypes are moczarr's."""
-    store = MocHiveStore(f"{http_server.url}/mixed_writers", chunking=chunking, **http_options())
+    store = MocHiveStore(f"{http_server.url}/mixed_writers", chunking=chunking,
+                         storage_options=http_options())
     with pytest.warns(HiveWarning, match=r"leaf 4/4/4/1/1/1/444111\.zarr: its commit stamp "
                       r"names no arrays and 4/4/4/1/1/1/444111\.zarr/7 cannot be listed .*"
                       r"presenting the arrays leaf \S+ commit stamp names"):

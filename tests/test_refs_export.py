@@ -219,7 +219,7 @@ def test_s3_source_refs_carry_etags_and_a_changed_object_fails(tmp_path, s3_serv
     prefix = f"refs-etag/{name}"
     s3_server.upload_tree(FIXTURES / name, prefix)
     source = f"s3://{BUCKET}/{prefix}"
-    options = s3_options(s3_server.url)
+    options = {"storage_options": s3_options(s3_server.url)}
     config = icechunk.s3_store(region=REGION, endpoint_url=s3_server.url, allow_http=True,
                                force_path_style=True)
     report = export_refs(source, "mdim-refs", tmp_path / "refs.sqlite", **options)

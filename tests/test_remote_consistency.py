@@ -47,7 +47,8 @@ def hive(s3_server):
     s3_server.upload_tree(FIXTURES / "bare_versioned", prefix)
 
     def open_store(**kwargs):
-        return MocHiveStore(f"s3://hive/{prefix}", **s3_options(s3_server.url), **kwargs)
+        return MocHiveStore(f"s3://hive/{prefix}", storage_options=s3_options(s3_server.url),
+                            **kwargs)
 
     return prefix, open_store
 

@@ -49,7 +49,7 @@ def _quiet():
 
 
 def _store(proxy, name="bare_versioned"):
-    return MocHiveStore(s3_url(name), **s3_options(proxy.url, **FAST_TIMEOUT))
+    return MocHiveStore(s3_url(name), storage_options=s3_options(proxy.url, **FAST_TIMEOUT))
 
 
 def _attempts(proxy, match):
@@ -125,7 +125,7 @@ def test_a_server_answering_another_range_is_an_error_not_shifted_bytes(fault_pr
     the object."""
     message = r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)"
     store = MocHiveStore(s3_url("sharded"), chunking="inner",
-                         **s3_options(fault_proxy.url, **FAST_TIMEOUT))
+                         storage_options=s3_options(fault_proxy.url, **FAST_TIMEOUT))
     array = zarr.open_group(store, mode="r")["atl06/o7/h_mean"]
     fault_proxy.inject(Fault("later", match="/h_mean/c/", times=1000))
     with pytest.raises(ChunkReadError, match=message) as caught:
@@ -142,7 +142,7 @@ def test_a_proxy_that_drops_range_still_reads_exactly(fault_proxy, caplog):
     response when range requested"): from then on ranges are read from whole GETs, logged
     once; every inner chunk reads as from the local hive."""
     store = MocHiveStore(s3_url("sharded"), chunking="inner",
-                         **s3_options(fault_proxy.url, **FAST_TIMEOUT))
+                         storage_options=s3_options(fault_proxy.url, **FAST_TIMEOUT))
     array = zarr.open_group(store, mode="r")["atl06/o7/h_mean"]
     fault_proxy.inject(Fault("whole", match="/h_mean/c/", times=1000))
     with caplog.at_level("WARNING", logger="moczarr_store"):

@@ -104,13 +104,13 @@ def _fuzz(store, server, root: str) -> None:
 
 
 def test_fuzzed_keys_stay_inside_the_hive_on_s3(fault_proxy):
-    store = MocHiveStore(s3_url("bare_versioned"), **s3_options(fault_proxy.url))
+    store = MocHiveStore(s3_url("bare_versioned"), storage_options=s3_options(fault_proxy.url))
     _fuzz(store, fault_proxy, f"/hive/{PREFIX}/bare_versioned")
 
 
 def test_fuzzed_keys_stay_inside_the_hive_on_http(http_server):
     http_server.reset()
-    store = MocHiveStore(f"{http_server.url}/bare_versioned", **http_options())
+    store = MocHiveStore(f"{http_server.url}/bare_versioned", storage_options=http_options())
     _fuzz(store, http_server, "/bare_versioned")
 
 
@@ -137,7 +137,7 @@ def test_hostile_product_directories_are_skipped(s3_server, fault_proxy):
     manifest = (FIXTURES / "multiproduct/atl06_a/morton_hive.json").read_bytes()
     for name in NAMES:
         s3_server.put(f"{prefix}/{name}/morton_hive.json", manifest)
-    store = MocHiveStore(url, **s3_options(fault_proxy.url))
+    store = MocHiveStore(url, storage_options=s3_options(fault_proxy.url))
     root = zarr.open_group(store, mode="r")
     assert sorted(root.group_keys()) == ["atl06_a", "atl06_b"]
     xr.open_zarr(store, group="atl06_a/o6").load()
@@ -156,7 +156,7 @@ def test_a_dot_segment_product_directory_is_refused(s3_server, fault_proxy, name
     s3_backends[DEFAULT_ACCOUNT_ID]["global"].put_object(
         "hive", f"{prefix}/{name}/morton_hive.json", b"{}"
     )
-    store = MocHiveStore(url, **s3_options(fault_proxy.url))
+    store = MocHiveStore(url, storage_options=s3_options(fault_proxy.url))
     with pytest.raises(ValueError, match="cannot be listed to find products"):
         zarr.open_group(store, mode="r")
     assert_inside(fault_proxy.log, f"/hive/{prefix}")
@@ -174,7 +174,7 @@ def test_a_current_pointer_crafted_to_escape_is_refused(s3_server, fault_proxy, 
     meta = _json("bare_versioned", f"{LEAF}/zarr.json")
     meta["attributes"]["morton_hive_commit"]["current"] = current
     s3_server.put(f"{prefix}/{LEAF}/zarr.json", json.dumps(meta).encode())
-    store = MocHiveStore(url, **s3_options(fault_proxy.url))
+    store = MocHiveStore(url, storage_options=s3_options(fault_proxy.url))
     with pytest.raises(ValueError, match=f"{LEAF}: commit stamp 'current' pointer .* is "
                                          "malformed"):
         xr.open_zarr(store, group="atl06/o7").load()
@@ -189,12 +189,12 @@ def test_a_window_label_crafted_to_escape_is_refused(s3_server, fault_proxy, lab
     manifest = _json("windowed_explicit", "morton_hive.json")
     manifest["temporal"]["windows"][0]["label"] = label
     s3_server.put(f"{prefix}/morton_hive.json", json.dumps(manifest).encode())
-    store = MocHiveStore(url, **s3_options(fault_proxy.url))
+    store = MocHiveStore(url, storage_options=s3_options(fault_proxy.url))
     with pytest.raises(ValueError, match="is not a valid window label"):
         zarr.open_group(store, mode="r")
     with pytest.raises(ValueError, match="is not a valid window label"):
         zarr.open_group(MocHiveStore(s3_url("windowed_explicit"), window=label,
-                                     **s3_options(fault_proxy.url)), mode="r")
+                                     storage_options=s3_options(fault_proxy.url)), mode="r")
     assert_inside(fault_proxy.log, f"/hive/{PREFIX}")
 
 
@@ -205,7 +205,7 @@ def test_walked_leaf_names_with_hostile_window_labels_are_ignored(s3_server, fau
     evil = ["444111_..%2F..%2Fx.zarr", "444111_%2e%2e.zarr", "444111_a b.zarr", "444111_..zarr"]
     for name in evil:
         s3_server.put(f"{prefix}/4/4/4/1/1/1/{name}/zarr.json", stamp)
-    store = MocHiveStore(url, **s3_options(fault_proxy.url))
+    store = MocHiveStore(url, storage_options=s3_options(fault_proxy.url))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HiveWarning)
         local = MocHiveStore(FIXTURES / "windowed")

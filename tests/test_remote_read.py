@@ -40,7 +40,8 @@ def _quiet():
 @pytest.mark.parametrize("name", ALL)
 def test_every_fixture_reads_identically_over_s3(s3_server, name, anonymous):
     local = MocHiveStore(FIXTURES / name)
-    remote = MocHiveStore(s3_url(name), **s3_options(s3_server.url, anonymous=anonymous))
+    remote = MocHiveStore(s3_url(name),
+                          storage_options=s3_options(s3_server.url, anonymous=anonymous))
     groups = array_groups(local)
     assert groups == array_groups(remote)
     for group in groups:
@@ -51,7 +52,7 @@ def test_every_fixture_reads_identically_over_s3(s3_server, name, anonymous):
 @pytest.mark.parametrize("name", BARE)
 def test_every_bare_fixture_reads_identically_over_http(http_server, name):
     local = MocHiveStore(FIXTURES / name)
-    remote = MocHiveStore(f"{http_server.url}/{name}", **http_options())
+    remote = MocHiveStore(f"{http_server.url}/{name}", storage_options=http_options())
     for group in array_groups(local):
         assert_same_read(remote, local, group)
     assert remote.request_stats.counts["get"] > 0
@@ -64,8 +65,8 @@ def test_window_scoped_views_read_identically(s3_server, http_server, name):
     for label in labels:
         local = MocHiveStore(FIXTURES / name, window=label)
         remotes = [
-            MocHiveStore(s3_url(name), window=label, **s3_options(s3_server.url)),
-            MocHiveStore(f"{http_server.url}/{name}", window=label, **http_options()),
+            MocHiveStore(s3_url(name), window=label, storage_options=s3_options(s3_server.url)),
+            MocHiveStore(f"{http_server.url}/{name}", window=label, storage_options=http_options()),
         ]
         for group in array_groups(local):
             for remote in remotes:
@@ -76,7 +77,7 @@ def test_anonymous_read_of_a_private_bucket_is_refused_naming_the_object(s3_serv
     s3_server.client.create_bucket(Bucket="private")
     s3_server.put("bare_versioned/morton_hive.json",
                   (FIXTURES / "bare_versioned/morton_hive.json").read_bytes(), bucket="private")
-    store = MocHiveStore("s3://private/bare_versioned", **s3_options(s3_server.url,
+    store = MocHiveStore("s3://private/bare_versioned", storage_options=s3_options(s3_server.url,
                                                                      anonymous=True))
     with pytest.raises(ObjectReadError, match="morton_hive.json from .*: PermissionDenied"):
         zarr.open_group(store, mode="r")
@@ -87,7 +88,7 @@ def test_anonymous_read_of_a_private_bucket_is_refused_naming_the_object(s3_serv
 
 def test_http_multiproduct_root_needs_a_listing(http_server):
     http_server.reset()
-    store = MocHiveStore(f"{http_server.url}/multiproduct", **http_options())
+    store = MocHiveStore(f"{http_server.url}/multiproduct", storage_options=http_options())
     with pytest.raises(ValueError, match="no morton_hive.json at the root, and the root cannot "
                                          "be listed to find products"):
         zarr.open_group(store, mode="r")
@@ -113,7 +114,7 @@ def http_copy(tmp_path):
 def _open_without_moc(http_copy):
     root, server = http_copy("bare_versioned")
     (root / "coverage.moc").unlink()
-    store = MocHiveStore(f"{server.url}/bare_versioned", **http_options())
+    store = MocHiveStore(f"{server.url}/bare_versioned", storage_options=http_options())
     with pytest.warns(HiveWarning, match="root coverage coverage.moc is missing"), \
             pytest.raises(Exception) as caught:
         zarr.open_group(store, mode="r")
@@ -136,5 +137,6 @@ def test_http_without_root_coverage_error_names_the_problem(http_copy):
 
 def test_http_verify_open_reads_without_listing(http_server):
     local = MocHiveStore(FIXTURES / "bare_versioned", verify="open")
-    remote = MocHiveStore(f"{http_server.url}/bare_versioned", verify="open", **http_options())
+    remote = MocHiveStore(f"{http_server.url}/bare_versioned", verify="open",
+                          storage_options=http_options())
     assert_same_read(remote, local, "atl06/o7")

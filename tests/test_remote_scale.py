@@ -37,7 +37,7 @@ def test_one_process_wide_cap_on_requests_in_flight(fault_proxy):
     """8 dask threads x zarr async.concurrency 64 would allow ~500 requests at once."""
     cap = 4
     stores = {name: MocHiveStore(s3_url(name), max_concurrency=cap,
-                                 **s3_options(fault_proxy.url)) for name, _ in READS}
+                                 storage_options=s3_options(fault_proxy.url)) for name, _ in READS}
     with zarr.config.set({"async.concurrency": 64}):
         datasets = [xr.open_zarr(stores[name], group=group) for name, group in READS]
         fault_proxy.reset()  # count the data reads: stamps, leaf metadata, chunks
@@ -58,7 +58,8 @@ def test_one_process_wide_cap_on_requests_in_flight(fault_proxy):
 
 def test_the_cap_holds_for_leaves_read_through_the_transcoder(fault_proxy):
     cap = 2
-    store = MocHiveStore(s3_url("mixed"), max_concurrency=cap, **s3_options(fault_proxy.url))
+    store = MocHiveStore(s3_url("mixed"), max_concurrency=cap,
+                         storage_options=s3_options(fault_proxy.url))
     with zarr.config.set({"async.concurrency": 64}):
         ds = xr.open_zarr(store, group="atl06/o7")
         fault_proxy.reset()
@@ -81,7 +82,7 @@ def s3_child():
 def test_ten_thousand_concurrent_gets_are_correct_in_bounded_memory(s3_child):
     """asyncio.gather of 10,000 ``store.get`` on chunk keys (repeating) of one fixture."""
     n = 10_000
-    store = MocHiveStore(s3_url("bare_versioned"), **s3_options(s3_child.url))
+    store = MocHiveStore(s3_url("bare_versioned"), storage_options=s3_options(s3_child.url))
     local = MocHiveStore(FIXTURES / "bare_versioned")
     proto = default_buffer_prototype()
     keys = [k for k in asyncio.run(_keys(local)) if "/c/" in k]
@@ -135,7 +136,7 @@ def _bytes(buffer):
 
 def test_dask_distributed_two_worker_processes(s3_server):
     import distributed
-    store = MocHiveStore(s3_url("pyramid1"), **s3_options(s3_server.url))
+    store = MocHiveStore(s3_url("pyramid1"), storage_options=s3_options(s3_server.url))
     size = len(pickle.dumps(store))
     print(f"\npickled store: {size} bytes")
     assert size < 2048
@@ -159,7 +160,7 @@ def test_a_dask_worker_reads_the_leaf_metadata_once_across_computes(s3_server):
     array of each compute: every compute reads the leaf stamps afresh, the leaf arrays'
     metadata (immutable versions) only the first."""
     import distributed
-    store = MocHiveStore(s3_url("pyramid1"), **s3_options(s3_server.url))
+    store = MocHiveStore(s3_url("pyramid1"), storage_options=s3_options(s3_server.url))
     ds = xr.open_zarr(store, group="atl06/o7")
     want = xr.open_zarr(MocHiveStore(FIXTURES / "pyramid1"), group="atl06/o7").load()
 

@@ -460,7 +460,7 @@ def test_verifies_over_plain_http(http_server, name):
     """Plain HTTP cannot list: the stamps' own records name the arrays to check."""
     from servers import http_options
 
-    store = MocHiveStore(f"{http_server.url}/{name}", **http_options())
+    store = MocHiveStore(f"{http_server.url}/{name}", storage_options=http_options())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = asyncio.run(verify_hive(store))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import numbers
 import os
 import re
 import stat
@@ -25,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import numpy as np
 import obstore
 from obstore.exceptions import NotFoundError
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
@@ -34,14 +32,14 @@ from . import mapped
 from .buffers import BufferPool, uninitialised
 from .diagnostics import logger
 from .errors import HiveReadError, MocHiveError, ObjectReadError, OptionError, OutsideRootError
-from .hive.paths import short
+from .options import DEFAULT_MAX_CONCURRENCY, flag
+from .options import positive as _count
 from .slots import request_slots
 from .storage import check_options, obstore_options, unknown_keyword
 
 BytesLike = bytes | bytearray | memoryview | obstore.Bytes
 ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
 RangeOption = tuple[int, int] | dict[str, int] | None  # obstore's form of a byte range
-DEFAULT_MAX_CONCURRENCY = 64
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
 _STREAM_PIECE = 64 << 10  # bytes a streamed body is read in (a range of a whole GET)
 _RANGE_REFUSED = re.compile(r"\b416\b|range (was invalid|not satisfiable)|InvalidRange", re.I)
@@ -173,24 +171,6 @@ def normalize_url(url: str | os.PathLike) -> str:
     if scheme == "file":
         return "file://" + (path.rstrip("/") or "/")
     return text.rstrip("/")
-
-
-def flag(name: str, value: object) -> bool:
-    """``value`` if it is a bool (numpy's too), else an :class:`OptionError` naming the
-    option: ``bool("no")`` is ``True``."""
-    if not isinstance(value, bool | np.bool_):
-        raise OptionError(f"{name}={short(value)}: expected True or False")
-    return bool(value)
-
-
-def _count(name: str, value: object) -> int:
-    """``value`` if it is an int >= 1 (not a bool), else an :class:`OptionError`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise OptionError(f"{name}={short(value)}: expected an int >= 1")
-    count = int(value)
-    if count < 1:
-        raise OptionError(f"{name}={count}: expected an int >= 1")
-    return count
 
 
 def slice_bytes(data: BytesLike, byte_range: ByteRequest | None) -> BytesLike:

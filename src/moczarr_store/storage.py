@@ -134,20 +134,15 @@ def obstore_options(url: str, options: Mapping[str, Any] | None) -> dict[str, An
 
 
 def storage_arguments(
-    storage_options: Mapping[str, Any] | None, more: Mapping[str, Any]
+    storage_options: Mapping[str, Any], more: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """``storage_options=`` and further keyword arguments as one dict; a key given both
-    ways is an error."""
-    if storage_options is not None and not isinstance(storage_options, Mapping):
-        raise OptionError(f"storage_options: expected a dict, got {type(storage_options)!r}")
-    named = [key for key in (storage_options or {}) if not isinstance(key, str)]
-    if named:
-        raise OptionError(f"storage_options: option names are strings, got {named[0]!r}")
-    both = sorted(set(storage_options or {}) & set(more))
+    """``storage_options=`` and further keyword arguments (deprecated) as one dict; a key
+    given both ways is an error."""
+    both = sorted(set(storage_options) & set(more))
     if both:
         raise OptionError(f"storage option(s) {both} given both in storage_options and as "
                           "keyword arguments")
-    return {**(storage_options or {}), **more}
+    return {**storage_options, **more}
 
 
 @functools.cache
