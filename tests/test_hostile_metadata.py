@@ -43,6 +43,7 @@ from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 from moczarr_store.hive.jsonio import MAX_DEPTH, load_json
 from moczarr_store.hive.paths import validate_node_name
 from moczarr_store.hive.runs import RUN_PROBES
+from moczarr_store.verify import verify_hive
 
 GROUP = "atl06/o7"
 LEAF = "4/4/4/1/1/1/444111.zarr"  # the first listed (template) leaf of bare_versioned
@@ -161,6 +162,26 @@ def test_every_hive_document_goes_through_the_one_reader(hive_copy, kind, case):
     (root / rel).write_bytes(payload)
     with pytest.raises(MalformedMetadataError, match=re.escape(rel)):
         _open(root)
+
+
+@pytest.mark.parametrize("case", ["not utf-8", "NaN", "overflowing float",
+                                  "nested past MAX_DEPTH", "an integer past the digit limit",
+                                  "over the cap"])
+def test_verify_reads_coordinate_metadata_through_the_one_reader(hive_copy, case):
+    """``verify`` reads a later leaf's coordinate array ``zarr.json`` (not read at open):
+    the bounded reader's error names the document, the array fails, the others verify."""
+    root = hive_copy("bare_versioned")
+    rel = f"{_data(root, OTHER)}/7/morton/zarr.json"
+    if case == "over the cap":
+        payload = (root / rel).read_bytes() + b" " * (16 << 20)
+    else:
+        payload = BAD_JSON[case]
+    (root / rel).write_bytes(payload)
+    report = asyncio.run(verify_hive(MocHiveStore(root)))
+    (failure,) = report.to_json()["failures"]
+    (problem,) = failure["problems"]
+    assert (failure["object"], problem["array"]) == (OTHER, "7/morton")
+    assert problem["detail"].startswith(f"MalformedMetadataError: {rel}: ")
 
 
 def test_a_later_leafs_unreadable_stamp_is_an_error_naming_it_when_read(hive_copy):
@@ -359,7 +380,7 @@ def test_malformed_content_hashes_on_plain_http_take_the_names_from_the_run_samp
     root = hive_copy("bare_versioned")
     _edit(root / LEAF / "zarr.json",
           _set("attributes", "morton_hive_commit", "content_hashes", value="x"))
-    store = MocHiveStore(http_root(root), **http_options())
+    store = MocHiveStore(http_root(root), storage_options=http_options())
     with pytest.warns(HiveWarning, match=f"leaf {re.escape(LEAF)}: its commit stamp names no "
                       r"arrays and .* cannot be listed .*; presenting the arrays leaf "
                       r"\S+ commit stamp names"):
@@ -371,7 +392,7 @@ def test_no_stamp_naming_arrays_on_plain_http_is_an_error_naming_the_leaf(hive_c
     root = hive_copy("bare_versioned")
     for stamp in root.glob("*/*/*/*/*/*/*.zarr/zarr.json"):
         _edit(stamp, _set("attributes", "morton_hive_commit", "content_hashes", value="x"))
-    store = MocHiveStore(http_root(root), **http_options())
+    store = MocHiveStore(http_root(root), storage_options=http_options())
     with (pytest.warns(HiveWarning, match="content_hashes"),
           pytest.raises(HiveFormatError, match=f"leaf {re.escape(LEAF)}: cannot list "
                         f"{re.escape(_data(root))}/7 .*neither its commit stamp nor those of "
@@ -773,7 +794,7 @@ def test_a_tiny_moc_listing_67m_nodes_is_unusable_before_anything_is_expanded(tm
 def test_a_moc_listing_too_many_nodes_cannot_be_walked_around_on_plain_http(tmp_path,
                                                                              http_root):
     root = _tiny_hive(tmp_path / "huge", 13, HUGE)
-    store = MocHiveStore(http_root(root), **http_options())
+    store = MocHiveStore(http_root(root), storage_options=http_options())
     with (pytest.warns(HiveWarning, match="more than the 16,777,216"),
           _raises(CannotWalk, "root coverage coverage.moc is missing or unusable, and the hive "
                               "cannot be listed to walk its digit tree")):
@@ -943,7 +964,7 @@ def test_the_template_search_on_plain_http_probes_up_to_a_limit(tmp_path, http_r
                                                                  monkeypatch):
     monkeypatch.setattr(template, "DEFAULT_TEMPLATE_PROBES", 300)
     root = _listed(tmp_path / "listed")
-    store = MocHiveStore(http_root(root), **http_options())
+    store = MocHiveStore(http_root(root), storage_options=http_options())
     with _raises(NoCoverageError, "(the first 300 of 200,000 objects probed (the probe limit); "
                                   "the backend cannot be listed to find existing objects"):
         zarr.open_group(store, mode="r")
@@ -954,7 +975,7 @@ def test_the_template_search_on_plain_http_probes_up_to_a_limit(tmp_path, http_r
 def test_the_template_search_on_plain_http_finds_a_leaf_within_the_limit(tmp_path, http_root):
     root = _listed(tmp_path / "listed")
     rel = _copy_leaf(root, _nth(200), 11)
-    store = MocHiveStore(http_root(root), **http_options())
+    store = MocHiveStore(http_root(root), storage_options=http_options())
     zarr.open_group(store, mode="r")
     level_ = asyncio.run(store.hive()).products[0].levels[0]
     assert level_.template == rel
