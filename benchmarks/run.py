@@ -36,7 +36,7 @@ import zarr
 from zarr.core import codec_pipeline as zarr_pipelines
 from zarr.core.buffer import NDBuffer, default_buffer_prototype
 
-from moczarr_store import MocHiveStore, mapped
+from moczarr_store import MocHiveStore, config, mapped
 from moczarr_store.backend import Backend
 
 REPO = Path(__file__).resolve().parents[1]
@@ -289,11 +289,8 @@ def _mapped_afresh(read):
 def _unmapped(read):
     """``read`` with mapping off: spans are read into buffers."""
     def run():
-        saved, mapped.MAPPED_BYTES = mapped.MAPPED_BYTES, 0
-        try:
+        with config.set({"mapped.bytes": 0}):
             return read()
-        finally:
-            mapped.MAPPED_BYTES = saved
     return run
 
 
@@ -442,13 +439,13 @@ def measure_spans(hive: Path, group: str, field: str, rounds: int = 5) -> None:
     # each view keeps its spans mapped, as in a process that reads that view alone (the
     # views map the same files: their pages are the same page cache, counted once in memory)
     views = len(arrays)
-    saved = mapped.MAPPED_OBJECTS, mapped.TOUCHED_BYTES
-    mapped.MAPPED_OBJECTS = max(saved[0], 2 * views * len(paths))
-    mapped.TOUCHED_BYTES = max(saved[1], 2 * views * want.nbytes)
+    kept = {"mapped.objects": max(config.get("mapped.objects"), 2 * views * len(paths)),
+            "mapped.touched_bytes": max(config.get("mapped.touched_bytes"),
+                                        2 * views * want.nbytes)}
     try:
-        _spans_timed(paths, arrays, want, group, field, rounds)
+        with config.set(kept):
+            _spans_timed(paths, arrays, want, group, field, rounds)
     finally:
-        mapped.MAPPED_OBJECTS, mapped.TOUCHED_BYTES = saved
         mapped.release()
 
 

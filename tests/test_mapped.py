@@ -5,6 +5,7 @@ refers to them, and never a span that cannot be mapped exactly."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 from collections import OrderedDict
@@ -17,7 +18,7 @@ import zarr
 from conftest import FIXTURES
 from zarr.core.buffer import default_buffer_prototype
 
-from moczarr_store import MocHiveStore, OutsideRootError, mapped
+from moczarr_store import MocHiveStore, OutsideRootError, config, mapped
 
 pytestmark = pytest.mark.skipif(not mapped.available(),
                                 reason="spans are mapped on Linux only (mmap, mincore, "
@@ -34,6 +35,13 @@ def nothing_kept(monkeypatch):
     monkeypatch.setattr(mapped, "_KEPT_TOTALS", [0, 0])
     monkeypatch.setattr(mapped, "_TOUCHED", OrderedDict())
     monkeypatch.setattr(mapped, "_TOUCHED_TOTAL", [0])
+
+
+@pytest.fixture
+def tuned():
+    """``tuned({key: value})`` sets ``moczarr_store.config`` keys for the test's duration."""
+    with contextlib.ExitStack() as stack:
+        yield lambda keys: stack.enter_context(config.set(keys))
 
 
 def _files(root: Path, n: int, pages: int = 2, index: bytes = INDEX) -> list[bytes]:
@@ -64,6 +72,13 @@ def test_files_are_mapped_side_by_side_read_only_and_kept(tmp_path):
     assert all(str(tmp_path / f"o{at}") in _mapped_files() for at in range(3))
     again, opened = _span(tmp_path, 3)
     assert opened == 0 and bytes(again) == b"".join(data)  # kept: nothing opened
+
+
+def test_mapping_is_turned_off_by_a_configuration_key(tmp_path, tuned):
+    """``moczarr_store.config.set({"mapped.bytes": 0})``: spans are read, not mapped."""
+    _files(tmp_path, 2)
+    tuned({"mapped.bytes": 0})
+    assert _span(tmp_path, 2) is None and not mapped._KEPT
 
 
 def test_a_file_changed_after_it_was_mapped_is_mapped_and_checked_again(tmp_path):
@@ -99,8 +114,8 @@ def test_a_span_that_cannot_be_mapped_exactly_is_not(tmp_path, defect):
 
 
 def test_a_span_let_go_stays_readable_while_held_and_is_unmapped_once_released(tmp_path,
-                                                                               monkeypatch):
-    monkeypatch.setattr(mapped, "MAPPED_BYTES", 2 * 4 * PAGE)  # two spans of 2 x 2 pages
+                                                                               tuned):
+    tuned({"mapped.bytes": 2 * 4 * PAGE})  # two spans of 2 x 2 pages
     data = _files(tmp_path, 6)
     held, _ = _span(tmp_path, 2, names=["o0", "o1"])
     _span(tmp_path, 2, names=["o2", "o3"])
@@ -124,8 +139,8 @@ def _resident_kb(path: Path) -> int:
 
 
 def test_pages_of_spans_served_before_the_last_are_handed_back_their_mappings_kept(
-        tmp_path, monkeypatch):
-    monkeypatch.setattr(mapped, "TOUCHED_BYTES", 4 * PAGE)  # one span of 2 x 2 pages
+        tmp_path, tuned):
+    tuned({"mapped.touched_bytes": 4 * PAGE})  # one span of 2 x 2 pages
     data = _files(tmp_path, 4)
     first, _ = _span(tmp_path, 2, names=["o0", "o1"])
     assert bytes(first) == data[0] + data[1] and _resident_kb(tmp_path / "o0") > 0
@@ -137,8 +152,8 @@ def test_pages_of_spans_served_before_the_last_are_handed_back_their_mappings_ke
     assert _resident_kb(tmp_path / "o0") > 0 and _resident_kb(tmp_path / "o2") == 0
 
 
-def test_no_more_files_are_kept_mapped_than_the_limit(tmp_path, monkeypatch):
-    monkeypatch.setattr(mapped, "MAPPED_OBJECTS", 4)
+def test_no_more_files_are_kept_mapped_than_the_limit(tmp_path, tuned):
+    tuned({"mapped.objects": 4})
     _files(tmp_path, 6)
     for names in (["o0", "o1", "o2"], ["o3", "o4", "o5"]):
         assert _span(tmp_path, 3, names=names) is not None

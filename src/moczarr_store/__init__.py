@@ -23,6 +23,7 @@ from .errors import (
 )
 from .hive.aoi import aoi_mask
 from .store import MocHiveStore
+from .tunables import config
 
 __all__ = [
     "CannotWalk",
@@ -46,6 +47,7 @@ __all__ = [
     "UnsupportedSpec",
     "UnusableCoverage",
     "aoi_mask",
+    "config",
     "cell_ranges",
     "decode_cells",
     "open_cells",

@@ -32,11 +32,9 @@ from .hive.roster import Hive, load_hive, settle
 from .options import OpenOptions
 from .read.execute import remember_template
 from .read.plan import SpanPlans
+from .tunables import config
 from .view.tree import View
 
-LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
-SHARD_INDEXES = 65_536  # verified shard indexes of immutable objects (chunking="inner")
-VERSION_GROUPS = 65_536  # whether a leaf version's cell-order group exists
 LEARNED_KEPT = 4  # stores unpickled last whose immutable versions' caches a process keeps
 logger = logging.getLogger("moczarr_store")
 
@@ -44,22 +42,24 @@ logger = logging.getLogger("moczarr_store")
 class HiveSession:
     """The hive behind a store: opened lazily, with bounded caches.
 
-    ``leaves`` holds commit stamps (an LRU of 262,144 leaves); ``leaf_metas``, ``indexes``
-    and ``groups`` hold what was learned about immutable ``run-*`` versions; ``problems``
-    counts the damage met while reading.
+    ``leaves`` holds commit stamps (an LRU); ``leaf_metas``, ``indexes`` and ``groups``
+    hold what was learned about immutable ``run-*`` versions; ``problems`` counts the
+    damage met while reading. The caches' bounds are the ``cache.*`` keys of
+    ``moczarr_store.config`` when the session is created.
     """
 
     def __init__(self, backend: Backend, options: OpenOptions) -> None:
         self.backend = backend
         self.options = options
-        self.leaves = LeafCache()
-        self.leaf_metas: AsyncCache[object] = AsyncCache(LEAF_METAS)
-        self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(SHARD_INDEXES)
-        self.groups: AsyncCache[bool] = AsyncCache(VERSION_GROUPS)
+        bound = config.get("cache")
+        self.leaves = LeafCache(bound["stamps"])
+        self.leaf_metas: AsyncCache[object] = AsyncCache(bound["leaf_metas"])
+        self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(bound["shard_indexes"])
+        self.groups: AsyncCache[bool] = AsyncCache(bound["version_groups"])
         # (level, window): its objects when none is stamped (the level was not made for it)
-        self.windows: AsyncCache[list[str]] = AsyncCache(VERSION_GROUPS)
+        self.windows: AsyncCache[list[str]] = AsyncCache(bound["version_groups"])
         self.problems = Problems()
-        self.span_plans = SpanPlans()
+        self.span_plans = SpanPlans(bound["span_parts"])
         self._hive: Hive | None = None
         self._view: View | None = None
         self._opened: AsyncCache[None] = AsyncCache(1)

@@ -13,6 +13,7 @@ from typing import Literal
 from zarr.abc.store import RangeByteRequest
 
 from ..cache import AsyncCache
+from ..tunables import config
 from .ids import DECIMAL_RE
 from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json
 from .paths import short, split_leaf_name, validate_current
@@ -182,8 +183,9 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
 class LeafCache(AsyncCache[Leaf]):
     """Resolved leaves by path: a bounded LRU keeping each leaf's slim form."""
 
-    def __init__(self, max_entries: int = 262_144) -> None:
-        super().__init__(max_entries, keep=Leaf.slim)
+    def __init__(self, max_entries: int | None = None) -> None:
+        bound = config.get("cache.stamps") if max_entries is None else max_entries
+        super().__init__(bound, keep=Leaf.slim)
 
     async def resolve(self, path: str, read) -> Leaf:
         """The leaf at ``path``: cached, else ``parse_leaf`` of one ranged ``read`` of at

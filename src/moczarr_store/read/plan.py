@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from ..session import HiveSession
 
 _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
-SPAN_PARTS = 1 << 17  # parts of the span plans a session keeps (~470 bytes each: ~60 MB)
 
 
 @dataclass(frozen=True)
@@ -260,10 +259,10 @@ class _KeptSpan:
 
 
 class SpanPlans:
-    """The span plans a session keeps (:func:`_span`), up to ``limit`` parts in all; all
-    are let go when one more would not fit (planning them again costs ~11 us a part)."""
+    """The span plans a session keeps (:func:`_span`), up to ``limit`` parts in all
+    (``config["cache.span_parts"]``); all are let go when one more would not fit."""
 
-    def __init__(self, limit: int = SPAN_PARTS) -> None:
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self._kept: dict[tuple[str, tuple[int, ...]], _KeptSpan] = {}
         self._parts = 0
