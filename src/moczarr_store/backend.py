@@ -283,7 +283,8 @@ def _check_relative(path: str) -> None:
 
 class LocalReader:
     """A local hive read with plain file I/O: inline when the page cache holds an object
-    (``preadv`` with ``RWF_NOWAIT``, ~7 us), else on a worker thread.
+    (``preadv`` with ``RWF_NOWAIT``; benchmarks/README, "One field against the disk"),
+    else on a worker thread.
 
     Unless ``follow_links``, an object or directory whose real path leaves the root is
     refused with :class:`OutsideRootError`. The real paths of directories found inside are
@@ -433,7 +434,7 @@ class LocalReader:
 
     def now(self, path: str, option: RangeOption) -> tuple[BytesLike, os.stat_result] | None:
         """The object's bytes (or the part ``option`` names) and its ``fstat`` if the page
-        cache holds them all, else ``None``: never waits (~10 us)."""
+        cache holds them all, else ``None``: never waits."""
         return self._open_read(path, option, False)
 
     def cached_into(self, path: str, into: list[memoryview]) -> BytesLike | None:
@@ -738,7 +739,7 @@ class Backend:
         """A local read the page cache can serve whole, done inline and counted as one
         request, without the concurrency cap (it never waits, so it is never in flight
         alongside another); ``None``: not local, or not all in the page cache. Saves the
-        cap's semaphore and a coroutine per read (~5 us)."""
+        cap's semaphore and a coroutine per read."""
         reader = self._reader
         if not isinstance(reader, LocalReader):
             return None

@@ -436,9 +436,9 @@ def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     """A whole shard's inner chunks as one contiguous chunk (absent ones as fill).
 
     Only for fixed-size inner chunks split along the first axis; ``None`` when every
-    inner chunk is absent. Cost: ~1 us for a full shard written in order (its index is
-    compared with that layout's bytes, crc32c included), else the index is checked entry
-    by entry.
+    inner chunk is absent. Cost: one comparison for a full shard written in order (its
+    index is compared with that layout's bytes, crc32c included), else the index is
+    checked entry by entry.
     """
     view, step = memoryview(data), check.inner_nbytes or 0
     full = full_shard(check)

@@ -27,7 +27,9 @@ from ..errors import HiveFormatError
 from .collect import Collected
 from .manifest import group_doc, manifest_array
 
-NATIVE_BATCH = 256  # native chunks written concurrently (~100 us each, ~200 one by one)
+# native chunks written concurrently (Icechunk's store.set per chunk: benchmarks/README,
+# "Reference exports")
+NATIVE_BATCH = 256
 
 
 def store_config(prefix: str) -> Any:

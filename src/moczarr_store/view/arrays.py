@@ -45,7 +45,7 @@ def check_leaf_meta(meta: object, where: str) -> dict:
     """A leaf array's ``zarr.json``, checked before this module reads it: the fields read
     here have the JSON types they are read as, then zarr parses the whole document.
     A defect is a :class:`MalformedMetadataError` naming ``where`` and the field.
-    Cost: ~0.5 ms (zarr's parse)."""
+    Cost: zarr's parse of the document."""
     if not isinstance(meta, dict):
         raise MalformedMetadataError(f"{where}: not a JSON object")
     shape: Any = meta.get("shape")
@@ -501,7 +501,7 @@ class FabricatedArray:
 
     def fabricate_run(self, first: int, stop: int) -> list[BytesLike]:
         """Chunks ``first`` to ``stop - 1`` as :meth:`fabricate` gives them; values of a
-        fixed size are computed in one pass over the run (~10 us saved per chunk), each
+        fixed size are computed in one pass over the run (not one per chunk), each
         chunk a view of that pass when the array has no shard index to append."""
         if self.meta["data_type"] == "string":  # variable-length: one payload per chunk
             return [bytes(self.fabricate((i,))) for i in range(first, stop)]
