@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from moczarr_store import MocHiveStore
-from moczarr_store import backend as backend_module
-from moczarr_store.backend import Backend
+from moczarr_store.io import local as local_module
+from moczarr_store.io.backend import Backend
 
 HIVE = FIXTURES / "bare_versioned"
 GROUP = "atl06/o7"
@@ -92,14 +92,14 @@ def test_local_file_reads_equal_obstore_reads(path, byte_range):
     thread); an obstore instance with obstore: the same bytes either way."""
     via_obstore = Backend(obstore.store.LocalStore(str(HIVE)))
     want = asyncio.run(via_obstore.get(path, byte_range))
-    for nowait in (backend_module._NOWAIT, None):  # None: every read waits on a thread
+    for nowait in (local_module._NOWAIT, None):  # None: every read waits on a thread
         local = Backend(HIVE)
         assert local._local_root is not None
-        saved, backend_module._NOWAIT = backend_module._NOWAIT, nowait
+        saved, local_module._NOWAIT = local_module._NOWAIT, nowait
         try:
             got = asyncio.run(local.get(path, byte_range))
         finally:
-            backend_module._NOWAIT = saved
+            local_module._NOWAIT = saved
         assert bytes(got) == bytes(want)
         assert local.stats.total <= min(1, via_obstore.stats.total)  # past the end: no HEAD
 
@@ -124,7 +124,7 @@ def test_get_stat_gives_the_bytes_and_the_stat_of_one_request(local, byte_range)
     assert asyncio.run(backend.get_stat("no/such/object")) is None
 
 
-@pytest.mark.parametrize("nowait", [backend_module._NOWAIT, None], ids=["page-cache", "no-nowait"])
+@pytest.mark.parametrize("nowait", [local_module._NOWAIT, None], ids=["page-cache", "no-nowait"])
 def test_a_page_cached_local_read_skips_the_cap_and_counts_once(monkeypatch, nowait):
     """A local object the page cache holds is read inline: one request counted, the
     progress told once, no slot of the concurrency cap taken; a missing one is counted
@@ -140,7 +140,7 @@ def test_a_page_cached_local_read_skips_the_cap_and_counts_once(monkeypatch, now
         return await real_call(self, kind, *args, **kwargs)
 
     monkeypatch.setattr(Backend, "_call", call)
-    monkeypatch.setattr(backend_module, "_NOWAIT", nowait)
+    monkeypatch.setattr(local_module, "_NOWAIT", nowait)
     backend = Backend(HIVE)
     ticks: list[int] = []
     backend.progress = ticks.append
@@ -168,16 +168,16 @@ def test_local_read_of_a_file_that_shrank_returns_only_its_bytes(tmp_path, monke
     shortfall."""
     path = tmp_path / "object"
     path.write_bytes(b"abc")
-    real_fstat = backend_module.os.fstat
+    real_fstat = local_module.os.fstat
 
     class Grown:
         def __init__(self, fd):
             self.st_size = real_fstat(fd).st_size + 4096
 
-    monkeypatch.setattr(backend_module.os, "fstat", Grown)
+    monkeypatch.setattr(local_module.os, "fstat", Grown)
     fd = os.open(path, os.O_RDONLY)
     try:
-        got = backend_module._read_open(fd, None, wait=wait)
+        got = local_module._read_open(fd, None, wait=wait)
     finally:
         os.close(fd)
     if not wait:  # the inline read gives up on a short read: the caller retries waiting

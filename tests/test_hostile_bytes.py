@@ -27,7 +27,6 @@ from zarr.buffer import default_buffer_prototype
 from zarr.storage import MemoryStore
 
 from moczarr_store import MocHiveStore, TruncatedChunkError
-from moczarr_store.backend import slice_bytes
 from moczarr_store.cache import AsyncCache
 from moczarr_store.chunks import (
     ChunkCheck,
@@ -38,6 +37,7 @@ from moczarr_store.chunks import (
     reframe,
     shard_passthrough,
 )
+from moczarr_store.io.ranges import slice_bytes
 
 ABSENT = 2**64 - 1
 KEY = "4/4/4/1/1/44411.zarr/7/count/c/0"

@@ -19,8 +19,9 @@ import zarr
 from conftest import FIXTURES
 
 from moczarr_store import HiveWarning, LeafSchemaError, MocHiveStore
-from moczarr_store import backend as backend_module
 from moczarr_store.hive.leaves import LeafCache
+from moczarr_store.io.backend import Backend
+from moczarr_store.io.local import LocalReader
 
 GROUP = "atl06/o7"
 LEGACY_TEMPLATE = "4/4/4/1/1/1/444111.zarr"
@@ -48,7 +49,7 @@ def _link_out(path, outside) -> None:
 def reads_outside(monkeypatch):
     """Every file the local reader opened whose real path is outside the hive root."""
     seen: list[str] = []
-    original = backend_module.LocalReader._open
+    original = LocalReader._open
 
     def spy(self, path):
         fd = original(self, path)
@@ -57,7 +58,7 @@ def reads_outside(monkeypatch):
             seen.append(path)
         return fd
 
-    monkeypatch.setattr(backend_module.LocalReader, "_open", spy)
+    monkeypatch.setattr(LocalReader, "_open", spy)
     return seen
 
 
@@ -210,7 +211,7 @@ def test_a_refused_open_is_not_repeated_by_later_reads(hive_copy):
 
 def test_a_template_read_from_a_cached_leaf_keeps_its_stamp():
     cache = LeafCache()
-    backend = backend_module.Backend(FIXTURES / "pyramid2")
+    backend = Backend(FIXTURES / "pyramid2")
 
     async def both():
         first = await cache.resolve("4/4/all.zarr", backend.get)

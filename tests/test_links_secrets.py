@@ -29,9 +29,10 @@ from conftest import FIXTURES, rename_count
 from servers import CLIENT, RETRY, Fault, LoopbackServer, StaticFiles, s3_options
 
 from moczarr_store import HiveWarning, MocHiveStore, OptionError, OutsideRootError
-from moczarr_store import backend as backend_module
-from moczarr_store.backend import Backend, redact, scrub
 from moczarr_store.cli import escape, main
+from moczarr_store.io import local as local_module
+from moczarr_store.io.backend import Backend
+from moczarr_store.io.redact import redact, scrub
 
 pytest_plugins = ["servers"]
 
@@ -59,14 +60,14 @@ def _outside(tmp_path, root, rel: str):
 
 
 # where the system has no /proc/self/fd the reader only ever checks directory by directory
-LINK_CHECKS = ["kernel", "lstat"] if backend_module._HAS_FD_PATHS else ["lstat"]
+LINK_CHECKS = ["kernel", "lstat"] if local_module._HAS_FD_PATHS else ["lstat"]
 
 
 @pytest.fixture(params=LINK_CHECKS)
 def link_checks(request, monkeypatch):
     """Each way a local reader checks where an object really is: the kernel's real path of
     the open file (``/proc/self/fd``), and one ``lstat`` per directory (no ``/proc``)."""
-    monkeypatch.setattr(backend_module, "_HAS_FD_PATHS", request.param == "kernel")
+    monkeypatch.setattr(local_module, "_HAS_FD_PATHS", request.param == "kernel")
     return request.param
 
 
@@ -88,7 +89,7 @@ def _refused(err: pytest.ExceptionInfo, rel: str, outside) -> None:
 def test_a_chunk_linked_out_of_the_root_is_refused_unless_links_are_followed(
         hive_copy, tmp_path, reference, monkeypatch, page_cache, link_checks):
     if not page_cache:  # every read waits on a worker thread
-        monkeypatch.setattr(backend_module, "_NOWAIT", None)
+        monkeypatch.setattr(local_module, "_NOWAIT", None)
     root = hive_copy("bare_versioned")
     key = _chunk(root)
     outside = _outside(tmp_path, root, key)
@@ -199,7 +200,7 @@ def test_a_directory_is_checked_once(hive_copy, monkeypatch, link_checks):
 
 def test_an_unreadable_proc_falls_back_to_the_directory_checks(hive_copy, tmp_path,
                                                                 monkeypatch):
-    monkeypatch.setattr(backend_module, "_HAS_FD_PATHS", True)  # as on Linux, /proc refused
+    monkeypatch.setattr(local_module, "_HAS_FD_PATHS", True)  # as on Linux, /proc refused
     root = hive_copy("bare_versioned")
     key = _chunk(root)
     want = (root / key).read_bytes()

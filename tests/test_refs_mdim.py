@@ -25,8 +25,8 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
 from moczarr_store import HiveWarning, MocHiveStore, TruncatedChunkError
-from moczarr_store.backend import LocalReader
 from moczarr_store.cli import EXIT_MISSING, main
+from moczarr_store.io.local import LocalReader
 from moczarr_store.options import OptionError
 from moczarr_store.refs import export_refs
 from moczarr_store.refs.collect import published

@@ -20,7 +20,7 @@ from servers import FIXTURES, Fault, LoopbackServer, StaticFiles, array_groups, 
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from moczarr_store import ChunkReadError, HiveWarning, MocHiveStore
-from moczarr_store.backend import Backend
+from moczarr_store.io.backend import Backend
 from moczarr_store.refs import export_refs
 
 pytest_plugins = ["servers"]

@@ -26,8 +26,8 @@ from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from .errors import TruncatedChunkError
 
 if TYPE_CHECKING:
-    from .backend import ByteRequest, BytesLike
     from .cache import AsyncCache
+    from .io.ranges import ByteRequest, BytesLike
 
 ABSENT = 2**64 - 1
 _ABSENT = np.uint64(ABSENT)

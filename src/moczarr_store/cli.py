@@ -28,8 +28,8 @@ from tqdm import tqdm
 from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
 from . import __version__
-from .backend import redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
+from .io.redact import redact, scrub
 from .options import OPTIONS, REFERENCE_CHUNKINGS, Option
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore

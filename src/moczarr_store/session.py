@@ -22,13 +22,13 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .backend import Backend
 from .cache import AsyncCache
 from .diagnostics import Problems
 from .errors import HiveFormatError, MocHiveError, OutsideRootError
 from .hive.leaves import LeafCache
 from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
+from .io.backend import Backend
 from .options import OpenOptions
 from .read.execute import remember_template
 from .read.plan import SpanPlans

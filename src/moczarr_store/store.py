@@ -24,9 +24,9 @@ from zarr.abc.store import (
     SuffixByteRequest,
 )
 
-from .backend import Backend
 from .diagnostics import Problem
 from .hive.roster import Hive
+from .io.backend import Backend
 from .options import (
     CHUNKINGS,
     DEFAULT_MAX_CONCURRENCY,

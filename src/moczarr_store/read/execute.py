@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..backend import Backend, ByteRequest, BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
     ChunkCheck,
@@ -45,6 +44,8 @@ from ..errors import (
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
 from ..hive.paths import short
+from ..io.backend import Backend
+from ..io.ranges import ByteRequest, BytesLike, slice_bytes
 from ..transcode import transcode
 from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
 from .plan import (

@@ -48,10 +48,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numcodecs import Blosc
 
-from ..backend import BytesLike, ObjectStat
 from ..cache import AsyncCache
 from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_span
 from ..errors import OptionError, TruncatedChunkError
+from ..io.ranges import BytesLike
+from ..io.reader import ObjectStat
 from ..read.execute import encoded_as_declared, execute
 from ..read.plan import Absent, InnerRange, LeafRead, Passthrough, Recode, Reframe, plan_chunk
 from ..view.arrays import FabricatedArray, FieldArray

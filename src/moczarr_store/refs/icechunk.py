@@ -22,8 +22,8 @@ from typing import Any
 
 from zarr.core.buffer import default_buffer_prototype
 
-from ..backend import ObjectStat
 from ..errors import HiveFormatError
+from ..io.reader import ObjectStat
 from .collect import Collected
 from .manifest import group_doc, manifest_array
 

@@ -16,7 +16,6 @@ from zarr.codecs import BytesCodec, ShardingCodec
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from ..backend import BytesLike
 from ..chunks import chunk_check, fill_number, full_shard_index, plain_bytes
 from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
 from ..hive.ids import child_ranks, nested_in_place, words_in_place
@@ -24,6 +23,7 @@ from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
 from ..hive.runs import RunEncoding
+from ..io.ranges import BytesLike
 
 SPAN_BYTES = 4 << 20
 """About the bytes of one chunk of ``chunking="span"``: a full scan pays zarr's and dask's
