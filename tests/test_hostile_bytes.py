@@ -32,7 +32,7 @@ from moczarr_store.chunks import (
     ChunkCheck,
     check_chunk,
     index_range,
-    inner_span,
+    inner_range,
     load_index,
     reframe,
     shard_passthrough,
@@ -282,8 +282,8 @@ def test_inner_mode_reads_each_inner_chunk_the_index_names_or_refuses(shard):
         assert isinstance(entries, TruncatedChunkError)
         return
     for i in range(len(shard.entries)):
-        span = inner_span(entries, i)
-        got = None if span is None else bytes(slice_bytes(shard.data, span))
+        inner = inner_range(entries, i)
+        got = None if inner is None else bytes(slice_bytes(shard.data, inner))
         assert got == shard.inner(i)
 
 

@@ -23,7 +23,7 @@ from moczarr_store.read.plan import Absent, LeafRead, plan_key
 from moczarr_store.serve import create_app
 from moczarr_store.serve.env import VIEW, app_from_env, to_env
 from moczarr_store.serve.generations import Generations
-from moczarr_store.serve.protocol import UNSATISFIABLE, Span, byte_range
+from moczarr_store.serve.representation import UNSATISFIABLE, ByteRange, byte_range
 from moczarr_store.serve.run import opened_view
 
 
@@ -49,13 +49,13 @@ def sharded():
     ("header", "want"),
     [
         (None, None),
-        ("bytes=0-9", Span(0, 10)),
-        ("bytes=10-", Span(10, 100)),
-        ("bytes=-10", Span(90, 100)),
-        ("bytes=-1000", Span(0, 100)),
-        ("bytes=90-1000", Span(90, 100)),
-        ("bytes=0-" + "9" * 40, Span(0, 100)),
-        ("BYTES = 5 - 6", Span(5, 7)),
+        ("bytes=0-9", ByteRange(0, 10)),
+        ("bytes=10-", ByteRange(10, 100)),
+        ("bytes=-10", ByteRange(90, 100)),
+        ("bytes=-1000", ByteRange(0, 100)),
+        ("bytes=90-1000", ByteRange(90, 100)),
+        ("bytes=0-" + "9" * 40, ByteRange(0, 100)),
+        ("BYTES = 5 - 6", ByteRange(5, 7)),
         ("bytes=100-", UNSATISFIABLE),
         ("bytes=" + "9" * 40 + "-", UNSATISFIABLE),
         ("bytes=-0", UNSATISFIABLE),

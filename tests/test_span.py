@@ -269,9 +269,9 @@ def _shard(root, at: int):
 def test_a_warm_span_of_whole_shards_is_read_straight_into_one_buffer(full_span, monkeypatch):
     _root, array, want = full_span
     joined = []
-    read_joined = execute._read_joined
-    monkeypatch.setattr(execute, "_read_joined",
-                        lambda *args: joined.append(read_joined(*args)) or joined[-1])
+    read_cached_span = execute.read_cached_span
+    monkeypatch.setattr(execute, "read_cached_span",
+                        lambda *args: joined.append(read_cached_span(*args)) or joined[-1])
     np.testing.assert_array_equal(array[:], want)
     assert len(joined) == 1 and joined[0] is not None
 

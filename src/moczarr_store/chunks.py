@@ -388,7 +388,7 @@ async def load_index(read_sized: ReadSized, key: str, check: ChunkCheck) -> np.n
     return None if got is None else index_entries(got[0], check, key, got[1])
 
 
-def check_span(entries: np.ndarray | None, byte_range: RangeByteRequest, data, key: str) -> None:
+def check_ranged(entries: np.ndarray | None, byte_range: RangeByteRequest, data, key: str) -> None:
     """A ranged read of a shard object whose verified index is ``entries``: a range inside
     the bytes its inner chunks span (one chunk, or several coalesced) must come back whole."""
     start, end = byte_range.start, byte_range.end
@@ -420,7 +420,7 @@ async def shard_passthrough(read_sized: ReadSized, indexes: AsyncCache[np.ndarra
         entries = await indexes.get(key, lambda: load_index(read_sized, key, check))
         got = await read_sized(key, byte_range)
         data = None if got is None else got[0]
-        check_span(entries, byte_range, data, key)
+        check_ranged(entries, byte_range, data, key)
         return data
     got = await read_sized(key, byte_range)
     if got is None:
@@ -460,7 +460,7 @@ def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     )
 
 
-def inner_span(entries: np.ndarray, part: int) -> RangeByteRequest | None:
+def inner_range(entries: np.ndarray, part: int) -> RangeByteRequest | None:
     """The byte range of inner chunk ``part`` of a verified index, ``None`` if absent."""
     offset, nbytes = (int(v) for v in entries[part])
     return None if offset == ABSENT else RangeByteRequest(offset, offset + nbytes)

@@ -17,7 +17,6 @@ import functools
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +24,7 @@ from ..cache import AsyncCache
 from ..chunks import (
     ChunkCheck,
     check_chunk,
-    full_shard,
-    inner_span,
+    inner_range,
     load_index,
     reframe,
     shard_entries,
@@ -44,11 +42,12 @@ from ..errors import (
 from ..hive.jsonio import load_json, read_document
 from ..hive.level import Level
 from ..hive.paths import short
-from ..io.backend import Backend
 from ..io.ranges import ByteRequest, BytesLike, slice_bytes
 from ..transcode import transcode
 from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
+from .fastpath import read_cached_span
 from .plan import (
+    SAME,
     Absent,
     Document,
     Fabricate,
@@ -67,7 +66,6 @@ if TYPE_CHECKING:
 
 Bytes = BytesLike
 _UNKNOWN = object()
-_SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
 CHECKED_METAS = 256  # distinct leaf array documents remembered by content
 WINDOW_PROBES = 4096  # stamps read to find whether a pyramid level has a window
 CHECKED_MAX_BYTES = 1 << 16
@@ -94,7 +92,9 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
         return await _transcoded(session, plan)
     if isinstance(plan, Span):
         return await _joined(session, plan)
-    return await _leaf_chunk(session, plan)
+    # a leaf chunk (Passthrough, Reframe, InnerRange, Recode): read while its leaf array's
+    # metadata is established (or under what is known of it), served as is or re-encoded
+    return (await _established(session, plan))[0]
 
 
 async def _check_window(session: HiveSession, path: str, window: str) -> None:
@@ -133,10 +133,11 @@ async def _check_window(session: HiveSession, path: str, window: str) -> None:
 async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     """A span's leaf chunks read and joined, each absent one as its fill bytes; ``None``
     when every part is absent. Cost: as many leaf chunk reads: straight into the chunk's
-    buffer from the page cache (:func:`_read_joined`), else concurrent, and one copy."""
+    buffer from the page cache (:func:`.fastpath.read_cached_span`), else concurrent, and
+    one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
-    direct = _read_joined(session, plan.parts, array.part_fill)
+    direct = read_cached_span(session, plan.parts, array.part_fill)
     if direct is not None:
         return slice_bytes(direct, plan.byte_range)
     present = [p for p in plan.parts if p is not None]
@@ -149,94 +150,8 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     return slice_bytes(joined, plan.byte_range)
 
 
-def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
-                 fill: bytes) -> memoryview | None:
-    """A span served from the page cache, each part exactly as :func:`execute` serves it,
-    when every part is a whole leaf chunk of an immutable version whose encoding is
-    established (a plain chunk, or a shard of uncompressed inner chunks) and every object
-    is there; ``None`` otherwise (the parts are then executed as usual; damage is reported
-    there). Objects whose data fills whole pages, each a plain chunk or a shard written in
-    order with its index at the end, are mapped side by side (:mod:`..mapped`: no copy;
-    kept mapped, a ``stat`` per object). Else one ``preadv`` per object into one buffer, no task,
-    no copy for a plain chunk of the chunk's size or a full shard written in order (its
-    index compared with that layout's bytes, as :func:`reframe` does); a shard laid out
-    otherwise is re-framed from its bytes (one copy)."""
-    backend = session.backend
-    pool = backend.buffers
-    if pool is None:  # not a local hive
-        return None
-    step = len(fill)
-    layouts: list[tuple[Passthrough | Reframe, bytes] | None] = []
-    for plan in parts:
-        if plan is None:  # past the domain's end
-            layouts.append(None)
-            continue
-        if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
-                or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
-            return None
-        check = plan.check
-        if isinstance(plan, Passthrough):  # a plain chunk: no index
-            if check.shard_chunks or check.nbytes != step:
-                return None
-            layouts.append((plan, b""))
-            continue
-        layout = full_shard(check)
-        if layout is None or layout[0] - len(layout[1]) != step:
-            return None
-        layouts.append((plan, layout[1]))
-    whole = [layout for layout in layouts if layout is not None]  # no part past the end
-    if len(whole) == len(parts) and all(not want or plan.check.index_at_end
-                                        for plan, want in whole):
-        found = backend.mapped_span([(plan.object, want) for plan, want in whole], step)
-        if found is not None:
-            return found
-    return _read_joined_into(backend, pool.take(step * len(parts)), layouts, fill)
-
-
-def _read_joined_into(backend: Backend, out: memoryview,
-                      layouts: list[tuple[Passthrough | Reframe, bytes] | None],
-                      fill: bytes) -> memoryview | None:
-    """The span of :func:`_read_joined` read into ``out`` (see there)."""
-    step = len(fill)
-    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
-    reads: list[tuple[str, list[memoryview]]] = []
-    for at, layout in enumerate(layouts):
-        into = out[at * step : (at + 1) * step]
-        if layout is None:
-            into[:] = fill
-            continue
-        plan, want = layout
-        index = bytearray(len(want))
-        pieces = [into] if not want else (
-            [into, memoryview(index)] if plan.check.index_at_end else [memoryview(index), into])
-        slots.append((plan, into, index, want))
-        reads.append((plan.object, pieces))
-    got = backend.read_cached_into(reads) if reads else None
-    if got is None:
-        return None
-    for (plan, into, index, want), data in zip(slots, got, strict=True):
-        check = plan.check
-        if data is None and index == want:  # in place: a plain chunk, or a shard in order
-            continue
-        if not want:  # a plain chunk of another size: read as usual (its error named there)
-            return None
-        if data is None:  # in place, another layout: re-framed from its bytes
-            data = bytes(into) + index if check.index_at_end else bytes(index) + bytes(into)
-        framed = reframe(data, check, plan.object)
-        if framed is None or len(framed) != step:  # no inner chunk stored: executed one by
-            return None  # one (damage is reported)
-        into[:] = framed
-    return out
-
-
-async def _leaf_chunk(session: HiveSession, plan: LeafRead) -> Bytes | None:
-    """A leaf chunk whose leaf metadata is read with it (or known): served as is when the
-    leaf is encoded as declared, re-encoded when not."""
-    return (await _established(session, plan))[0]
-
-
 async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | None, Any]:
-    """The chunk's bytes and the leaf array metadata they are served under (``_SAME``: as
+    """The chunk's bytes and the leaf array metadata they are served under (``SAME``: as
     declared; a dict: re-encoded from it; ``None``: the version holds no such array). The
     object is read while the metadata is established (one task, no added round trip)."""
     array = session.view.arrays[plan.array]
@@ -246,7 +161,7 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         if meta is None:
             await _no_array(session, plan, array, None)
             return None, None
-        leaf_meta = array.source_meta if meta == _SAME else meta
+        leaf_meta = array.source_meta if meta == SAME else meta
         return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=leaf_meta)), meta
     known = session.leaf_metas.peek(plan.meta, _UNKNOWN) if plan.immutable else _UNKNOWN
     if known is _UNKNOWN:
@@ -259,11 +174,11 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         data = await read
     else:
         meta = known
-        data = await _captured_bytes(session, plan) if meta == _SAME else None
+        data = await _captured_bytes(session, plan) if meta == SAME else None
     if meta is None:  # no array metadata in this leaf version
         await _no_array(session, plan, array, data)
         return None, None
-    if meta != _SAME:
+    if meta != SAME:
         return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=meta)), meta
     if isinstance(data, BaseException):
         raise data
@@ -288,7 +203,7 @@ async def read_leaf_chunks(
             data, meta = await _established(session, plan)
         except Exception as err:
             return err
-        if meta == _SAME:
+        if meta == SAME:
             declared = session.view.arrays[plan.array]
             assert isinstance(declared, FieldArray)
             meta = declared.source_meta
@@ -311,7 +226,7 @@ async def _captured_bytes(session: HiveSession, plan: LeafRead) -> Any:
 
 
 async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) -> Any:
-    """``_SAME``, the leaf array's metadata when its encoding differs, or ``None``."""
+    """``SAME``, the leaf array's metadata when its encoding differs, or ``None``."""
 
     async def load() -> Any:
         payload = await read_document(session.backend, plan.meta)
@@ -319,7 +234,7 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
             return None
         meta, coded = _checked_meta(payload, plan.meta)
         check_dimensions(meta, array, plan.meta)
-        return _SAME if coded == array.declared_encoding else meta
+        return SAME if coded == array.declared_encoding else meta
 
     if not plan.immutable:
         return await load()
@@ -403,7 +318,7 @@ async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | No
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     meta = await _leaf_meta(session, plan, array)
-    return None if meta is None else meta == _SAME
+    return None if meta is None else meta == SAME
 
 
 def remember_template(session: HiveSession, level: Level) -> None:
@@ -424,7 +339,7 @@ def remember_template(session: HiveSession, level: Level) -> None:
             except HiveFormatError:
                 continue
             same = encoding(meta) == array.declared_encoding
-            session.leaf_metas.put(key, _SAME if same else meta)
+            session.leaf_metas.put(key, SAME if same else meta)
 
 
 async def _read(
@@ -473,18 +388,18 @@ async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
         whole = await _read(session, key)
         if whole is None:
             return None
-        span = inner_span(shard_entries(whole, check, key), plan.part)
-        data: Bytes | None = None if span is None else memoryview(whole)[span.start : span.end]
+        inner = inner_range(shard_entries(whole, check, key), plan.part)
+        data: Bytes | None = None if inner is None else memoryview(whole)[inner.start : inner.end]
     else:
         read = functools.partial(_read_sized, session)
         entries = await session.indexes.get(key, lambda: load_index(read, key, check))
-        span = None if entries is None else inner_span(entries, plan.part)
-        data = None if span is None else await _read(session, key, span)
-    if span is None:
+        inner = None if entries is None else inner_range(entries, plan.part)
+        data = None if inner is None else await _read(session, key, inner)
+    if inner is None:
         return None
-    size = span.end - span.start
+    size = inner.end - inner.start
     if data is None or len(memoryview(data)) != size:
-        raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {span.start}")
+        raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {inner.start}")
     check_chunk(data, ChunkCheck(nbytes=check.inner_nbytes), None, key)
     return slice_bytes(data, plan.byte_range)
 
@@ -504,7 +419,7 @@ def size_known(session: HiveSession, plan: Plan) -> bool:
         isinstance(plan, Passthrough)
         and plan.byte_range is None
         and plan.immutable
-        and session.leaf_metas.peek(plan.meta, None) == _SAME
+        and session.leaf_metas.peek(plan.meta, None) == SAME
     )
 
 

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
 
 
+SAME = "same"
+"""What a session's leaf metadata cache keeps for a leaf array encoded as declared: its
+chunks are served as planned."""
+
 @dataclass(frozen=True)
 class Document:
     """A node's ``zarr.json`` (or ``byte_range`` of it), generated from the view."""

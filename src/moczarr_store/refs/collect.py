@@ -49,7 +49,7 @@ import numpy as np
 from numcodecs import Blosc
 
 from ..cache import AsyncCache
-from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_span
+from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_range
 from ..errors import OptionError, TruncatedChunkError
 from ..io.ranges import BytesLike
 from ..io.reader import ObjectStat
@@ -349,10 +349,10 @@ async def _referenced(
         return _whole(plan, coords, stat, payload)
     assert entries is not None  # a shard's source carries its index
     if isinstance(plan, InnerRange):
-        span = inner_span(entries, plan.part)
-        if span is None:
+        inner = inner_range(entries, plan.part)
+        if inner is None:
             return None
-        return Chunk(coords, "ref", plan.object, span.start, span.end - span.start)
+        return Chunk(coords, "ref", plan.object, inner.start, inner.end - inner.start)
     assert isinstance(plan, Reframe)
     payload = _contiguous(entries, plan.check, stat.size)
     if payload is None:

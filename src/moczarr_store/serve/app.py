@@ -36,8 +36,15 @@ from ..errors import MocHiveError
 from ..read.execute import execute
 from ..read.plan import Absent, plan_key
 from .generations import DEFAULT_STAMP_TTL, Generation, Generations, store_factory
-from .protocol import Span, Unsatisfiable, byte_range, names_tag, none_match, range_applies
-from .resource import Found, find, leaf_tag, read_span, whole
+from .representation import (
+    ByteRange,
+    Unsatisfiable,
+    byte_range,
+    names_tag,
+    none_match,
+    range_applies,
+)
+from .resource import Found, find, leaf_tag, read_range, whole
 
 logger = logging.getLogger("moczarr_store.serve")
 access_logger = logging.getLogger("moczarr_store.serve.access")
@@ -145,34 +152,33 @@ class KeyServer:
             return self._not_found(generation, now)
         if none_match(if_none_match, found.etag):
             return Response(None, 304, headers={"ETag": found.etag, **cache})
-        span = byte_range(ranged, found.size)
-        if span is not None and not range_applies(headers.get("if-range"), found.etag):
-            span = None
+        selected = byte_range(ranged, found.size)
+        if selected is not None and not range_applies(headers.get("if-range"), found.etag):
+            selected = None
         common = {"ETag": found.etag, "Accept-Ranges": "bytes", **cache}
-        if isinstance(span, Unsatisfiable):
+        if isinstance(selected, Unsatisfiable):
             return Response(
                 None, 416, headers={**common, "Content-Range": f"bytes */{found.size}"}
             )
-        return await self._bytes(generation, request, found, span, common)
+        return await self._bytes(generation, request, found, selected, common)
 
     async def _bytes(
         self,
         generation: Generation,
         request: Request,
         found: Found,
-        span: Span | None,
+        selected: ByteRange | None,
         common: dict[str, str],
     ) -> Response:
         status, length, extra = 200, found.size, {}
-        if span is not None:
-            status, length = 206, span.end - span.start
-            extra = {"Content-Range": span.content_range(found.size)}
+        if selected is not None:
+            status, length = 206, selected.end - selected.start
+            extra = {"Content-Range": selected.content_range(found.size)}
         if request.method == "HEAD":
             payload = None
         else:
-            payload = await (
-                whole(generation, found) if span is None else read_span(generation, found, span)
-            )
+            payload = await (whole(generation, found) if selected is None
+                             else read_range(generation, found, selected))
             if payload is None:  # the object went away after its size was read
                 return self._not_found(generation, self.generations.now())
             length = len(payload)

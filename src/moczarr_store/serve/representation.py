@@ -23,7 +23,7 @@ _HUGE = 10**30  # any bound with more digits than this is past every object
 
 
 @dataclass(frozen=True)
-class Span:
+class ByteRange:
     """Bytes ``[start, end)`` of a representation (``end`` exclusive)."""
 
     start: int
@@ -44,8 +44,8 @@ def _number(digits: str) -> int:
     return int(digits) if len(digits) <= 30 else _HUGE
 
 
-def byte_range(header: str | None, size: int) -> Span | Unsatisfiable | None:
-    """The span a ``Range`` header selects in a ``size``-byte representation: ``None``
+def byte_range(header: str | None, size: int) -> ByteRange | Unsatisfiable | None:
+    """The byte range a ``Range`` header selects in a ``size``-byte representation: ``None``
     for the whole representation (no header, or one that is ignored, see the module)."""
     if header is None:
         return None
@@ -59,14 +59,14 @@ def byte_range(header: str | None, size: int) -> Span | Unsatisfiable | None:
         n = _number(last)
         if n == 0 or size == 0:
             return UNSATISFIABLE
-        return Span(max(0, size - n), size)
+        return ByteRange(max(0, size - n), size)
     start = _number(first)
     end = _number(last) + 1 if last else size
     if last and end <= start:
         return None  # last < first: an invalid range, ignored
     if start >= size:
         return UNSATISFIABLE
-    return Span(start, min(end, size))
+    return ByteRange(start, min(end, size))
 
 
 def _tags(header: str) -> list[str]:
