@@ -2,6 +2,7 @@
 obstore (:mod:`.remote`), both behind one interface (:class:`.reader.Reader`), and the
 facade the package reads with (:class:`.backend.Backend`). Byte ranges
 (:mod:`.ranges`), URLs (:mod:`.urls`) and the redaction of credentials (:mod:`.redact`)
-each have their own module; this package imports nothing of the rest of the package but
-its errors, options checks, buffers, memory maps and request slots.
+each have their own module. It imports nothing that reads hives: only the package's
+errors, option checks, storage options, buffers, memory maps, request slots and logger
+(``tests/store/test_imports.py`` checks it).
 """
