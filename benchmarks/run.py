@@ -1010,7 +1010,7 @@ def measure_remote(hive: Path, group: str, field: str, rounds: int = 3) -> None:
     import obstore
 
     sys.path.insert(0, str(REPO / "tests"))
-    from servers import PREFIX, S3Server, s3_options, s3_url  # the tests' loopback S3
+    from support.servers import PREFIX, S3Server, s3_options, s3_url  # the tests' loopback S3
 
     from moczarr_store.options import DEFAULT_MAX_CONCURRENCY
 
