@@ -24,9 +24,8 @@ POOLED_STEP = 64 << 10  # kept sizes are multiples of it: objects of near sizes 
 
 
 def uninitialised(nbytes: int) -> memoryview:
-    """``nbytes`` writable, uninitialised bytes: ``bytearray(nbytes)`` zero-fills first,
-    which took half the time of a page-cached 262 KB read (benchmarks/README, "One field
-    against the disk": the local read's buffer)."""
+    """``nbytes`` writable, uninitialised bytes: ``bytearray(nbytes)`` zero-fills first:
+    one more pass over the bytes before they are read."""
     return np.empty(nbytes, np.uint8).data
 
 

@@ -78,8 +78,7 @@ def _check_relative(path: str) -> None:
 
 class LocalReader:
     """A local hive read with plain file I/O: inline when the page cache holds an object
-    (``preadv`` with ``RWF_NOWAIT``; benchmarks/README, "One field against the disk"),
-    else on a worker thread.
+    (``preadv`` with ``RWF_NOWAIT``), else on a worker thread.
 
     Unless ``follow_links``, an object or directory whose real path leaves the root is
     refused with :class:`OutsideRootError`. The real paths of directories found inside are

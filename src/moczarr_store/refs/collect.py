@@ -16,7 +16,7 @@ nothing (the fill value).
   per-cell coordinates ``morton`` and ``cell_ids``, when unsharded in chunks of at least
   ``COMPRESS_MIN_ROWS``, published with Blosc (zstd, byte shuffle) after their ``bytes``
   codec: far smaller, compressed quickly (computed, they would otherwise be most of an
-  export's bytes; benchmarks/README, "Reference exports"). Sharded ones stay as served:
+  export's bytes). Sharded ones stay as served:
   a compressor after ``sharding_indexed`` would hide the sharding from zarr (its
   ``chunks`` would become the shard), so xarray would no longer chunk them as the fields;
   and compressing each small inner chunk apart costs a call per chunk, more than it saves.

@@ -27,9 +27,7 @@ from ..io.reader import ObjectStat
 from .collect import Collected
 from .manifest import group_doc, manifest_array
 
-# native chunks written concurrently (Icechunk's store.set per chunk: benchmarks/README,
-# "Reference exports")
-NATIVE_BATCH = 256
+NATIVE_BATCH = 256  # native chunks written concurrently (Icechunk takes one store.set each)
 
 
 def store_config(prefix: str) -> Any:
