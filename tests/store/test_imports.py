@@ -80,7 +80,8 @@ def test_no_module_imports_itself_back():
 def test_the_io_layer_reads_no_hive():
     allowed = {"moczarr_store.errors", "moczarr_store.options", "moczarr_store.buffers",
                "moczarr_store.mapped", "moczarr_store.slots", "moczarr_store.storage",
-               "moczarr_store.diagnostics", "moczarr_store.tunables", "moczarr_store.hive.aoi",
+               "moczarr_store.diagnostics", "moczarr_store.hints", "moczarr_store.tunables",
+               "moczarr_store.hive.aoi",
                "moczarr_store.hive.paths", "moczarr_store.hive.ids"}
     for name, imported in GRAPH.items():
         if name.startswith("moczarr_store.io"):

@@ -107,7 +107,9 @@ class LocalReader:
     def ready(self) -> None:
         if not self._ready:
             if not os.path.isdir(self.root):
-                raise FileNotFoundError(f"hive root {self.root} does not exist")
+                from ..hints import missing_root
+
+                raise missing_root(self.root)
             self._ready = True
 
     def _inside(self, real: str) -> bool:

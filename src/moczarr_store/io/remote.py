@@ -60,7 +60,9 @@ class ObstoreReader:
             if self.url.startswith("file://"):
                 path = self.url[len("file://") :]
                 if not os.path.isdir(path):
-                    raise FileNotFoundError(f"hive root {path} does not exist")
+                    from ..hints import missing_root
+
+                    raise missing_root(path)
                 self._store = obstore.store.LocalStore(path, **self.options)
             else:
                 self._store = obstore.store.from_url(self.url, **self.options)
