@@ -325,7 +325,8 @@ def test_a_warm_span_refuses_a_shard_whose_index_lies_naming_it(full_span):
     root, array, want = full_span
     shard = _shard(root, 0)
     raw = bytearray(shard.read_bytes())
-    raw[256:272] = raw[272:288]  # inner chunk 0 names inner chunk 1's bytes
+    length = int.from_bytes(raw[264:272], "little")  # inner chunk 0 claims one byte more
+    raw[264:272] = (length + 1).to_bytes(8, "little")  # (aliasing entries are valid)
     raw[-4:] = google_crc32c.value(bytes(raw[256:-4])).to_bytes(4, "little")
     shard.write_bytes(bytes(raw))
     with pytest.raises(TruncatedChunkError, match=re.escape(shard.relative_to(root).as_posix())):
