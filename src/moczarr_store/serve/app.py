@@ -8,7 +8,9 @@ key can have), and every other path a virtual key. Keys answer ``GET`` and ``HEA
 :mod:`.generations` for how long bytes may be cached.
 
 Status codes: 200/206 with the bytes; 304 when ``If-None-Match`` names the current tag;
-404 for keys outside the hierarchy and for chunks with nothing stored (the fill value);
+404 for keys outside the hierarchy and for chunks with nothing stored (the fill value),
+204 instead when the URL's query says ``absent=204`` (the viewer's spelling: an expected
+absence is not an error in a browser's console);
 416 with ``Content-Range: bytes */N`` for an unsatisfiable range; 502 with a one-line
 reason naming the object when the hive cannot be read or is damaged (logged once per
 reason on the ``moczarr_store.serve`` logger); 500 for anything unexpected. Every
@@ -118,11 +120,15 @@ class KeyServer:
         if not is_candidate(key, request.scope.get("raw_path")):
             return self._not_found(generation, now)
         try:
-            return await self._answer(generation, now, key, request)
+            answer = await self._answer(generation, now, key, request)
         except (MocHiveError, OSError, ValueError) as err:
             return self._failed(generation, 502, key, err)
         except Exception as err:
             return self._failed(generation, 500, key, err)
+        if answer.status_code == 404 and request.query_params.get("absent") == "204":
+            # the viewer's spelling: an absent chunk (its fill value) is expected, not an error
+            return Response(None, 204, headers=self._cache(generation, now))
+        return answer
 
     async def _answer(
         self, generation: Generation, now: float, key: str, request: Request

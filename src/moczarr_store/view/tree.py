@@ -53,6 +53,25 @@ def cell_ids_attrs(cell_order: int, group_attrs: dict) -> dict:
     return attrs
 
 
+MAX_MOC_CHARS = 65_536
+"""The longest ``coverage_moc`` a level group carries (longer: omitted)."""
+
+
+def coverage_moc(level: Level) -> dict:
+    """``{"coverage_moc": "ORDER/A-B C ..."}``: the level's nodes (its rows, node after
+    node, ``cells_per_node`` each) as an IVOA MOC 2.0 ASCII string at the node order, so a
+    client maps rows to cells without reading ``cell_ids``; empty when longer than
+    ``MAX_MOC_CHARS``. Cost: O(nodes) in numpy."""
+    nodes = level.node_ranks.astype(np.int64) - 4**level.node_order
+    if nodes.size > MAX_MOC_CHARS // 2:
+        return {}
+    cut = np.flatnonzero(np.diff(nodes) != 1)
+    firsts, lasts = nodes[np.r_[0, cut + 1]].tolist(), nodes[np.r_[cut, nodes.size - 1]].tolist()
+    parts = [f"{a}-{b}" if b > a else f"{a}" for a, b in zip(firsts, lasts, strict=True)]
+    text = f"{level.node_order}/{' '.join(parts)}" if nodes.size else ""
+    return {"coverage_moc": text} if len(text) <= MAX_MOC_CHARS else {}
+
+
 class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
@@ -154,6 +173,7 @@ class View:
                     "objects": level.artifact,
                     "nodes": level.n_nodes,
                     "cells_per_node": level.cells_per_node,
+                    **coverage_moc(level),
                 },
             },
         )
