@@ -19,7 +19,8 @@ try {
   page.on("pageerror", (e) => report.errors.push(`page: ${e.message}`));
   page.on("requestfailed", (r) => report.errors.push(`request: ${r.url()} ${r.failure()?.errorText}`));
   page.on("response", (r) => r.status() >= 400 && report.failed.push({ url: r.url(), status: r.status() }));
-  const key = (r) => r.url().startsWith(url.split("?")[0]) && !r.url().includes("/.static/");
+  // the hierarchy's keys: not the page, nor its scripts and coastlines (/.static/)
+  const key = (r) => r.resourceType() !== "document" && !new URL(r.url()).pathname.startsWith("/.static/");
   page.on("request", (r) => {
     if (!key(r)) return;
     report.requests++;

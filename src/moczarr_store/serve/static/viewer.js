@@ -12,7 +12,9 @@ import {
   cellBox, chunksFor, coveredNodes, limitedFetch, meets, openLevel, readChunk, rowOfCell,
 } from "./levels.js";
 
-const MAX_CELLS = 600_000; // the most cells one view reads of one order
+const params = new URLSearchParams(location.search);
+// the most cells one view reads of one order (?max_cells= lowers it, e.g. for a slow machine)
+const MAX_CELLS = Math.min(600_000, Number(params.get("max_cells")) || Infinity);
 const MIN_CELL_PX = 4; // refine while a cell of the finer order is at least this wide
 const BINS = 64; // colours per frame
 const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962",
@@ -169,8 +171,9 @@ async function readAll(part, signal, ticket) {
   }));
 }
 
-/** Reads what the view needs (dropping what earlier views queued) and draws as it goes. */
-async function refresh() {
+/** Reads what the view needs (dropping what earlier views queued) and draws as it goes;
+ * checks the hierarchy is the one opened before (unless `checked`) and after reading. */
+async function refresh(checked = false) {
   controller.abort();
   controller = new AbortController();
   const { signal } = controller;
@@ -180,7 +183,7 @@ async function refresh() {
   state.plan = p;
   status(`reading ${state.product}/${state.field}…`);
   try {
-    await sameHierarchy();
+    if (!checked) await sameHierarchy();
     if (p.coarse) await readAll(p.coarse, signal, ticket);
     if (ticket !== state.ticket) return;
     draw();
@@ -473,7 +476,7 @@ async function choose(product, field, window = 0) {
   const start = state.start;
   state.start = null; // the address's view applies to the first field shown
   state.view = start ?? fit(await dataBoxes());
-  await refresh();
+  await refresh(true);
 }
 
 /** Zoom by `factor` about the canvas point (x, y) (default: the centre) and redraw. */
@@ -551,7 +554,6 @@ function fail(err) {
 /** The first field of the first product, or ?product=&field=&window= from the address
  * (and &view=lon,lat,pixels-per-degree). */
 function initial() {
-  const params = new URLSearchParams(location.search);
   const view = (params.get("view") ?? "").split(",").map(Number);
   if (view.length === 3 && view.every(Number.isFinite)) {
     state.start = { lon: view[0], lat: view[1], scale: view[2] };
@@ -570,13 +572,15 @@ window.viewer = {
     zoomView(factor, ...project(state.view, lon, lat));
     await refresh();
   },
-  /** The centre of the first cell holding a value at the order shown. */
+  /** The centre of the first cell holding a value at the order shown (else of the first
+   * covered node). */
   firstCell: () => {
     for (const c of loadedOf(state.plan.target ?? state.plan.coarse)) {
       const i = c.values.findIndex((v) => v === v);
       if (i >= 0) return centre(c.ids[i], c.order);
     }
-    return null;
+    const { source } = state.plan;
+    return centre(coveredNodes(source).next().value[1], source.moc.order);
   },
   /** Canvas point of (lon, lat). */
   at: (lon, lat) => project(state.view, lon, lat),
