@@ -177,7 +177,8 @@ def test_viewer_draws_the_stores_values(fixture, query, zoom, options, tmp_path)
     assert all(k.startswith(f"{product}/o") and k.split("/")[2] in (field, "window")
                for k in chunk_keys)  # the field, and a windowed one's labels
     if zoom:  # the pointer rests on the cell zoomed about
-        cell, order, value = re.fullmatch(r"cell (\d+) \(order (\d+)\): (.*)", state["pointer"]).groups()
+        named = re.fullmatch(r"cell (\d+) \(order (\d+)\): (.*)", state["pointer"])
+        cell, order, value = named.groups()
         assert int(order) == state["order"]
         row = np.flatnonzero(ids == int(cell))
         assert row.size == 1
@@ -309,7 +310,8 @@ def test_an_absent_chunk_asked_as_the_viewer_asks_is_204(tmp_path):
         assert get(f"{server.url}/{absent}")[0] == 404
         assert get(f"{server.url}/{absent}?absent=204") == (204, b"")
         status, body = get(f"{server.url}/{present}?absent=204")
-        assert status == 200 and body == sync(local.get(present, default_buffer_prototype())).to_bytes()
+        stored = sync(local.get(present, default_buffer_prototype()))
+        assert status == 200 and body == stored.to_bytes()
 
 
 def test_a_browser_reloading_after_a_restart_on_a_grown_hive_reads_the_grown_hive(
