@@ -84,8 +84,10 @@ export function meets(box, view) {
   return [-360, 0, 360].some((k) => box[0] + k <= view.e && box[1] + k >= view.w);
 }
 
-/** One order of a product as served, for one field. Null when the level's group carries
- * no coverage_moc (the rows cannot be mapped to cells without reading cell_ids). */
+/** One order of a product as served, for one field (null when its group carries no
+ * coverage_moc). `placed`: whether rows map to cells, i.e. the MOC lists the level's nodes
+ * (or the arrays span the sphere, rows being NESTED ids); a coarser MOC (a long one
+ * coarsened by the server) still says where the data may be. */
 export function openLevel(nodes, root, product, order, field) {
   const group = nodes.get(`${product}/o${order}`);
   const meta = nodes.get(`${product}/o${order}/${field}`);
@@ -96,13 +98,15 @@ export function openLevel(nodes, root, product, order, field) {
   const starts = []; // node index of each run's first node
   let count = 0;
   for (const [a, b] of moc.runs) { starts.push(count); count += b - a + 1; }
+  const sphere = cells === 12 * 4 ** order; // rows are the NESTED ids of the whole sphere
+  const cpm = 4 ** (order - moc.order); // cells per MOC cell
   return {
-    product, order, field, meta, moc, starts, nodes: count,
+    product, order, field, meta, moc, starts, nodes: count, cpm,
+    placed: sphere || cpm === info.cells_per_node,
     path: `${product}/o${order}/${field}`,
-    cpn: info.cells_per_node,
     depth: order - moc.order,
     cells,
-    sphere: cells === 12 * 4 ** order, // rows are the NESTED ids of the whole sphere
+    sphere,
     rows: chunkRows(meta),
     windowed: meta.dimension_names?.[0] === "window",
     fill: meta.fill_value === "NaN" ? NaN : Number(meta.fill_value),
@@ -118,10 +122,17 @@ export function* coveredNodes(level) {
   for (const [a, b] of level.moc.runs) for (let n = a; n <= b; n++) yield [index++, n];
 }
 
+/** Each covered node meeting `view` (all when null), as [index, id]. */
+export function* visibleNodes(level, view) {
+  for (const [index, node] of coveredNodes(level)) {
+    if (!view || meets(nodeBox(level, node), view)) yield [index, node];
+  }
+}
+
 /** The NESTED id (at the level's cell order) of `row`, or -1 outside the covered nodes. */
 export function cellOfRow(level, row) {
   if (level.sphere) return row;
-  const index = Math.floor(row / level.cpn);
+  const index = Math.floor(row / level.cpm);
   let lo = 0;
   let hi = level.starts.length - 1;
   while (lo < hi) { // the last run starting at or before index
@@ -129,12 +140,12 @@ export function cellOfRow(level, row) {
     if (level.starts[mid] <= index) lo = mid; else hi = mid - 1;
   }
   const node = level.moc.runs[lo][0] + index - level.starts[lo];
-  return node > level.moc.runs[lo][1] ? -1 : node * level.cpn + (row % level.cpn);
+  return node > level.moc.runs[lo][1] ? -1 : node * level.cpm + (row % level.cpm);
 }
 
 /** The row of NESTED cell `id` (at the cell order), or -1 when no covered node holds it. */
 export function rowOfCell(level, id) {
-  const node = Math.floor(id / level.cpn);
+  const node = Math.floor(id / level.cpm);
   if (level.sphere) return id;
   let lo = 0;
   let hi = level.moc.runs.length - 1;
@@ -143,7 +154,7 @@ export function rowOfCell(level, id) {
     const [a, b] = level.moc.runs[mid];
     if (node < a) hi = mid - 1;
     else if (node > b) lo = mid + 1;
-    else return (level.starts[mid] + node - a) * level.cpn + (id % level.cpn);
+    else return (level.starts[mid] + node - a) * level.cpm + (id % level.cpm);
   }
   return -1;
 }
@@ -156,21 +167,22 @@ function nodeBox(level, node) {
 
 /** The first row of the node with index `index` and id `node`. */
 function firstRow(level, index, node) {
-  return (level.sphere ? node : index) * level.cpn;
+  return (level.sphere ? node : index) * level.cpm;
 }
 
 /** The chunk indices (ascending) whose rows hold cells of covered nodes meeting `view`
- * (all covered nodes when `view` is null). Cost: one box per covered node (cached), and
- * below a node one box per visible block of a chunk's size when chunks are smaller. */
-export function chunksFor(level, view) {
+ * (all covered nodes when `view` is null); null as soon as they would hold more than
+ * `limit` cells. Cost: one box per covered node (cached), and below a node one box per
+ * visible block of a chunk's size when chunks are smaller. */
+export function chunksFor(level, view, limit = Infinity) {
   const out = new Set();
   const R = level.rows;
-  const inner = Math.log(level.cpn / R) / Math.log(4); // block order below the node order
-  for (const [index, node] of coveredNodes(level)) {
-    if (view && !meets(nodeBox(level, node), view)) continue;
+  const inner = Math.log(level.cpm / R) / Math.log(4); // block order below the node order
+  for (const [index, node] of visibleNodes(level, view)) {
+    if (out.size * level.rows > limit) return null;
     const r0 = firstRow(level, index, node);
-    if (!view || R >= level.cpn || !Number.isInteger(inner)) {
-      for (let k = Math.floor(r0 / R); k <= Math.floor((r0 + level.cpn - 1) / R); k++) out.add(k);
+    if (!view || R >= level.cpm || !Number.isInteger(inner)) {
+      for (let k = Math.floor(r0 / R); k <= Math.floor((r0 + level.cpm - 1) / R); k++) out.add(k);
       continue;
     }
     const descend = (id, order) => { // id at `order`, below `node`
@@ -183,7 +195,7 @@ export function chunksFor(level, view) {
     };
     descend(node, level.moc.order);
   }
-  return [...out].sort((a, b) => a - b);
+  return out.size * level.rows > limit ? null : [...out].sort((a, b) => a - b);
 }
 
 /** Chunk `k` of the level's field (for window `w`): its first row, and per row the cell id

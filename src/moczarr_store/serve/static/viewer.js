@@ -9,7 +9,7 @@ import * as zarr from "zarrita";
 import { landRings } from "./coast.js";
 import { cellAt, centre, outline } from "./healpix.js";
 import {
-  cellBox, chunksFor, coveredNodes, limitedFetch, meets, openLevel, readChunk, rowOfCell,
+  cellBox, chunksFor, coveredNodes, limitedFetch, openLevel, readChunk, rowOfCell, visibleNodes,
 } from "./levels.js";
 
 const params = new URLSearchParams(location.search);
@@ -138,22 +138,23 @@ function levelOf(order) {
  * MAX_CELLS cells, and the finest order whose cells are at least MIN_CELL_PX wide with at
  * most MAX_CELLS cells in the chunks covering the view (null: none; the coverage is drawn). */
 function plan() {
-  const levels = ordersOf(state.product, state.field).map(levelOf);
+  const all = ordersOf(state.product, state.field).map(levelOf);
+  const levels = all.filter((level) => level.placed);
   const coarse = levels[0];
-  const whole = chunksFor(coarse, null);
+  const whole = coarse && chunksFor(coarse, null, MAX_CELLS);
   const box = bounds(state.view);
   let target = null;
   let chunks = [];
   for (const level of [...levels].reverse()) {
     if (level !== coarse && (58.6 / 2 ** level.order) * state.view.scale < MIN_CELL_PX) continue;
-    const ks = chunksFor(level, box);
-    if (ks.length * level.rows <= MAX_CELLS) { [target, chunks] = [level, ks]; break; }
+    const ks = chunksFor(level, box, MAX_CELLS);
+    if (ks) { [target, chunks] = [level, ks]; break; }
   }
-  const first = whole.length * coarse.rows <= MAX_CELLS ? { level: coarse, chunks: whole } : null;
+  const first = whole ? { level: coarse, chunks: whole } : null;
   return {
     coarse: first,
     target: first && target === coarse ? first : target && { level: target, chunks },
-    source: levels.at(-1), // its nodes are the coverage
+    source: all.at(-1), // its nodes are the coverage
   };
 }
 
@@ -200,7 +201,8 @@ async function refresh(checked = false) {
   const orders = ordersOf(state.product, state.field);
   status(shown
     ? `${state.product}/o${state.order}/${state.field}: ${state.drawn} cells drawn, order ${state.order} of ${orders.join(", ")}; ${net.stats.requests} requests`
-    : `${state.product}/${state.field}: coverage of ${p.source.nodes} nodes (order ${p.source.moc.order}); zoom in to read values`);
+    : `${state.product}/${state.field}: coverage of ${p.source.nodes} nodes (order ${p.source.moc.order}); ` +
+      (p.source.placed ? "zoom in to read values" : "its rows cannot be placed from this coarser coverage (too many nodes for the group's coverage_moc), so no values are read"));
   document.body.dataset.state = "drawn";
 }
 
@@ -331,9 +333,7 @@ function drawCells(chunks, order, [min, max]) {
 function drawCoverage(level) {
   const path = new Path2D();
   const box = bounds(state.view);
-  for (const [, node] of coveredNodes(level)) {
-    if (meets(cellBox(node, level.moc.order), box)) addCell(path, state.view, node, level.moc.order);
-  }
+  for (const [, node] of visibleNodes(level, box)) addCell(path, state.view, node, level.moc.order);
   ctx.fillStyle = "#b0bec5";
   ctx.strokeStyle = "#90a4ae";
   ctx.lineWidth = 1;
@@ -423,9 +423,9 @@ function fit(boxes) {
  * (read whole), else of the covered nodes of the finest order. */
 async function dataBoxes() {
   const levels = ordersOf(state.product, state.field).map(levelOf);
-  const coarse = levels[0];
-  const whole = chunksFor(coarse, null);
-  if (whole.length * coarse.rows <= MAX_CELLS) {
+  const coarse = levels.find((level) => level.placed);
+  const whole = coarse && chunksFor(coarse, null, MAX_CELLS);
+  if (whole) {
     await readAll({ level: coarse, chunks: whole }, controller.signal, state.ticket);
     const boxes = [];
     for (const k of whole) {
