@@ -3,7 +3,7 @@
 // over Natural Earth's coastlines. It draws the product's coarsest order whole when that
 // order is small, else the coverage (the nodes of the finest order), and for the view reads
 // only the chunks of the finest order whose cells are at least MIN_CELL_PX wide and whose
-// visible chunks hold at most MAX_CELLS cells (levels.js); at most MAX_IN_FLIGHT requests
+// visible chunks hold at most budget() cells (levels.js); at most MAX_IN_FLIGHT requests
 // are in flight.
 import * as zarr from "zarrita";
 import { landRings } from "./coast.js";
@@ -13,9 +13,14 @@ import {
 } from "./levels.js";
 
 const params = new URLSearchParams(location.search);
-// the most cells one view reads of one order (?max_cells= lowers it, e.g. for a slow machine)
-const MAX_CELLS = Math.min(600_000, Number(params.get("max_cells")) || Infinity);
 const MIN_CELL_PX = 4; // refine while a cell of the finer order is at least this wide
+const LIMIT = Number(params.get("max_cells")) || Infinity; // ?max_cells= lowers the budget
+
+/** The most cells one view reads of one order: 4 times as many as the canvas holds at
+ * MIN_CELL_PX wide (chunks rarely fit the view), at least 50,000, at most ?max_cells=. */
+function budget() {
+  return Math.min(LIMIT, Math.max(50_000, (4 * canvas.width * canvas.height) / MIN_CELL_PX ** 2));
+}
 const BINS = 64; // colours per frame
 const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962",
   "#addc30", "#fde725"].map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
@@ -135,19 +140,19 @@ function levelOf(order) {
 }
 
 /** What to read for the current view: the coarsest order whole when it holds at most
- * MAX_CELLS cells, and the finest order whose cells are at least MIN_CELL_PX wide with at
- * most MAX_CELLS cells in the chunks covering the view (null: none; the coverage is drawn). */
+ * budget() cells, and the finest order whose cells are at least MIN_CELL_PX wide with at
+ * most budget() cells in the chunks covering the view (null: none; the coverage is drawn). */
 function plan() {
   const all = ordersOf(state.product, state.field).map(levelOf);
   const levels = all.filter((level) => level.placed);
   const coarse = levels[0];
-  const whole = coarse && chunksFor(coarse, null, MAX_CELLS);
+  const whole = coarse && chunksFor(coarse, null, budget());
   const box = bounds(state.view);
   let target = null;
   let chunks = [];
   for (const level of [...levels].reverse()) {
     if (level !== coarse && (58.6 / 2 ** level.order) * state.view.scale < MIN_CELL_PX) continue;
-    const ks = chunksFor(level, box, MAX_CELLS);
+    const ks = chunksFor(level, box, budget());
     if (ks) { [target, chunks] = [level, ks]; break; }
   }
   const first = whole ? { level: coarse, chunks: whole } : null;
@@ -424,7 +429,7 @@ function fit(boxes) {
 async function dataBoxes() {
   const levels = ordersOf(state.product, state.field).map(levelOf);
   const coarse = levels.find((level) => level.placed);
-  const whole = coarse && chunksFor(coarse, null, MAX_CELLS);
+  const whole = coarse && chunksFor(coarse, null, budget());
   if (whole) {
     await readAll({ level: coarse, chunks: whole }, controller.signal, state.ticket);
     const boxes = [];
