@@ -197,7 +197,7 @@ async function refresh(checked = false) {
     if (p.target && p.target !== p.coarse) await readAll(p.target, signal, ticket);
     await sameHierarchy();
   } catch (err) {
-    if (ticket !== state.ticket && err.name === "AbortError") return;
+    if (ticket !== state.ticket) return; // a later view reads what it needs
     throw err;
   }
   if (ticket !== state.ticket) return;
