@@ -274,9 +274,10 @@ function graticule(view) {
   ctx.stroke();
 }
 
-/** Adds the outline of cell `id` at `order` to `path`, at every copy of the world (±360°)
- * on the canvas; false when no copy is on it. Pole vertices widen to the map's edge. */
-function addCell(path, view, id, order) {
+/** Adds the outline of cell `id` at `order` to `shapes` (canvas points [x0, y0, x1, ...]),
+ * at every copy of the world (±360°) on the canvas; false when no copy is on it. Pole
+ * vertices widen to the map's edge. */
+function addCell(shapes, view, id, order) {
   const flat = outline(id, order, order < 4 ? 2 ** (4 - order) : 1);
   const pts = [];
   let prev = flat[0];
@@ -301,10 +302,27 @@ function addCell(path, view, id, order) {
     for (const [x, y] of xy) [x0, x1, y0, y1] = [Math.min(x0, x), Math.max(x1, x), Math.min(y0, y), Math.max(y1, y)];
     if (x1 < 0 || x0 > canvas.width || y1 < 0 || y0 > canvas.height) continue;
     on = true;
-    xy.forEach(([x, y], k) => (k ? path.lineTo(x, y) : path.moveTo(x, y)));
-    path.closePath();
+    shapes.push(x1 - x0 < 2 && y1 - y0 < 2 ? [x0, y0, Math.max(1, x1 - x0), Math.max(1, y1 - y0)] : xy.flat());
   }
   return on;
+}
+
+/** Fills (and strokes, closing the hairline gaps between neighbours) `shapes` in `style`:
+ * a shape of 4 numbers is a rectangle (a cell under 2 px), else a polygon. One path per
+ * cell: a single path of many thousand subpaths is slow to build in Chromium. */
+function fillShapes(shapes, fill, stroke = fill) {
+  ctx.fillStyle = fill;
+  ctx.strokeStyle = stroke;
+  ctx.lineWidth = 1;
+  for (const s of shapes) {
+    if (s.length === 4) { ctx.fillRect(s[0], s[1], s[2], s[3]); continue; }
+    ctx.beginPath();
+    ctx.moveTo(s[0], s[1]);
+    for (let i = 2; i < s.length; i += 2) ctx.lineTo(s[i], s[i + 1]);
+    ctx.closePath();
+    ctx.fill();
+    ctx.stroke();
+  }
 }
 
 /** The range of the values in `chunks` ([min, max]; min > max when none). */
@@ -315,7 +333,7 @@ function range(chunks) {
 }
 
 function drawCells(chunks, order, [min, max]) {
-  const paths = Array.from({ length: BINS }, () => new Path2D());
+  const bins = Array.from({ length: BINS }, () => []);
   const span = max > min ? max - min : 0;
   let drawn = 0;
   for (const c of chunks) {
@@ -323,27 +341,18 @@ function drawCells(chunks, order, [min, max]) {
       const v = c.values[i];
       if (v !== v) continue;
       const bin = span ? Math.min(BINS - 1, Math.floor(((v - min) / span) * BINS)) : BINS >> 1;
-      if (addCell(paths[bin], state.view, c.ids[i], order)) drawn++;
+      if (addCell(bins[bin], state.view, c.ids[i], order)) drawn++;
     }
   }
-  ctx.lineWidth = 1;
-  paths.forEach((path, bin) => {
-    ctx.fillStyle = ctx.strokeStyle = colour((bin + 0.5) / BINS);
-    ctx.fill(path);
-    ctx.stroke(path); // close the hairline gaps between neighbours
-  });
+  bins.forEach((shapes, bin) => fillShapes(shapes, colour((bin + 0.5) / BINS)));
   return drawn;
 }
 
 function drawCoverage(level) {
-  const path = new Path2D();
+  const shapes = [];
   const box = bounds(state.view);
-  for (const [, node] of visibleNodes(level, box)) addCell(path, state.view, node, level.moc.order);
-  ctx.fillStyle = "#b0bec5";
-  ctx.strokeStyle = "#90a4ae";
-  ctx.lineWidth = 1;
-  ctx.fill(path);
-  ctx.stroke(path);
+  for (const [, node] of visibleNodes(level, box)) addCell(shapes, state.view, node, level.moc.order);
+  fillShapes(shapes, "#b0bec5", "#90a4ae");
 }
 
 function drawLand(view, fill) {
