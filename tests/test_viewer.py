@@ -368,3 +368,23 @@ def test_a_page_held_open_across_a_restart_on_a_grown_hive_refuses_to_draw(hive_
     report = json.loads(out)
     assert report["page"] == "error", report
     assert "the hive on the server changed since this page opened it" in report["status"]
+
+
+def test_a_moc_too_long_for_the_group_is_coarsened_to_a_superset():
+    """100,000 scattered nodes at order 10 do not fit ``MAX_MOC_CHARS``: the group carries
+    their parents at the finest coarser order that fits, every node inside it."""
+    from types import SimpleNamespace
+
+    from moczarr_store.view.tree import MAX_MOC_CHARS, coverage_moc
+
+    rng = np.random.default_rng(1)
+    nodes = np.unique(rng.integers(0, 12 * 4**10, 100_000))
+    level = SimpleNamespace(node_order=10, node_ranks=(nodes + 4**10).astype(np.uint64))
+    text = coverage_moc(level)["coverage_moc"]
+    order, runs = text.split("/")
+    assert 0 < int(order) < 10 and len(text) <= MAX_MOC_CHARS
+    cells = np.concatenate([np.arange(int(a), int(b or a) + 1) for a, _, b in
+                            (r.partition("-") for r in runs.split())])
+    np.testing.assert_array_equal(cells, np.unique(nodes >> (2 * (10 - int(order)))))
+    exact = SimpleNamespace(node_order=10, node_ranks=(nodes[:100] + 4**10).astype(np.uint64))
+    assert coverage_moc(exact)["coverage_moc"].startswith("10/")
