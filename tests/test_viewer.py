@@ -388,3 +388,27 @@ def test_a_moc_too_long_for_the_group_is_coarsened_to_a_superset():
     np.testing.assert_array_equal(cells, np.unique(nodes >> (2 * (10 - int(order)))))
     exact = SimpleNamespace(node_order=10, node_ranks=(nodes[:100] + 4**10).astype(np.uint64))
     assert coverage_moc(exact)["coverage_moc"].startswith("10/")
+
+
+def test_the_first_view_fits_the_selected_windows_cells(tmp_path):
+    """``windowed``: window 2019 holds two neighbouring leaves over Greenland, 2020 also one
+    far south. Chosen with 2019, the view fits that window's cells (every centre inside,
+    less than 30 degrees wide), not the cells of all windows."""
+    from cdshealpix import nested
+
+    report = _browse("windowed", {"product": "atl06", "field": "h_mean", "window": "0"},
+                     None, {}, tmp_path)
+    state = report["state"]
+    assert report["errors"] == [] and state["page"] == "drawn"
+    group = zarr.open_group(MocHiveStore(FIXTURES / "windowed"), mode="r")["atl06/o7"]
+    values = group["h_mean"][0]
+    ids = group["cell_ids"][...][np.isfinite(values)].astype(np.uint64)
+    lon, lat = nested.healpix_to_lonlat(ids, 7)
+    lon = (lon.deg + 180) % 360 - 180
+    view, box = state["view"], state["map"]
+    half_w, half_h = box["width"] / 2 / view["scale"], box["height"] / 2 / view["scale"]
+    assert 2 * half_w < 30
+    assert np.all(np.abs(lon - view["lon"]) < half_w)
+    assert np.all(np.abs(lat.deg - view["lat"]) < half_h)
+    everywhere = group["cell_ids"][...][np.isfinite(group["h_mean"][...]).any(axis=0)]
+    assert len(everywhere) > len(ids)  # the other window holds cells elsewhere
