@@ -412,3 +412,19 @@ def test_the_first_view_fits_the_selected_windows_cells(tmp_path):
     assert np.all(np.abs(lat.deg - view["lat"]) < half_h)
     everywhere = group["cell_ids"][...][np.isfinite(group["h_mean"][...]).any(axis=0)]
     assert len(everywhere) > len(ids)  # the other window holds cells elsewhere
+
+
+def test_a_constant_field_has_a_one_value_legend(tmp_path):
+    """``pyramid2``'s southern node with at most 8 cells per view: order 3, whose one chunk
+    there holds one value (count 6). The legend names it once and says it is every value
+    (not "6 … 6")."""
+    from cdshealpix import nested
+
+    lon, lat = nested.healpix_to_lonlat(np.array([144], dtype=np.uint64), 2)
+    view = f"{lon.deg[0]:.4f},{lat.deg[0]:.4f},20"
+    query = {"product": "atl06", "field": "count", "max_cells": "8", "view": view}
+    state = _browse("pyramid2", query, None, {}, tmp_path)["state"]
+    assert state["page"] == "drawn" and state["order"] == 3 and state["read"] == [1]
+    legend = state["legend"]
+    assert legend["min"] == legend["max"] == "6"
+    assert (legend["min_text"], legend["max_text"]) == ("6", "(every value)")
