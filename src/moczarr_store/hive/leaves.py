@@ -13,12 +13,13 @@ from typing import Literal
 from zarr.abc.store import RangeByteRequest
 
 from ..cache import AsyncCache
+from ..errors import OutsideRootError
 from .ids import DECIMAL_RE
 from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json
 from .paths import short, split_leaf_name, validate_current
 
 STAMP_KEY = "morton_hive_commit"
-LeafState = Literal["stamped", "debris", "absent"]
+LeafState = Literal["stamped", "debris", "absent", "linked"]  # linked: out of the root
 PROVENANCE = ("role", "zagg_overview", "zagg_column")  # an object's role and its blocks
 # What a pyramid level checks of an object's role and provenance block (``Level.refusal``)
 _OVERVIEW_KEYS = ("spec", "cell_order", "node", "window")
@@ -191,7 +192,11 @@ class LeafCache(AsyncCache[Leaf]):
 
         async def load() -> Leaf:
             window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
-            return parse_leaf(path, await read(f"{path}/zarr.json", window))
+            try:
+                payload = await read(f"{path}/zarr.json", window)
+            except OutsideRootError:  # that object is refused, not the hive
+                return Leaf(path, "linked")
+            return parse_leaf(path, payload)
 
         return await self.get(path, load)
 
