@@ -383,10 +383,12 @@ function draw() {
   ctx.fillStyle = "#ffffff";
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (!view) return;
-  const [x0, y0] = project(view, -180, 90);
-  const [x1, y1] = project(view, 180, -90);
-  ctx.fillStyle = "#e8edf2";
-  ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
+  ctx.fillStyle = "#e8edf2"; // the sea, on every copy of the world
+  for (const shift of [-360, 0, 360]) {
+    const [x0, y0] = project(view, -180 + shift, 90);
+    const [x1, y1] = project(view, 180 + shift, -90);
+    ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
+  }
   drawLand(view, true);
   graticule(view);
   if (p) {
@@ -423,11 +425,20 @@ function legend([min, max]) {
   $("legend-max").dataset.value = empty ? "" : String(max);
 }
 
-/** A view of `boxes` ([w, e, s, n] each), or of the world. */
-function fit(boxes) {
+/** The bounds [w, e, s, n] of `boxes`. */
+function extent(boxes) {
   let [w, e, s, n] = [Infinity, -Infinity, Infinity, -Infinity];
   for (const b of boxes) [w, e, s, n] = [Math.min(w, b[0]), Math.max(e, b[1]), Math.min(s, b[2]), Math.max(n, b[3])];
-  if (!(e - w <= 180)) [w, e, s, n] = [-180, 180, Math.min(s, -60), Math.max(n, 60)];
+  return [w, e, s, n];
+}
+
+/** A view of `boxes` ([w, e, s, n] each; across the antimeridian when narrower so), or
+ * of the world. */
+function fit(boxes) {
+  const plain = extent(boxes);
+  const east = extent(boxes.map((b) => (b[1] < 0 ? [b[0] + 360, b[1] + 360, b[2], b[3]] : b)));
+  let [w, e, s, n] = east[1] - east[0] < plain[1] - plain[0] ? east : plain;
+  if (!(e - w <= 300)) [w, e, s, n] = [-180, 180, Math.min(s, -60), Math.max(n, 60)];
   const margin = Math.max(e - w, n - s) * 0.1 + 0.01;
   const scale = Math.min(canvas.width / (e - w + 2 * margin), canvas.height / (n - s + 2 * margin));
   return { lon: (w + e) / 2, lat: (s + n) / 2, scale: Math.max(scale, canvas.width / 400) };
