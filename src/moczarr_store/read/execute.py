@@ -37,12 +37,14 @@ from ..diagnostics import FIRST_NAMES, first_names
 from ..errors import (
     ChunkReadError,
     HiveFormatError,
+    LeafMovedError,
     LeafSchemaError,
     ObjectReadError,
     OutsideRootError,
     TruncatedChunkError,
 )
 from ..hive.jsonio import load_json, read_document
+from ..hive.leaves import tick
 from ..hive.level import Level
 from ..hive.paths import short
 from ..transcode import transcode
@@ -260,15 +262,41 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         meta = known
         data = await _captured_bytes(session, plan) if meta == _SAME else None
     if meta is None:  # no array metadata in this leaf version
+        await _settle_absence(session, plan, plan.meta)
         await _no_array(session, plan, array, data)
         return None, None
     if meta != _SAME:
         return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=meta)), meta
     if isinstance(data, BaseException):
+        if isinstance(data, TruncatedChunkError):  # perhaps removed between index and bytes
+            await _settle_absence(session, plan, None)
         raise data
     if data is None and plan.immutable:
+        await _settle_absence(session, plan, plan.object)
         await _check_version(session, plan, array)
     return data, meta
+
+
+async def _settle_absence(session: HiveSession, plan: LeafRead, missing: str | None) -> None:
+    """A read of a ``run-*`` version found nothing (``missing``: the key; ``None``: bytes
+    cut short). The version is immutable, so that is its content, unless the writer has
+    committed another version since and removed this one: the leaf's stamp is read again
+    (:meth:`~moczarr_store.hive.leaves.LeafCache.reread`: one GET, shared by the misses
+    of one leaf met together) and if it moved, :class:`LeafMovedError` makes the caller
+    plan the key again. A confirmed absence is remembered: the next read of that key
+    re-reads no stamp. Unversioned leaves are not checked (rewritten in place, they have
+    no version that could vanish). Cost: none for a key known absent, else one GET."""
+    if not plan.immutable or (missing is not None
+                              and session.absences.peek(missing) is not None):
+        return
+    after = tick()
+    leaf = await session.leaves.reread(plan.leaf, session.backend.get, after)
+    if leaf.state != "stamped" or leaf.current != plan.version:
+        now = f"version {leaf.current!r}" if leaf.state == "stamped" else f"{leaf.state}"
+        raise LeafMovedError(f"leaf {plan.leaf}: its commit stamp moved from version "
+                             f"{plan.version!r} to {now} while {plan.object} was read")
+    if missing is not None:
+        session.absences.put(missing, True)
 
 
 async def read_leaf_chunks(
@@ -458,10 +486,19 @@ async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
         return await shard_passthrough(read, indexes, key, check, plan.byte_range)
     if isinstance(plan, Reframe):
         data = await _read(session, key)
-        data = None if data is None else reframe(data, check, key)
-        return None if data is None else slice_bytes(data, plan.byte_range)
+        framed = None if data is None else reframe(data, check, key)
+        if framed is None and data is not None:
+            _held(session, plan)
+        return None if framed is None else slice_bytes(framed, plan.byte_range)
     assert isinstance(plan, InnerRange)
     return await _inner_chunk(session, plan)
+
+
+def _held(session: HiveSession, plan: LeafRead) -> None:
+    """The chunk's object is there and its index says the chunk is absent: that is its
+    version's content (nothing to confirm, :func:`_settle_absence`)."""
+    if plan.immutable:
+        session.absences.put(plan.object, True)
 
 
 async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
@@ -478,7 +515,10 @@ async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
         read = functools.partial(_read_sized, session)
         entries = await session.indexes.get(key, lambda: load_index(read, key, check))
         span = None if entries is None else inner_span(entries, plan.part)
-        data = None if span is None else await _read(session, key, span)
+        if span is not None:
+            data = await _read(session, key, span)
+        elif entries is not None:  # the object is there, the chunk absent from its index
+            _held(session, plan)
     if span is None:
         return None
     size = span.end - span.start
@@ -492,7 +532,11 @@ async def _transcoded(session: HiveSession, plan: Transcode) -> Bytes | None:
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     where = plan.meta.rsplit("/", 1)[0]
-    chunk = await transcode(session.backend, where, array, plan.leaf_meta, plan.coords)
+    missing: list[str] = []  # chunk objects zarr found none of (it reads them as fill)
+    chunk = await transcode(session.backend, where, array, plan.leaf_meta, plan.coords,
+                            missing)
+    if missing:
+        await _settle_absence(session, plan, missing[0])
     return None if chunk is None else slice_bytes(chunk, plan.byte_range)
 
 
