@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from benchmarks.live_write import main
 
 pytestmark = pytest.mark.skipif(
