@@ -1066,6 +1066,27 @@ def machine() -> str:
     )
 
 
+def write_json(path: Path | None, command: str, hive: str) -> None:
+    """The rows measured, as ``{"environment", "command", "hive", "columns", "rows"}``:
+    what ``docs/gen/performance.py`` renders (columns come from here, not the page)."""
+    if path is None:
+        return
+    import json
+
+    import dask
+
+    environment = {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "zarr": zarr.__version__,
+        "xarray": xr.__version__,
+        "dask": dask.__version__,
+    }
+    doc = {"environment": environment, "command": command, "hive": hive,
+           "columns": ["measure", "ours", "anchor", "ratio"], "rows": [list(r) for r in ROWS]}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def run(
     hive: Path,
     plain: Path,
@@ -1122,6 +1143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--subset", type=int, metavar="N", help="slow anchors and modes on the first N leaves"
     )
+    parser.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write the table as JSON (the docs' performance page)")
     parser.add_argument(
         "--only",
         type=lambda text: tuple(text.split(",")),
@@ -1154,6 +1177,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             run(hive, plain, "atl06/o7", args.field, scales, **options)
             shutil.rmtree(plain)
+        write_json(args.json, "python -m benchmarks.run --quick", "fixtures/sharded")
         return 0
     needs = set(args.only) - {"verify"}
     if not args.hive or (needs and not args.group) or (needs - {"scan", "spans"}
@@ -1162,6 +1186,8 @@ def main(argv: list[str] | None = None) -> int:
                      "(--hive alone for --only verify, --hive and --group for --only "
                      "scan,spans)")
     run(args.hive, args.plain, args.group, args.field, scales, **options)
+    write_json(args.json, "python -m benchmarks.run " + " ".join(argv or sys.argv[1:]),
+               args.hive.name)
     return 0
 
 

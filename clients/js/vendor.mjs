@@ -13,11 +13,13 @@ const modules = join(here, "node_modules");
 const target = join(here, "..", "..", "src", "moczarr_store", "serve", "static", "vendor");
 
 // package -> the files the browser loads (zarrita's whole dist; FetchStore; the numcodecs
-// codecs zarrita imports lazily: blosc, zstd, lz4 and their shared chunk)
+// codecs zarrita imports lazily: blosc, zstd, lz4 and their shared chunk; Natural Earth's
+// land at 1:110m as TopoJSON, the map's coastlines)
 const PACKAGES = {
   zarrita: (name) => name.startsWith("dist/src/") && name.endsWith(".js"),
   "@zarrita/storage": (name) => ["dist/src/fetch.js", "dist/src/util.js"].includes(name),
   numcodecs: (name) => /^dist\/(blosc|zstd|lz4|chunk-[A-Z0-9]+)\.js$/.test(name),
+  "world-atlas": (name) => name === "land-110m.json",
 };
 
 function files(root, dir = root) {

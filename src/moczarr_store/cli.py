@@ -25,6 +25,7 @@ from typing import Any
 from tqdm import tqdm
 from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
+from . import __version__
 from .backend import DEFAULT_MAX_CONCURRENCY, redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
 from .options import CHUNKINGS, GEOMETRIES, REFERENCE_CHUNKINGS, VERIFY_MODES, parse_chunking
@@ -485,6 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A morton-hive as one read-only Zarr v3 hierarchy.",
         epilog="exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     inspect = sub.add_parser("inspect", parents=parents,
                              help="print the virtual tree and the hive facts")
