@@ -155,3 +155,22 @@ def _count_stamp_reads(store: MocHiveStore) -> list[str]:
 
     store.backend.get = counted  # type: ignore[method-assign]
     return seen
+
+
+def test_refresh_reads_a_leaf_committed_again_from_its_new_version(hive_copy):
+    """A superseded version still there is a committed state: a store keeps reading it
+    until ``refresh()`` has it read the stamps again (and dask names it anew)."""
+    from dask.base import tokenize
+
+    root = hive_copy("bare_versioned")
+    store = MocHiveStore(root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = _read(store, "atl06/o7")
+        for leaf in _leaves(root):
+            commit(leaf, 1.0, remove_old=False)
+        np.testing.assert_array_equal(_read(store, "atl06/o7")["h_mean"], before["h_mean"])
+        token = tokenize(store)
+        store.refresh()
+        assert tokenize(store) != token
+        _equal(_oracle(root), _read(store, "atl06/o7"))

@@ -117,6 +117,16 @@ class HiveSession:
             for level in product.levels:
                 remember_template(self, level)
 
+    def refresh(self) -> None:
+        """Read every leaf's stamp afresh from the next request on: a leaf a writer has
+        committed again is read from its new version. The structure opened stays (its
+        levels and nodes: a key names the node it named), and so does what was learned
+        of immutable versions. A new token: dask names what is served from now on anew.
+        No request."""
+        self.leaves = LeafCache()
+        self.span_plans = SpanPlans()
+        self.token = uuid.uuid4().hex
+
     async def ensure_levels(self, path: str | None = "") -> View:
         """The view, with every level node ``path`` needs read (``""``: all of them, for
         the root; ``None``: none beyond the open). Cost at first open: the manifest(s), the

@@ -221,6 +221,13 @@ class MocHiveStore(Store):
         await self.session.ensure_levels("")
         return self.session.hive
 
+    def refresh(self) -> None:
+        """Read each leaf's commit stamp afresh from the next read on, so leaves a writer
+        has committed again since are read from their new versions (a leaf keeps its old
+        version until its stamp is read again, or that version is removed). Leaves added
+        since the store opened need a new store. No request."""
+        self.session.refresh()
+
     def problems(self) -> dict[tuple[str, str], Problem]:
         """Damage met so far, by ``(level, kind)``: counts and the first few objects."""
         return self.session.problems.summary()
