@@ -10,6 +10,8 @@ stamp again once confirmed.
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from live import commit
 from serving import Served, fetch, obstore_client
 
 from moczarr_store import HiveWarning, MocHiveStore
+from moczarr_store.errors import LeafMovedError
 from moczarr_store.serve import create_app
 
 FIELDS = ("count", "h_max", "h_mean", "h_min", "h_q25", "h_q50", "h_q75", "h_sigma",
@@ -174,3 +177,24 @@ def test_refresh_reads_a_leaf_committed_again_from_its_new_version(hive_copy):
         store.refresh()
         assert tokenize(store) != token
         _equal(_oracle(root), _read(store, "atl06/o7"))
+
+
+def test_an_unversioned_leaf_being_rewritten_is_an_error_naming_it_not_fill(hive_copy):
+    """zagg rewrites an unversioned leaf in place: it clears it, writes an unstamped
+    template, its arrays, then its stamp. A read in between is refused, naming the leaf;
+    once the stamp is back the leaf reads again."""
+    root = hive_copy("legacy")
+    leaf = root / "4/4/4/1/1/3/444113.zarr"
+    store = MocHiveStore(root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = _read(store, "atl06/o7")
+        kept = shutil.move(leaf, root / "kept.zarr")
+        leaf.mkdir()
+        (leaf / "zarr.json").write_text(json.dumps(
+            {"zarr_format": 3, "node_type": "group", "attributes": {}}))
+        with pytest.raises(LeafMovedError, match="444113.zarr.*rewritten in place"):
+            _read(store, "atl06/o7")
+        shutil.rmtree(leaf)
+        shutil.move(kept, leaf)
+        np.testing.assert_array_equal(_read(store, "atl06/o7")["count"], before["count"])

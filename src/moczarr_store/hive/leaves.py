@@ -220,11 +220,12 @@ class LeafCache(AsyncCache[Leaf]):
             leaf = parse_leaf(path, await read(f"{path}/zarr.json", window))
         return leaf
 
-    async def reread(self, path: str, read, after: int) -> Leaf:
+    async def reread(self, path: str, read, after: int, replace: bool = True) -> Leaf:
         """The leaf at ``path`` as its stamp reads in a read begun after :func:`tick`
         ``after`` (taken once a read under the cached stamp found nothing): the cached
-        leaf is replaced when the stamp moved. One ranged GET, shared by every caller whose
-        evidence came before it began (the misses of one leaf's arrays read together)."""
+        leaf is replaced when the stamp moved (and ``replace``). One ranged GET, shared by
+        every caller whose evidence came before it began (the misses of one leaf's arrays
+        read together)."""
         known = self._reread.get(path)
         if known is not None and known[0] > after:
             return known[1]
@@ -245,7 +246,7 @@ class LeafCache(AsyncCache[Leaf]):
         finally:
             if self._rereading.get(slot, (None,))[0] == began:
                 del self._rereading[slot]
-        if self.peek(path) != leaf.slim():  # moved: plans made under the old stamp end
+        if replace and self.peek(path) != leaf.slim():  # moved: plans under the old end
             self.put(path, leaf)
         self._reread[path] = (began, leaf.slim())
         self._reread.move_to_end(path)

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 Bytes = BytesLike
 _UNKNOWN = object()
 _SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
+HELD = object()  # a chunk its object's shard index marks absent (the object is there)
 CHECKED_METAS = 256  # distinct leaf array documents remembered by content
 WINDOW_PROBES = 4096  # stamps read to find whether a pyramid level has a window
 CHECKED_MAX_BYTES = 1 << 16
@@ -271,9 +272,12 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         if isinstance(data, TruncatedChunkError):  # perhaps removed between index and bytes
             await _settle_absence(session, plan, None)
         raise data
-    if data is None and plan.immutable:
+    if data is HELD:  # its object is there, without this chunk: the version's content
+        return None, meta
+    if data is None:
         await _settle_absence(session, plan, plan.object)
-        await _check_version(session, plan, array)
+        if plan.immutable:
+            await _check_version(session, plan, array)
     return data, meta
 
 
@@ -284,10 +288,16 @@ async def _settle_absence(session: HiveSession, plan: LeafRead, missing: str | N
     (:meth:`~moczarr_store.hive.leaves.LeafCache.reread`: one GET, shared by the misses
     of one leaf met together) and if it moved, :class:`LeafMovedError` makes the caller
     plan the key again. A confirmed absence is remembered: the next read of that key
-    re-reads no stamp. Unversioned leaves are not checked (rewritten in place, they have
-    no version that could vanish). Cost: none for a key known absent, else one GET."""
-    if not plan.immutable or (missing is not None
-                              and session.absences.peek(missing) is not None):
+    re-reads no stamp. An unversioned leaf (rewritten in place) missing an object while it
+    has no stamp is being rewritten: an error naming it, never its half-written state
+    read as the fill value (its cached stamp is kept for the reads after the rewrite).
+    Cost: none for a key known absent, else one GET (every time, for unversioned leaves:
+    their absences can change)."""
+    if not plan.immutable:
+        if missing is not None:
+            await _check_in_place(session, plan)
+        return
+    if missing is not None and session.absences.peek(missing) is not None:
         return
     after = tick()
     leaf = await session.leaves.reread(plan.leaf, session.backend.get, after)
@@ -475,8 +485,9 @@ async def _read_sized(
         raise ChunkReadError(f"reading {key} from {session.backend}: {err}") from err
 
 
-async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
-    """The chunk's bytes from its object, checked against what the plan expects."""
+async def _object_bytes(session: HiveSession, plan: LeafRead) -> Any:
+    """The chunk's bytes from its object, checked against what the plan expects; ``None``
+    when there is no object, :data:`HELD` when its shard index says the chunk is absent."""
     key, check = plan.object, plan.check
     if isinstance(plan, Passthrough):
         # a shard's verified index is remembered for immutable objects only: a rewritten
@@ -487,40 +498,45 @@ async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
     if isinstance(plan, Reframe):
         data = await _read(session, key)
         framed = None if data is None else reframe(data, check, key)
-        if framed is None and data is not None:
-            _held(session, plan)
-        return None if framed is None else slice_bytes(framed, plan.byte_range)
+        if framed is None:
+            return None if data is None else HELD
+        return slice_bytes(framed, plan.byte_range)
     assert isinstance(plan, InnerRange)
     return await _inner_chunk(session, plan)
 
 
-def _held(session: HiveSession, plan: LeafRead) -> None:
-    """The chunk's object is there and its index says the chunk is absent: that is its
-    version's content (nothing to confirm, :func:`_settle_absence`)."""
-    if plan.immutable:
-        session.absences.put(plan.object, True)
+async def _check_in_place(session: HiveSession, plan: LeafRead) -> None:
+    """An unversioned leaf's object is missing: an error if the leaf has no stamp now
+    (zagg rewrites such a leaf by clearing it, then writing it, its stamp last)."""
+    leaf = await session.leaves.reread(plan.leaf, session.backend.get, tick(), replace=False)
+    if leaf.state != "stamped":
+        raise LeafMovedError(
+            f"leaf {plan.leaf}: {plan.object} is missing and the leaf has no commit stamp "
+            f"now ({leaf.state}): it is being rewritten in place (unversioned leaves "
+            "cannot be read while a writer rewrites them)")
 
 
-async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
+async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Any:
     """One inner chunk of a shard object: by range after one cached index read (immutable
-    objects), else cut from one read of the whole object."""
+    objects), else cut from one read of the whole object (``None``: no object;
+    :data:`HELD`: the chunk absent from its index)."""
     key, check = plan.object, plan.check
     if not plan.immutable:
         whole = await _read(session, key)
         if whole is None:
             return None
         span = inner_span(shard_entries(whole, check, key), plan.part)
-        data: Bytes | None = None if span is None else memoryview(whole)[span.start : span.end]
+        if span is None:
+            return HELD
+        data: Bytes | None = memoryview(whole)[span.start : span.end]
     else:
         read = functools.partial(_read_sized, session)
         entries = await session.indexes.get(key, lambda: load_index(read, key, check))
         span = None if entries is None else inner_span(entries, plan.part)
         if span is not None:
             data = await _read(session, key, span)
-        elif entries is not None:  # the object is there, the chunk absent from its index
-            _held(session, plan)
     if span is None:
-        return None
+        return None if entries is None else HELD
     size = span.end - span.start
     if data is None or len(memoryview(data)) != size:
         raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {span.start}")
