@@ -198,3 +198,17 @@ def test_an_unversioned_leaf_being_rewritten_is_an_error_naming_it_not_fill(hive
         shutil.rmtree(leaf)
         shutil.move(kept, leaf)
         np.testing.assert_array_equal(_read(store, "atl06/o7")["count"], before["count"])
+
+
+def test_getsize_and_exists_of_a_recommitted_leaf_follow_its_new_version(hive_copy):
+    """A size learned by a HEAD of the old version's object (gone now) is read again."""
+    from asyncio import run
+
+    root = hive_copy("sharded")
+    store = MocHiveStore(root, chunking="shard")
+    key = "atl06/o7/count/c/0"
+    _get(store, key)  # the leaf's encoding established: its size comes from a HEAD
+    for leaf in _leaves(root):
+        commit(leaf, 1.0)
+    assert run(store.getsize(key)) == len(_get(MocHiveStore(root, chunking="shard"), key))
+    assert run(store.exists(key))

@@ -573,6 +573,8 @@ async def object_size(session: HiveSession, plan: Plan) -> int | None:
     already established (one HEAD); otherwise the chunk is read."""
     if size_known(session, plan):
         assert isinstance(plan, Passthrough)
-        return await session.backend.size(plan.object)
+        size = await session.backend.size(plan.object)
+        if size is not None:
+            return size  # else read: its version may be gone (execute finds out)
     data = await execute(session, plan)
     return None if data is None else len(memoryview(data).cast("B"))
