@@ -1,6 +1,6 @@
 """Every code example of README.md and docs/ runs, and what it shows it prints.
 
-The convention (also in docs/contributing.md and docs/gen/examples.py, which parses it):
+The convention (also in docs/contributing.md and docs/gen/codeblocks.py, which parses it):
 
 - ```python blocks run in order, one namespace per page, from the repository root; a
   ```output block right after a block is compared with its stdout (``...`` stands for any
@@ -32,7 +32,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "gen"))
-from examples import Block, blocks, matches  # noqa: E402
+from codeblocks import Block, blocks, matches  # noqa: E402
 
 PAGES = sorted(
     [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")],

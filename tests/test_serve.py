@@ -124,7 +124,7 @@ def test_unknown_keys_are_404_without_backend_requests(sharded):
     store.request_stats.reset()
     for path in ("/nope/zarr.json", "/atl06/o7/nope/c/0", "/atl06/o7/h_mean/c/999999",
                  "/atl06/o7/h_mean/c/0/0", "/atl06/o7/h_mean/c/00", "/morton_hive.json",
-                 "/coverage.moc", "/atl06/o7/h_mean/.zarray", "/atl06/o7/", "/atl06",
+                 "/coverage.moc", "/atl06/o7/h_mean/.zarray", "/atl06/o7/h_mean/", "/atl06",
                  "/-4/1/1/3/3/1/-411331.zarr/zarr.json", "/atl06//o7/zarr.json"):
         status, headers, _ = fetch(sharded, path)
         assert status == 404, path
@@ -139,15 +139,19 @@ def test_writes_are_405(sharded):
         assert set(headers["allow"].replace(" ", "").split(",")) == {"GET", "HEAD"}
 
 
-def test_index_page_is_not_a_listing(sharded):
-    """``GET /`` is the viewer page (it reads the hierarchy itself), or without one a line
-    naming the root metadata; neither lists the hive."""
-    status, headers, body = fetch(sharded, "/")
+def test_index_page_is_the_viewer_for_browsers(sharded):
+    """``GET /`` asking for HTML (a browser) is the viewer page (it reads the hierarchy
+    itself), or without one a line naming the root metadata; any other client gets the
+    root's directory index (see test_gdal_discovery)."""
+    html = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    status, headers, body = fetch(sharded, "/", **html)
     assert status == 200 and headers["content-type"].startswith("text/html")
     assert b"viewer.js" in body and b"atl06" not in body
     with Served(create_app(FIXTURES / "sharded", static_dir=None)) as bare:
-        status, _, body = fetch(bare, "/")
-    assert status == 200 and b"zarr.json" in body and b"atl06" not in body
+        status, _, body = fetch(bare, "/", **html)
+        assert status == 200 and b"zarr.json" in body and b"atl06" not in body
+        status, _, body = fetch(bare, "/", Accept="*/*")
+        assert status == 200 and b'<a href="atl06/">atl06/</a>' in body
 
 
 def test_absent_chunk_is_404():
@@ -517,7 +521,7 @@ def test_static_viewer_hook(tmp_path):
     (tmp_path / "index.html").write_text("<html>viewer</html>")
     (tmp_path / "app.js").write_text("console.log(1)")
     with Served(create_app(FIXTURES / "sharded", static_dir=tmp_path)) as server:
-        status, headers, body = fetch(server, "/")
+        status, headers, body = fetch(server, "/", Accept="text/html")
         assert (status, body) == (200, b"<html>viewer</html>")
         assert headers["content-type"].startswith("text/html")
         assert fetch(server, "/.static/app.js")[2] == b"console.log(1)"

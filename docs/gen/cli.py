@@ -37,4 +37,3 @@ def markdown() -> str:
 
 with mkdocs_gen_files.open("reference/cli.md", "w") as page:
     page.write(markdown())
-mkdocs_gen_files.set_edit_path("reference/cli.md", "../src/moczarr_store/cli.py")

@@ -1,6 +1,6 @@
 """Renders the tutorial's figures at build time: runs the page's python blocks, as the
 docs' tests do, and saves the figures each block draws under the names of the image
-links that follow it (see examples.py)."""
+links that follow it (see codeblocks.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import mkdocs_gen_files
 
 sys.path.insert(0, str(Path(__file__).parent))
-from examples import blocks  # noqa: E402
+from codeblocks import blocks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["tutorial.md"]

@@ -330,7 +330,9 @@ class LocalReader:
     def ready(self) -> None:
         if not self._ready:
             if not os.path.isdir(self.root):
-                raise FileNotFoundError(f"hive root {self.root} does not exist")
+                from .hints import missing_root
+
+                raise missing_root(self.root)
             self._ready = True
 
     def _inside(self, real: str) -> bool:
@@ -558,7 +560,9 @@ class ObstoreReader:
             if self.url.startswith("file://"):
                 path = self.url[len("file://") :]
                 if not os.path.isdir(path):
-                    raise FileNotFoundError(f"hive root {path} does not exist")
+                    from .hints import missing_root
+
+                    raise missing_root(path)
                 self._store = obstore.store.LocalStore(path, **self.options)
             else:
                 self._store = obstore.store.from_url(self.url, **self.options)
@@ -827,7 +831,10 @@ class Backend:
             return err
         if type(err) is ValueError:  # a path that is not below the root
             return ValueError(scrub(str(err), self._reader.options))
+        from .hints import credentials
+
         detail = scrub(_first_paragraph(err), self._reader.options)
+        detail = credentials(detail) or detail
         return ObjectReadError(f"{what} {path} from {self}: {detail}")
 
     async def get(self, path: str, byte_range: ByteRequest | None = None) -> BytesLike | None:

@@ -424,16 +424,38 @@ modification time) so that reading an object changed since the export fails.
 """
 
 
-def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+# the formats written through VirtualiZarr and Icechunk, which need Python >= 3.12
+NEEDS_312 = ("icechunk", "kerchunk-json")
+
+
+def runnable_formats() -> tuple[str, ...]:
+    """The reference formats this Python can write (``--help`` offers only these)."""
     from .refs import FORMATS
 
+    return FORMATS if sys.version_info >= (3, 12) else tuple(
+        f for f in FORMATS if f not in NEEDS_312)
+
+
+def format_choice(text: str) -> str:
+    """``--format``: a format this Python cannot write says why, in one line."""
+    if text in NEEDS_312 and text not in runnable_formats():
+        raise argparse.ArgumentTypeError(
+            f"{text} needs Python 3.12 or newer (VirtualiZarr and Icechunk do), this is "
+            f"Python {sys.version_info[0]}.{sys.version_info[1]}: use --format mdim-refs "
+            "here, or run on Python 3.12")
+    return text
+
+
+def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     refs = sub.add_parser(
         "refs", parents=parents,
-        help="publish the hive as Icechunk, kerchunk JSON or mdim-refs references",
+        help="publish the hive as Icechunk, kerchunk JSON or mdim-refs references"
+        + ("" if sys.version_info >= (3, 12) else " (Python 3.11: mdim-refs only)"),
         description=REFS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     refs.add_argument("source", help=SOURCE_HELP)
-    refs.add_argument("--format", choices=FORMATS, required=True)
+    refs.add_argument("--format", type=format_choice, choices=runnable_formats(),
+                      required=True)
     refs.add_argument("out", help="output path (must not exist)")
     refs.add_argument("--group", action="append", default=[],
                       help="only the arrays under this virtual path; repeat for several")

@@ -85,6 +85,9 @@ async def write_icechunk(
     object store configuration (e.g. an ``s3_store(endpoint_url=...)``)."""
     import icechunk
 
+    from ..hints import quiet_icechunk_logs
+
+    quiet_icechunk_logs(icechunk)
     config = icechunk.RepositoryConfig.default()
     for prefix in containers(collected, publish, remap):
         conf = (configs or {}).get(prefix) or store_config(prefix)

@@ -1,9 +1,11 @@
 """The ASGI application: the virtual hierarchy as a read-only Zarr v3 HTTP endpoint.
 
 Routes: ``GET /`` is the viewer page (``static/index.html`` beside this module when it
-exists, else one line of text), ``/.static/...`` the viewer's files (a prefix no virtual
-key can have), and every other path a virtual key. Keys answer ``GET`` and ``HEAD``
-(anything else is 405 with ``Allow``); there are no directory listings. See
+exists, else one line of text) for a request that accepts ``text/html`` (a browser), and
+the root's directory index for any other (GDAL, curl); ``GET /{group}/`` is the group's
+directory index (:mod:`.listing`); ``/.static/...`` the viewer's files (a prefix no
+virtual key can have), and every other path a virtual key. Keys answer ``GET`` and
+``HEAD`` (anything else is 405 with ``Allow``). See
 :mod:`.protocol` for ranges and conditionals, :mod:`.resource` for entity tags and
 :mod:`.generations` for how long bytes may be cached.
 
@@ -37,6 +39,7 @@ from ..read.execute import execute
 from ..read.fresh import planned
 from ..read.plan import Absent, Plan
 from .generations import DEFAULT_STAMP_TTL, Generation, Generations, store_factory
+from .listing import group_children, index_page
 from .protocol import Span, Unsatisfiable, byte_range, names_tag, none_match, range_applies
 from .resource import Found, find, leaf_tag, read_span, whole
 
@@ -124,6 +127,28 @@ class KeyServer:
             return self._failed(generation, 502, key, err)
         except Exception as err:
             return self._failed(generation, 500, key, err)
+
+    async def index(self, request: Request, path: str | None = None) -> Response:
+        """A group's directory index (``GET /{group}/``; ``path=""``: the root's)."""
+        generation = self.generations.current()
+        now = self.generations.now()
+        if path is None:  # ``/{path}/``: an empty or odd segment is no group
+            path = request.path_params["path"]
+            key = f"{path}/zarr.json"
+        else:
+            key = f"{path}/zarr.json" if path else "zarr.json"
+        if not is_candidate(key, request.scope.get("raw_path")):
+            return self._not_found(generation, now)
+        try:
+            children = await group_children(generation.store.session, path)
+        except (MocHiveError, OSError, ValueError) as err:
+            return self._failed(generation, 502, key, err)
+        except Exception as err:
+            return self._failed(generation, 500, key, err)
+        if children is None:
+            return self._not_found(generation, now)
+        page = index_page(f"/{path}/" if path else "/", children)
+        return Response(page, 200, headers=self._cache(generation, now), media_type="text/html")
 
     async def _answer(
         self, generation: Generation, now: float, key: str, request: Request
@@ -225,8 +250,10 @@ class AccessLog:
             )
 
 
-def _index(static_dir: Path | None):
+def _index(static_dir: Path | None, keys: KeyServer):
     async def index(request: Request) -> Response:
+        if "text/html" not in request.headers.get("accept", ""):
+            return await keys.index(request, "")
         page = None if static_dir is None else static_dir / "index.html"
         if page is not None and page.is_file():
             return FileResponse(page)
@@ -258,10 +285,12 @@ def create_app(
     """
     make, first = store_factory(source_or_store, store_options)
     generations = Generations(make, stamp_ttl, first)
-    routes: list[BaseRoute] = [Route("/", _index(static_dir), methods=["GET"])]
+    keys = KeyServer(generations)
+    routes: list[BaseRoute] = [Route("/", _index(static_dir, keys), methods=["GET"])]
     if static_dir is not None and static_dir.is_dir():
         routes.append(Mount(STATIC_PREFIX, StaticFiles(directory=static_dir)))
-    routes.append(Route("/{key:path}", KeyServer(generations).handle, methods=["GET"]))
+    routes.append(Route("/{path:path}/", keys.index, methods=["GET"]))
+    routes.append(Route("/{key:path}", keys.handle, methods=["GET"]))
     middleware = [Middleware(AccessLog)]
     origins = [cors] if isinstance(cors, str) else list(cors)
     if origins:

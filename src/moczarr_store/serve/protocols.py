@@ -8,8 +8,9 @@ its head and its body. Behind uvicorn of your own, pass
 ``--http moczarr_store.serve.protocols:BoundedHttpToolsProtocol``.
 
 uvicorn's httptools protocol buffers a request line and headers of any length; this one
-answers 400 and closes the connection once more than ``MAX_HEAD`` bytes arrive before the
-end of a request's headers (give or take one read from the socket).
+answers 431 and closes the connection once more than ``MAX_HEAD`` bytes arrive before the
+end of a request's headers (give or take one read from the socket). Both apply the
+bounds of :mod:`.guard` (a deadline for each request head, a cap on open connections).
 """
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .guard import Guarded
+
 MAX_HEAD = 16 * 1024  # h11's default bound on an incomplete request head
 HTTPTOOLS = importlib.util.find_spec("httptools") is not None
+TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+             b"content-type: text/plain; charset=utf-8\r\ncontent-length: 24\r\n"
+             b"connection: close\r\n\r\nRequest head too large.\n")
 
 
 def no_delay(transport: Any) -> None:
@@ -33,8 +39,8 @@ def no_delay(transport: Any) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class NoDelayH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with ``TCP_NODELAY`` set."""
+class NoDelayH11Protocol(Guarded, H11Protocol):
+    """uvicorn's h11 protocol with ``TCP_NODELAY`` set and the :mod:`.guard` bounds."""
 
     def connection_made(self, transport: Any) -> None:
         no_delay(transport)
@@ -44,9 +50,9 @@ class NoDelayH11Protocol(H11Protocol):
 if HTTPTOOLS:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class BoundedHttpToolsProtocol(HttpToolsProtocol):
-        """uvicorn's httptools protocol with ``TCP_NODELAY`` set, refusing request heads
-        over ``MAX_HEAD`` bytes."""
+    class BoundedHttpToolsProtocol(Guarded, HttpToolsProtocol):
+        """uvicorn's httptools protocol with ``TCP_NODELAY`` set and the :mod:`.guard`
+        bounds, refusing request heads over ``MAX_HEAD`` bytes (431)."""
 
         def connection_made(self, transport: Any) -> None:
             no_delay(transport)
@@ -65,7 +71,8 @@ if HTTPTOOLS:
             if self._in_head:
                 self._head_bytes += len(data)
                 if self._head_bytes > MAX_HEAD:
-                    self.send_400_response("Request head too large.")
+                    self.transport.write(TOO_LARGE)
+                    self.transport.close()
                     return
             super().data_received(data)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import logging.config
 import os
 import pickle
 import tempfile
@@ -16,6 +17,7 @@ from ..hive.roster import Hive
 from ..store import MocHiveStore
 from .app import create_app
 from .env import VIEW, to_env
+from .guard import accept_batch, raise_descriptor_limit
 from .protocols import http_protocol
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -41,9 +43,14 @@ def serve(
     """Serve ``source`` until interrupted. One worker runs the app in this process; more
     start ``workers`` processes, each building its own app from the environment."""
     logging.captureWarnings(True)  # HiveWarnings (damage read as missing) go to the log
+    logging.config.dictConfig(LOG_CONFIG)
+    before, after = raise_descriptor_limit()  # inherited by the workers
+    if after != before:
+        logging.getLogger("moczarr_store.serve").info(
+            "open-file limit raised from %d to %d (the hard limit)", before, after)
     common: dict[str, Any] = {
         "host": host, "port": port, "log_config": LOG_CONFIG, "access_log": False,
-        "http": http_protocol(),
+        "http": http_protocol(), "backlog": accept_batch(after),
     }
     if workers <= 1:
         ttl: dict[str, Any] = {} if stamp_ttl is None else {"stamp_ttl": stamp_ttl}

@@ -6,10 +6,12 @@ import json
 import re
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import HiveFormatError, HiveWarning
+from ..hints import ROOT_HINT
 from ..hive.level import Level, Product
 from ..hive.roster import Hive
 from .arrays import (
@@ -31,6 +33,38 @@ INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})\Z")
 class Group:
     attrs: dict
     children: list[str]
+
+
+# the zarr ``multiscales`` convention (zarr-conventions/multiscales, v1) as registered in
+# a group's ``zarr_conventions``
+MULTISCALES = {
+    "schema_url": "https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/schema.json",
+    "spec_url": "https://github.com/zarr-conventions/multiscales/blob/v1/README.md",
+    "uuid": "d35379db-88df-4056-af3a-620245f8e347",
+    "name": "multiscales",
+    "description": "Multiscale layout of zarr datasets",
+}
+
+
+def multiscales(levels: dict[str, int]) -> dict | None:
+    """The ``multiscales`` layout of a group whose child level groups have these cell
+    orders (name: order), finest first; ``None`` for fewer than two. Each coarser level
+    is derived from the finest: each of its cells aggregates ``coarsening_factor`` =
+    4^(finest order - its order) of the finest's, which ``transform.scale`` states along
+    the ``cells`` dimension."""
+    if len(levels) < 2:
+        return None
+    ranked = sorted(levels.items(), key=lambda item: -item[1])
+    finest, top = ranked[0]
+    layout = []
+    for name, order in ranked:
+        factor = 4 ** (top - order)
+        entry: dict = {"asset": name, "cell_order": order, "coarsening_factor": factor}
+        if name != finest:
+            entry["derived_from"] = finest
+        entry["transform"] = {"scale": [float(factor)]}
+        layout.append(entry)
+    return {"layout": layout}
 
 
 def _group_meta(attrs: dict) -> dict:
@@ -68,19 +102,24 @@ class View:
         self.groups: dict[str, Group] = {}
         self.arrays: dict[str, Array] = {}
         names = [p.name for p in hive.products]
-        root_attrs = {"morton_hive_store": {"products": names, "bare": hive.bare, **options}}
+        root_attrs: dict[str, Any] = {
+            "morton_hive_store": {"products": names, "bare": hive.bare, **options}}
         if hive.skipped:
             root_attrs["morton_hive_store"]["skipped"] = hive.skipped
         self.groups[""] = Group(root_attrs, [])
         self._documents: dict[str, bytes] = {}
         for product in hive.products:
             manifest = product.manifest
-            product_attrs = {"morton_hive": manifest.summary()}
+            product_attrs: dict[str, Any] = {"morton_hive": manifest.summary()}
             if "semantic_hash" in manifest.raw:
                 product_attrs["semantic_hash"] = manifest.raw["semantic_hash"]
             self._add_group(product.name, product_attrs)
             for level in list(product.levels):
                 self._place(product, level)
+            if product.levels:  # what xr.open_zarr(store, group=product) then says
+                product_attrs["hint"] = ROOT_HINT.format(group=product.levels[0].path)
+        if self.levels:  # what xr.open_zarr(store) without group= then says
+            root_attrs["hint"] = ROOT_HINT.format(group=next(iter(self.levels)))
 
     def add_level(self, product: Product, level: Level) -> bool:
         """Add a level read after the view was built, in the product's declared order;
@@ -192,7 +231,17 @@ class View:
     def _metadata(self, path: str) -> dict:
         if path in self.arrays:
             return self.arrays[path].meta
-        return _group_meta(self.groups[path].attrs)
+        attrs = self.groups[path].attrs
+        prefix = f"{path}/" if path else ""
+        layout = multiscales({
+            child: self.levels[prefix + child].cell_order
+            for child in self.groups[path].children if prefix + child in self.levels
+        })
+        if layout is not None:
+            conventions = [c for c in attrs.get("zarr_conventions", []) if c != MULTISCALES]
+            attrs = {**attrs, "zarr_conventions": [*conventions, MULTISCALES],
+                     "multiscales": layout}
+        return _group_meta(attrs)
 
     def descendants(self, path: str) -> list[str]:
         """Paths below ``path``, depth first in child order."""
