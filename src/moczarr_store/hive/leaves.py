@@ -220,6 +220,12 @@ class LeafCache(AsyncCache[Leaf]):
             leaf = parse_leaf(path, await read(f"{path}/zarr.json", window))
         return leaf
 
+    async def rereading(self, path: str) -> Leaf | None:
+        """What a re-read of ``path``'s stamp under way (on this event loop) reads, or
+        ``None`` when there is none; it may have begun before a caller's evidence."""
+        pending = self._rereading.get((id(asyncio.get_running_loop()), path))
+        return None if pending is None else await asyncio.shield(pending[1])
+
     async def reread(self, path: str, read, after: int, replace: bool = True) -> Leaf:
         """The leaf at ``path`` as its stamp reads in a read begun after :func:`tick`
         ``after`` (taken once a read under the cached stamp found nothing): the cached

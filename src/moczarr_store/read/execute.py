@@ -44,7 +44,7 @@ from ..errors import (
     TruncatedChunkError,
 )
 from ..hive.jsonio import load_json, read_document
-from ..hive.leaves import tick
+from ..hive.leaves import Leaf, tick
 from ..hive.level import Level
 from ..hive.paths import short
 from ..transcode import transcode
@@ -286,13 +286,14 @@ async def _settle_absence(session: HiveSession, plan: LeafRead, missing: str | N
     cut short). The version is immutable, so that is its content, unless the writer has
     committed another version since and removed this one: the leaf's stamp is read again
     (:meth:`~moczarr_store.hive.leaves.LeafCache.reread`: one GET, shared by the misses
-    of one leaf met together) and if it moved, :class:`LeafMovedError` makes the caller
-    plan the key again. A confirmed absence is remembered: the next read of that key
-    re-reads no stamp. An unversioned leaf (rewritten in place) missing an object while it
-    has no stamp is being rewritten: an error naming it, never its half-written state
-    read as the fill value (its cached stamp is kept for the reads after the rewrite).
-    Cost: none for a key known absent, else one GET (every time, for unversioned leaves:
-    their absences can change)."""
+    of one leaf met together; none when the cached stamp has moved on already: a stamp
+    never names a version again once it left it) and if it moved,
+    :class:`LeafMovedError` makes the caller plan the key again. A confirmed absence is
+    remembered: the next read of that key re-reads no stamp. An unversioned leaf
+    (rewritten in place) missing an object while it has no stamp is being rewritten: an
+    error naming it, never its half-written state read as the fill value (its cached
+    stamp is kept for the reads after the rewrite). Cost: none for a key known absent,
+    else one GET (every time, for unversioned leaves: their absences can change)."""
     if not plan.immutable:
         if missing is not None:
             await _check_in_place(session, plan)
@@ -300,13 +301,24 @@ async def _settle_absence(session: HiveSession, plan: LeafRead, missing: str | N
     if missing is not None and session.absences.peek(missing) is not None:
         return
     after = tick()
-    leaf = await session.leaves.reread(plan.leaf, session.backend.get, after)
+    leaf = session.leaves.peek(plan.leaf)  # moved on already (another read found out)?
+    if _names(leaf, plan):
+        leaf = await session.leaves.rereading(plan.leaf)  # or is finding out now?
+    if _names(leaf, plan):
+        leaf = await session.leaves.reread(plan.leaf, session.backend.get, after)
+    assert isinstance(leaf, Leaf)
     if leaf.state != "stamped" or leaf.current != plan.version:
         now = f"version {leaf.current!r}" if leaf.state == "stamped" else f"{leaf.state}"
         raise LeafMovedError(f"leaf {plan.leaf}: its commit stamp moved from version "
                              f"{plan.version!r} to {now} while {plan.object} was read")
     if missing is not None:
         session.absences.put(missing, True)
+
+
+def _names(leaf: object, plan: LeafRead) -> bool:
+    """Whether ``leaf`` (a stamp as read, if any) may still name ``plan``'s version: only a
+    stamp read after the miss can confirm it, any stamp that names another refutes it."""
+    return not isinstance(leaf, Leaf) or leaf.state == "stamped" and leaf.current == plan.version
 
 
 async def read_leaf_chunks(
