@@ -26,10 +26,14 @@ trade places (``misplace``) its values are the swapped ones; the store's fill wi
 warning there is judged acceptable, and ``tests/test_misplaced.py`` holds the store to the
 clean hive's values instead.
 
-Some local cases also export the copy as mdim-refs and read every array back from the
-references: each must be what a fresh store reads (``values-equal``), or both refuse
-(``package-error``), or the export fails naming the object; else ``export-differs``,
-``export-unreadable`` or ``export-where-store-refuses``.
+Some local cases also export the copy in every reference format this Python writes
+(mdim-refs; kerchunk JSON and Icechunk on Python >= 3.12) and read every array back with
+the format's own reader: each must be what a fresh store reads (``values-equal``), or both
+refuse (``package-error``), or the export fails naming the object; else ``export-differs``,
+``export-unreadable`` or ``export-where-store-refuses``. Renamed arrays include names a
+reference format cannot take verbatim: ``%`` (a URL reader decodes ``coun%74`` to
+``count``), names differing from another only in case (SQLite identifiers ignore it), and
+names that are not printable (refused, that array alone, with a warning).
 
 Run ``python -m tests.hostile --report N`` (from the repository root) to generate N cases
 and print their verdict counts by mutation kind, and the violations; ``--seed S`` draws
@@ -94,7 +98,11 @@ SWAPS = ("float", "string", "list", "null", "object-to-list", "nan", "infinity",
 SHARD_LIES = ("past-end", "length-past-end", "overlap", "straddle", "wrap", "wrap-length",
               "zero-length", "half-absent", "into-index")
 NEW_NAMES = ("c", "zarr.json", "0", "h.mean", ".hidden", "count.v2", "o7", "morton", "cell_ids",
-             "window", "c.0", "-1")
+             "window", "c.0", "-1",
+             # a URL reader percent-decodes ("coun%74" is "count"); SQLite ignores case
+             # ("COUNT" beside "count"); not printable (refused, that array alone)
+             "coun%74", "h%5Fmean", "%", "a#b?c", "COUNT", "H_MEAN", "Count",
+             "tab\tname", "bell\x07", "esc\x1b[31m")
 REWRITES = ("values", "dtype", "endian", "zstd", "fill", "shape", "unstamp", "delete")
 COMMITS = ("values", "zstd", "endian")  # a live commit's new version: other values, encoding
 DRIFTS = ("dtype:int32", "dtype:float32", "dtype:int64", "dtype:float64", "endian", "fill",
@@ -1101,13 +1109,50 @@ def run_case(case: Case) -> list[Read]:
         return reads + _repeated_warnings(caught)
 
 
+def export_formats() -> tuple[str, ...]:
+    """The reference formats this Python can write: mdim-refs always; kerchunk JSON and
+    Icechunk with the ``[export]`` extra (Python >= 3.12)."""
+    try:
+        import icechunk  # noqa: F401
+        import virtualizarr  # noqa: F401
+    except ImportError:
+        return ("mdim-refs",)
+    return ("mdim-refs", "kerchunk-json", "icechunk")
+
+
+def _exported(fmt: str, out: Path, root: Path) -> dict[str, Callable[[], np.ndarray]]:
+    """Every array of an export, as a function reading it back with the format's reader."""
+    from refs_read import icechunk_store, local_access, mdim_arrays, walk
+
+    if fmt == "mdim-refs":
+        return mdim_arrays(out)
+    if fmt == "kerchunk-json":
+        import fsspec
+        from zarr.storage import FsspecStore
+
+        fs = fsspec.filesystem("reference", fo=str(out), remote_protocol="file",
+                               asynchronous=True)
+        group = zarr.open_group(FsspecStore(fs, read_only=True, path=""), mode="r",
+                                zarr_format=3)
+    else:
+        group = zarr.open_group(icechunk_store(out, local_access(root)), mode="r")
+    return {p: (lambda a=a: a[...]) for p, a in walk(group).items()}
+
+
 def export_reads(case: Case, root: Path, applied: Applied) -> list[Read]:
-    """The hive at ``root`` published as mdim-refs (the case's chunking where a reference
-    can carry it, else ``auto``) and every array read back with zarr from the references,
-    against a fresh store's read of it (judged against moczarr by the case itself): the
-    same values and dtype, or both refusing; or the export fails naming the object. Its
-    warnings are its own (a second store warns again)."""
-    from refs_read import mdim_arrays, walk
+    """The hive at ``root`` published in every format this Python writes (the case's
+    chunking where a reference can carry it, else ``auto``) and every array read back with
+    the format's own reader, against a fresh store's read of it (judged against moczarr by
+    the case itself): the same values and dtype, or both refusing; or the export fails
+    naming the object. Its warnings are its own (a second store warns again)."""
+    reads = []
+    for fmt in export_formats():
+        reads += _export_reads(case, root, applied, fmt)
+    return reads
+
+
+def _export_reads(case: Case, root: Path, applied: Applied, fmt: str) -> list[Read]:
+    from refs_read import walk
 
     from moczarr_store.refs import export_refs
 
@@ -1116,17 +1161,20 @@ def export_reads(case: Case, root: Path, applied: Applied) -> list[Read]:
     reads = []
     with (tempfile.TemporaryDirectory(dir=SCRATCH) as tmp, warnings.catch_warnings()):
         warnings.simplefilter("ignore", HiveWarning)
-        out = Path(tmp) / "refs.sqlite"
+        out = Path(tmp) / "refs"
         try:
-            export_refs(root, "mdim-refs", out, chunking=chunking, **options)
+            export_refs(root, fmt, out, chunking=chunking, **options)
         except Exception as err:
-            return [Read("export", *error_verdict(err, applied.names))]
-        exported = mdim_arrays(out)
+            return [Read(f"export {fmt}", *error_verdict(err, applied.names))]
+        try:
+            exported = _exported(fmt, out, root)
+        except Exception as err:  # judged
+            return [Read(f"export {fmt}", "export-unreadable", f"{type(err).__name__}: {err}")]
         store = MocHiveStore(root, chunking="shard" if chunking == "auto" else chunking,
                              **options)
         served = walk(zarr.open_group(store, mode="r"))
         for path in sorted(set(exported) | set(served)):
-            key = f"export {path}"
+            key = f"export {fmt} {path}"
             if path not in exported or path not in served:
                 where = "the export" if path in exported else "the store"
                 reads.append(Read(key, "export-differs", f"only {where} has it"))
@@ -1332,12 +1380,27 @@ def examples() -> tuple[Case, ...]:
         _case("bare_versioned", "drift", ("-411342.zarr/", "/7/h_min"), how="zstd"),
         _case("legacy", "drift", ("-411331.zarr/7/h_max",), how="shape"),
         # exported as mdim-refs too: a big-endian leaf (transcoded inline), a hashed array gone,
-        # a shard index that lies (the export refuses it, naming the object)
+        # a shard index entry aliasing another (served and exported as zarr reads it)
         _case("bare_versioned", "drift", ("-411331.zarr/", "/7/h_max"), how="endian",
               chunking="shard", export=True),
         _case("legacy", "delete", ("-411331.zarr/7/count",), chunking="shard", export=True),
         _case("sharded", "shard-index", sharded, entry=2, lie="overlap", fix_crc=True,
               chunking="inner", export=True),
+        # names a reference format cannot take verbatim, exported in every format
+        _case("sharded", "rename-array", ("44411.zarr/", "/7/h_mean"), to="coun%74",
+              hashes=True, export=True),
+        _case("bare_versioned", "rename-array", ("444111.zarr/", "/7/h_mean"), to="COUNT",
+              hashes=True, export=True),
+        _case("legacy", "rename-array", ("444111.zarr/7/h_max",), to="a#b?c", hashes=False,
+              chunking="shard", export=True),
+        _case("bare_versioned", "rename-array", ("444111.zarr/", "/7/h_max"), to="bell\x07",
+              hashes=True, export=True),
+        _case("legacy", "rename-array", ("444111.zarr/7/h_min",), to="tab\tname",
+              hashes=False, export=True),
+        # on S3, where obstore refuses a key holding a control character
+        replace(_case("pyramid2", "rename-array", ("-4/1/1/all.pyramid.zarr/3/count",),
+                      to="bell\x07", hashes=True, chunking="shard", xarray=True),
+                backend="s3"),
         # two leaves trade places: each stamp's coverage names its own node (span of 2:
         # one chunk holds both), a windowed leaf with another window's
         _case("bare_versioned", "misplace", ("444111.zarr",), chunking=2, export=True,

@@ -12,6 +12,7 @@ import sqlite3
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import zarr
@@ -60,9 +61,9 @@ def assert_same(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None
 
 
 def read_local(url: str, offset: int, size: int) -> bytes:
-    """A byte range of a ``file://`` URL."""
+    """A byte range of a ``file://`` URL (percent-encoded)."""
     assert url.startswith("file://"), url
-    with open(url[len("file://") :], "rb") as f:
+    with open(unquote(url[len("file://") :]), "rb") as f:
         f.seek(offset)
         data = f.read(size)
     assert len(data) == size, url
@@ -81,11 +82,11 @@ def mdim_arrays(path: Path, read: ReadRange = read_local) -> dict[str, Callable[
     :func:`mdim_values`): a caller may judge each array's failure apart."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        arrays = db.execute("SELECT array, zarr_json FROM arrays").fetchall()
-        return {array: functools.partial(_decoded, zarr_json,
-                                         db.execute(f'SELECT * FROM "refs_{array}"').fetchall(),
-                                         read)
-                for array, zarr_json in arrays}
+        arrays = db.execute("SELECT array, zarr_json, chunk_table FROM arrays").fetchall()
+        return {array: functools.partial(
+                    _decoded, zarr_json,
+                    db.execute(f'SELECT * FROM "refs_{table}"').fetchall(), read)
+                for array, zarr_json, table in arrays}
     finally:
         db.close()
 

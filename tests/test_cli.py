@@ -51,7 +51,7 @@ def tree(out: str) -> list[str]:
 
 
 def test_exit_codes_are_distinct_and_documented():
-    assert len(set(cli.EXIT_CODES)) == len(cli.EXIT_CODES) == 9
+    assert len(set(cli.EXIT_CODES)) == len(cli.EXIT_CODES) == 10
     help_text = cli.build_parser().format_help()
     assert all(str(code) in help_text for code in cli.EXIT_CODES)
 
@@ -70,6 +70,22 @@ def test_inspect_and_verify_over_s3_with_command_line_options(s3_server, capsys)
     report = json.loads(signed[1])
     want = json.loads(run(capsys, "verify", FIXTURES / "bare_versioned", "--json")[1])
     assert report["ok"] and report["objects"] == report["clean"] == want["objects"] > 0
+
+
+def test_s3_over_plain_http_configured_by_the_environment(s3_server, capsys, monkeypatch):
+    """AWS_ENDPOINT and AWS_ALLOW_HTTP, as obstore reads them: the command line's fail-fast
+    client options must not drop the environment's (obstore then refused the http
+    endpoint with "builder error")."""
+    for key, value in {"AWS_ENDPOINT": s3_server.url, "AWS_ALLOW_HTTP": "true",
+                       "AWS_REGION": REGION, "AWS_SKIP_SIGNATURE": "true",
+                       "AWS_EC2_METADATA_DISABLED": "true"}.items():
+        monkeypatch.setenv(key, value)
+    local = run(capsys, "inspect", FIXTURES / "bare_versioned", "--verify", "lazy")
+    code, out, err = run(capsys, "inspect", s3_url("bare_versioned"), "--verify", "lazy")
+    assert code == EXIT_OK, err
+    assert tree(out) == tree(local[1])
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "false")  # and the environment is what decides
+    assert run(capsys, "inspect", s3_url("bare_versioned"))[0] == EXIT_READ
 
 
 def test_anonymous_reads_of_a_private_bucket_fail_as_unreadable(s3_server, capsys):

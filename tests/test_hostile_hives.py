@@ -2,14 +2,16 @@
 dtype), or the fill value with a ``HiveWarning``, or a ``MocHiveError`` naming the object.
 
 The mutations (``hostile.py``) are drawn by hypothesis: JSON type swaps, truncated
-documents and chunks, shard indexes that lie, renamed arrays, links out of the hive root,
-unversioned leaves rewritten after a first read, versioned leaves committed again (stamp
-swapped, old version removed) between two reads, metadata drift between the leaves of
-one writer run, deleted objects, and leaves that trade places; some cases open the store
-with an AOI, some read from a loopback S3 server. The explicit examples run every kind
-every time. Hypothesis reports the first failing example; ``python -m tests.hostile
---report 0 --violations`` lists every bad read of all of them, and ``--report N`` adds N
-generated cases to the table of verdicts.
+documents and chunks, shard indexes that lie, renamed arrays (names with ``%``, names
+differing from another only in case, names that are not printable), links out of the hive
+root, unversioned leaves rewritten after a first read, versioned leaves committed again
+(stamp swapped, old version removed) between two reads, metadata drift between the leaves
+of one writer run, deleted objects, and leaves that trade places; some cases open the
+store with an AOI, some read from a loopback S3 server, some are exported in every
+reference format (mdim-refs; kerchunk JSON and Icechunk on Python >= 3.12) and read back.
+The explicit examples run every kind every time. Hypothesis reports the first failing
+example; ``python -m tests.hostile --report 0 --violations`` lists every bad read of all
+of them, and ``--report N`` adds N generated cases to the table of verdicts.
 """
 
 from __future__ import annotations

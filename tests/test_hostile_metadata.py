@@ -686,8 +686,11 @@ def _drop_hashes(root: Path) -> None:
     ("__meta", True, "array name '__meta' is not a valid zarr node name (starts with '__'"),
     ("tab\tname", False, "array name 'tab\\tname' is not a valid zarr node name (not printable"),
     ("tab\tname", True, "array name 'tab\\tname' is not a valid zarr node name (not printable"),
+    ("bell\x07", False, "array name 'bell\\x07' is not a valid zarr node name (not printable"),
 ], ids=repr)
-def test_an_array_the_hive_names_invalidly_is_refused_naming_it(hive_copy, name, listed, text):
+def test_an_array_the_hive_names_invalidly_is_omitted_naming_it(hive_copy, name, listed, text):
+    """That array is refused, not the hive (the template's own): every other array reads,
+    and one warning names it, escaped."""
     root = hive_copy("bare_versioned")
     group = root / _data(root) / "7"
     shutil.copytree(group / "count", group / name)
@@ -695,9 +698,16 @@ def test_an_array_the_hive_names_invalidly_is_refused_naming_it(hive_copy, name,
         _drop_hashes(root)
     else:
         _add_hash(root, f"7/{name}")
-    with pytest.raises(HiveFormatError, match=re.escape(f"{_data(root)}/7") + ".*"
-                       + re.escape(text)):
-        zarr.open_group(MocHiveStore(root), mode="r")
+    with pytest.warns(HiveWarning) as caught:
+        root_group = zarr.open_group(MocHiveStore(root), mode="r")
+        arrays = sorted(root_group[GROUP].array_keys())
+    assert arrays == sorted([*_fixture_arrays(), "morton", "cell_ids"])
+    said = [str(w.message) for w in caught if text in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(f"{_data(root)}/7: ")
+    assert not any(ch in str(w.message) for w in caught for ch in "\t\x07")
+    want = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group=GROUP)["count"].values
+    np.testing.assert_array_equal(
+        xr.open_zarr(MocHiveStore(root), group=GROUP)["count"].values, want)
 
 
 @pytest.mark.parametrize("listed", [False, True], ids=["hashed", "listed"])
@@ -716,11 +726,34 @@ def test_an_invalid_name_that_is_no_array_is_skipped(hive_copy, listed):
         [*_fixture_arrays(), "morton", "cell_ids"])
 
 
-def test_a_hashed_name_that_cannot_be_looked_up_is_refused(hive_copy):
+def test_an_invalid_name_in_the_template_leaf_alone_hides_no_array_of_the_others(hive_copy):
+    """Only the first leaf's ``count`` is renamed to a name that is not printable: the
+    level's schema is taken from the next leaf, so ``count`` is presented, read from every
+    other leaf, and the renamed leaf's rows are the fill value with the warning naming it."""
+    root = hive_copy("bare_versioned")
+    group = root / _data(root) / "7"
+    shutil.move(group / "count", group / "co\x07unt")
+    _edit(root / LEAF / "zarr.json", lambda doc: doc["attributes"]["morton_hive_commit"][
+        "content_hashes"]["arrays"].update({"7/co\x07unt": doc["attributes"][
+            "morton_hive_commit"]["content_hashes"]["arrays"].pop("7/count")}))
+    with pytest.warns(HiveWarning, match=re.escape(LEAF) + ".*not a valid zarr node name"):
+        got = xr.open_zarr(MocHiveStore(root), group=GROUP)["count"].values
+    clean = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group=GROUP)
+    mine = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned", aoi=["444111"]),
+                        group=GROUP)["morton"].values
+    rows = np.isin(clean["morton"].values, mine)
+    assert 0 < rows.sum() < rows.size
+    np.testing.assert_array_equal(got[~rows], clean["count"].values[~rows])
+    assert (got[rows] == 0).all()  # the fill value
+
+
+def test_a_hashed_name_that_cannot_be_looked_up_is_omitted_naming_it(hive_copy):
     root = hive_copy("bare_versioned")
     _add_hash(root, "7/" + "a" * 300)
-    with pytest.raises(HiveFormatError, match="longer than 255 bytes"):
-        zarr.open_group(MocHiveStore(root), mode="r")
+    with pytest.warns(HiveWarning, match="longer than 255 bytes"):
+        root_group = zarr.open_group(MocHiveStore(root), mode="r")
+        assert sorted(root_group[GROUP].array_keys()) == sorted(
+            [*_fixture_arrays(), "morton", "cell_ids"])
 
 
 def test_a_leaf_array_named_like_a_window_coordinate_is_refused(hive_copy):

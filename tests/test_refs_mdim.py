@@ -26,7 +26,7 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 
 from moczarr_store import HiveWarning, MocHiveStore, TruncatedChunkError
 from moczarr_store.backend import LocalReader
-from moczarr_store.cli import EXIT_MISSING, main
+from moczarr_store.cli import EXIT_MISSING, EXIT_USAGE, main
 from moczarr_store.options import OptionError
 from moczarr_store.refs import export_refs
 from moczarr_store.refs.collect import published
@@ -200,6 +200,29 @@ def test_refuses_an_existing_output_and_a_bad_remap(tmp_path):
         export_refs(FIXTURES / "sharded", "mdim-refs", out)
     with pytest.raises(OptionError, match="PREFIX=NEW"):
         export_refs(FIXTURES / "sharded", "mdim-refs", tmp_path / "y.sqlite", remap=["nope"])
+
+
+def test_a_remap_rule_that_matches_nothing_is_refused_naming_it(tmp_path, capsys):
+    root = (FIXTURES / "sharded").resolve().as_uri() + "/"
+    rules = [f"{root}=s3://bucket/hive/", "file:///no/such/hive/=s3://typo/"]
+    with pytest.raises(OptionError, match="remap file:///no/such/hive/=s3://typo/"):
+        export_refs(FIXTURES / "sharded", "mdim-refs", tmp_path / "x.sqlite", remap=rules)
+    assert not (tmp_path / "x.sqlite").exists()
+    code = main(["refs", str(FIXTURES / "sharded"), "--format", "mdim-refs",
+                 str(tmp_path / "y.sqlite"), "--remap", "s3://elsewhere/=s3://x/"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and "s3://elsewhere/" in err and "matches no" in err
+    export_refs(FIXTURES / "sharded", "mdim-refs", tmp_path / "z.sqlite", remap=rules[:1])
+
+
+def test_refs_onto_an_existing_output_is_a_usage_error(tmp_path, capsys):
+    out = tmp_path / "refs.sqlite"
+    out.write_bytes(b"keep")
+    code = main(["refs", str(FIXTURES / "sharded"), "--format", "mdim-refs", str(out)])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE, err
+    assert str(out) in err and "exists" in err
+    assert out.read_bytes() == b"keep"
 
 
 def test_cli_json_summary(tmp_path, capsys):

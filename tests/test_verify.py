@@ -519,3 +519,55 @@ def test_report_source_carries_no_credentials():
     assert public_source("s3://AKIA:secret@bucket/hive?X-Amz-Signature=abc#f") == "s3://bucket/hive"
     assert public_source("https://u:p@example.org:8443/h?sig=1") == "https://example.org:8443/h"
     assert public_source("file:///data/hive") == "file:///data/hive"
+
+
+# -- checking nothing is not success -------------------------------------------------------
+
+
+def strip_hashes(root: Path) -> int:
+    """Remove ``content_hashes`` from every commit stamp under ``root``; how many."""
+    stripped = 0
+    for path in root.rglob("zarr.json"):
+        doc = json.loads(path.read_text())
+        stamp = doc.get("attributes", {}).get("morton_hive_commit")
+        if isinstance(stamp, dict) and stamp.pop("content_hashes", None) is not None:
+            path.write_text(json.dumps(doc))
+            stripped += 1
+    return stripped
+
+
+def test_a_run_that_checked_nothing_is_not_a_success(hive_copy, capsys):
+    """Values altered, then every stamp's hashes stripped: nothing can be checked, which
+    verify must not report as ``ok`` (exit 7, status ``unchecked``); ``--strict`` fails
+    every unverifiable object (exit 1)."""
+    from moczarr_store.cli import EXIT_DIFFERS, EXIT_UNCHECKED
+
+    root = hive_copy("sharded")
+    flip_payload_byte(leaf_array_dir(root, "4/4/4/1/2/44412.zarr", "7/count"))
+    assert strip_hashes(root) >= len(stamped_objects(root)) > 0  # versions' stamps too
+    assert not any("content_hashes" in s for s in stamped_objects(root).values())
+    report = run(root)
+    assert report.status == "unchecked" and not report.ok and report.clean == 0
+    code, out = cli(capsys, root, "--json")
+    summary = json.loads(out)
+    assert code == EXIT_UNCHECKED and summary["status"] == "unchecked"
+    assert summary["ok"] is False and summary["unverifiable"] == len(stamped_objects(root))
+    code, out = cli(capsys, root)
+    assert code == EXIT_UNCHECKED and "UNCHECKED: no object was verified" in out
+    assert cli(capsys, root, "--strict")[0] == EXIT_DIFFERS
+
+
+def test_strict_fails_unverifiable_objects_beside_clean_ones(capsys):
+    root = FIXTURES / OLD_WRITER  # two leaves with hashes, two without
+    code, out = cli(capsys, root, "--json")
+    assert code == 0 and json.loads(out)["status"] == "verified"
+    code, out = cli(capsys, root, "--json", "--strict")
+    summary = json.loads(out)
+    assert code == 1 and summary["strict"] is True and summary["unverifiable"] == 2
+
+
+def test_the_help_says_the_hashes_are_integrity_not_authenticity(capsys):
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "integrity, not authenticity" in text and "7 when nothing could be checked" in text

@@ -79,7 +79,9 @@ class HiveIO(Protocol):
 
 # -- credentials never leave in a message -----------------------------------------------------
 
-_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]*")
+_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]*")  # what redact() finds
+_URL_BODY_RE = re.compile(r"[^\s\"'<>`]*")
+_SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 _PARAM_RE = re.compile(r"([^&;=#]*)(=?)[^&;#]*")
 
 
@@ -89,21 +91,39 @@ def _redact_url(url: str) -> str:
     authority, tail = rest[:cut], rest[cut:]
     if "@" in authority:
         authority = "***@" + authority.rpartition("@")[2]
+    tail, hash_, fragment = tail.partition("#")  # a fragment may hold a token, query or not
     path, question, query = tail.partition("?")
     if question:
-        query, hash_, fragment = query.partition("#")
         query = _PARAM_RE.sub(lambda m: m[1] + "=***" if m[2] else ("***" if m[1] else ""), query)
-        tail = f"{path}?{query}{hash_}{'***' if fragment else ''}"
-    return f"{scheme}://{authority}{tail}"
+        tail = f"{path}?{query}"
+    return f"{scheme}://{authority}{tail}{hash_}{'***' if fragment else ''}"
 
 
 def redact(text: str) -> str:
-    """``text`` with every URL's user-info and query values replaced by ``***``.
+    """``text`` with every URL's user-info, query values and fragment replaced by ``***``.
+    Cost: linear in ``len(text)``.
 
     ``s3://key:secret@bucket/hive?X-Amz-Signature=abc`` becomes
     ``s3://***@bucket/hive?X-Amz-Signature=***``; text outside URLs is unchanged.
     """
-    return _URL_RE.sub(lambda m: _redact_url(m[0]), text)
+    # The matches of _URL_RE, found in linear time: the regex itself retries every letter
+    # of a long run of scheme characters (quadratic); each "://" is looked for once, and
+    # its scheme is the run before it from its first letter (runs end at ":").
+    out, done, at = [], 0, text.find("://")
+    while at >= 0:
+        start = at
+        while start > done and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        while start < at and not ("A" <= text[start] <= "Z" or "a" <= text[start] <= "z"):
+            start += 1
+        if start == at:  # no scheme: not a URL
+            at = text.find("://", at + 3)
+            continue
+        end = _URL_BODY_RE.match(text, at + 3).end()  # type: ignore[union-attr]
+        out += [text[done:start], _redact_url(text[start:end])]
+        done = end
+        at = text.find("://", end)
+    return "".join(out) + text[done:]
 
 
 _SECRET_KEY_RE = re.compile(r"secret|token|password|passwd|credential|signature|sas|auth|key",

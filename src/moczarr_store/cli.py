@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import sys
 import traceback
 import warnings
@@ -41,6 +42,7 @@ EXIT_NOT_FOUND = 3  # no hive at the source: no root, no manifest, no product
 EXIT_READ = 4  # the hive cannot be read: network, timeout, permission, damaged bytes
 EXIT_FORMAT = 5  # the hive's metadata is malformed or describes what cannot be presented
 EXIT_MISSING = 6  # an optional dependency is not installed (the [serve] or [export] extra)
+EXIT_UNCHECKED = 7  # verify: nothing could be checked (no stamp records content hashes)
 EXIT_INTERNAL = 70  # anything else: a bug of this package (rerun with --debug, report it)
 EXIT_INTERRUPTED = 130
 EXIT_CODES = {
@@ -51,6 +53,7 @@ EXIT_CODES = {
     EXIT_READ: "the hive cannot be read (network, timeout, permission, damaged bytes)",
     EXIT_FORMAT: "the hive's metadata is malformed or unsupported",
     EXIT_MISSING: "an optional dependency is missing",
+    EXIT_UNCHECKED: "verify: nothing could be checked (no stamp records content hashes)",
     EXIT_INTERNAL: "internal error",
     EXIT_INTERRUPTED: "interrupted",
 }
@@ -89,7 +92,7 @@ def one_line(err: BaseException, options: dict | None = None) -> str:
 
 def exit_code(err: BaseException) -> int:
     """The exit status of an error's family (:data:`EXIT_CODES`)."""
-    if isinstance(err, OptionError):
+    if isinstance(err, OptionError | FileExistsError):  # FileExistsError: refs' output
         return EXIT_USAGE
     if isinstance(err, NotAHiveError | FileNotFoundError):
         return EXIT_NOT_FOUND
@@ -197,10 +200,30 @@ def parse_option(item: str) -> dict[str, Any]:
     return value
 
 
+# obstore client options its builders also read from the environment (AWS_ALLOW_HTTP, ...):
+# a client_options dict given to obstore replaces the environment's, so the fail-fast
+# timeouts must carry these over or an env-configured plain-http endpoint is refused
+ENV_CLIENT_KEYS = ("allow_http", "allow_invalid_certificates", "proxy_url",
+                   "proxy_ca_certificate", "proxy_excludes", "http1_only", "http2_only",
+                   "randomize_addresses")
+ENV_PREFIXES = {"s3": "AWS_", "gs": "GOOGLE_"}
+
+
+def env_client_options(kind: str) -> dict[str, Any]:
+    """The client options the environment sets for a ``kind`` source (``AWS_ALLOW_HTTP``
+    for ``s3``), as obstore's builders read them."""
+    prefix = ENV_PREFIXES.get(kind)
+    if prefix is None:
+        return {}
+    return {key: _value(key, os.environ[prefix + key.upper()]) for key in ENV_CLIENT_KEYS
+            if prefix + key.upper() in os.environ}
+
+
 def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
     """``MocHiveStore``'s ``storage_options`` for ``source`` from the arguments of
-    :func:`storage_parser`: the fail-fast limits (remote sources), ``--anon``,
-    ``--endpoint``, ``--region``, then every ``--option`` (which win)."""
+    :func:`storage_parser`: the client options the environment sets, the fail-fast limits
+    (remote sources), ``--anon``, ``--endpoint``, ``--region``, then every ``--option``
+    (which win)."""
     kind = family(source if "://" in source else "file://")
     given: dict[str, Any] = {}
     for item in args.option:
@@ -212,6 +235,7 @@ def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
         return given
     options: dict[str, Any] = fail_fast(args.connect_timeout, args.read_timeout, args.retries,
                                         args.retry_timeout)
+    options = merged({"client_options": env_client_options(kind)}, options)
     if args.anon:
         if kind not in ("s3", "gs"):
             raise OptionError("--anon applies to s3:// and gs:// sources")
@@ -319,10 +343,15 @@ VERIFY_HELP = """\
 Recompute the content hashes every commit stamp records (one sha256 per array over its
 decoded values) from the bytes the store serves, and compare them array by array.
 
-Exit status: 0 when no array differs; 1 when an array differs or cannot be read (each
-object and array is named); otherwise that of the error (see moczarr-store --help).
-Objects whose stamps record no content hashes are reported as "unverifiable": that alone
-is not a failure.
+Exit status: 0 when at least one object was verified and no array differs; 1 when an
+array differs or cannot be read (each object and array is named), or, with --strict, when
+an object is unverifiable; 7 when nothing could be checked (no stamp records content
+hashes: checking nothing is not success); otherwise that of the error (see moczarr-store
+--help). Objects whose stamps record no content hashes are reported as "unverifiable".
+
+The hashes are integrity, not authenticity: they catch bytes damaged or mixed up after the
+writer recorded them, not a deliberate change, since whoever can rewrite the values can
+rewrite the hashes in the stamp beside them.
 """
 
 
@@ -338,10 +367,12 @@ def run_verify(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.json:
-        print(json.dumps(report.to_json(), indent=1))
+        print(json.dumps({**report.to_json(), "strict": args.strict}, indent=1))
     else:
         print("\n".join(report_lines(report)))
-    return EXIT_OK if report.ok else EXIT_DIFFERS
+    if report.status == "failed" or (args.strict and report.n_unverifiable):
+        return EXIT_DIFFERS
+    return EXIT_UNCHECKED if report.status == "unchecked" else EXIT_OK
 
 
 # -- serve -----------------------------------------------------------------------------------
@@ -535,6 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("source", help=SOURCE_HELP)
     check.add_argument("--group", help="only the levels under this virtual path (atl06/o7)")
     check.add_argument("--json", action="store_true", help="print a JSON summary")
+    check.add_argument("--strict", action="store_true",
+                       help="an unverifiable object (its stamp records no hashes) fails (1)")
     add_serve_parser(sub, parents)
     add_refs_parser(sub, parents)
     return parser

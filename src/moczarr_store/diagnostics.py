@@ -22,6 +22,8 @@ MAX_KEYS = 4096  # distinct (level, kind) pairs remembered; past it problems are
 KINDS = {
     "debris": "has no commit stamp (unstamped debris)",
     "absent": "has no commit stamp (no root zarr.json)",
+    "linked": "lies behind a link out of the hive root (refused; follow_links=True reads "
+              "through links)",
     "dangling": "points at a version that is missing",
     "no-group": "has no group for this cell order",
     "no-array": "holds chunk bytes but no array metadata for them",

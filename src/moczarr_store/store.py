@@ -8,6 +8,7 @@ its caches and its view. See ``ARCHITECTURE.md`` beside this module for one key'
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -152,8 +153,10 @@ class MocHiveStore(Store):
         """The recipe and the session: a store and its read-only copies share dask names;
         another store of the same hive (or an unpickled copy, which reads stamps afresh)
         may serve other versions of its leaves, so its arrays never share a name, which
-        would let dask compute one for both in a graph that holds them together."""
-        return (type(self).__name__, *map(repr, self._recipe()), self.session.token)
+        would let dask compute one for both in a graph that holds them together. The
+        recipe is hashed: it holds the URL's user-info and the storage options' secrets."""
+        recipe = hashlib.sha256(repr(self._recipe()).encode()).hexdigest()
+        return (type(self).__name__, recipe, self.session.token)
 
     def __repr__(self) -> str:
         """The source (credentials redacted) and the options that change the view; storage

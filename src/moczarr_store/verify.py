@@ -12,7 +12,9 @@ field comes from the read plan and its executor (``plan_chunk``, then ``read_lea
 decoded under the virtual array's metadata (numpy for plain chunks, zarr's codecs once per
 leaf array otherwise) and cast back to the leaf array's own dtype (the virtual dtype may be
 a promoted one); ``morton`` and ``cell_ids`` are the store's fabricated coordinates. A stamp
-without a record is *unverifiable*, not tampered.
+without a record is *unverifiable*, not tampered; a run that verified no object at all is
+*unchecked*, not a success (``VerifyReport.status``). The hashes are integrity, not
+authenticity: whoever can rewrite the values can rewrite the stamp's hashes with them.
 
 Cost: per object, one GET of its stamp, one per chunk of each served array, plus one per
 leaf array's ``zarr.json`` where the session does not know it yet. CPU: the event loop
@@ -127,9 +129,18 @@ class VerifyReport:
     seconds: float = 0.0
 
     @property
+    def status(self) -> str:
+        """``failed``: an array mismatched or an object could not be read; ``unchecked``:
+        no object was verified (every stamp records no hashes, or none was found), which is
+        not a success; ``verified``: at least one object was, and none failed."""
+        if self.failures:
+            return "failed"
+        return "verified" if self.clean else "unchecked"
+
+    @property
     def ok(self) -> bool:
-        """No array mismatched and every object could be read (unverifiable is fine)."""
-        return not self.failures
+        """Something was verified and nothing failed (unverifiable objects aside)."""
+        return self.status == "verified"
 
     def add(self, verdict: ObjectVerdict) -> None:
         self.objects += 1
@@ -167,6 +178,7 @@ class VerifyReport:
 
         return {
             "source": self.source,
+            "status": self.status,
             "ok": self.ok,
             "objects": self.objects,
             "clean": self.clean,
@@ -707,6 +719,9 @@ def report_lines(report: VerifyReport) -> list[str]:
         f"{mismatches} mismatch, {len(report.failures) - mismatches} error, "
         f"{report.n_unverifiable} unverifiable, {report.n_not_stamped} not stamped"
     )]
+    if report.status == "unchecked":
+        lines.append("UNCHECKED: no object was verified (no stamp records content hashes): "
+                     "nothing here says the values are the ones written")
     for v in report.failures:
         lines.append(printable(f"{v.status.upper()} {v.level} {v.object}"))
         lines.extend(_problem_line(p) for p in v.problems)

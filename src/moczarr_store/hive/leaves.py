@@ -18,12 +18,13 @@ from typing import Literal
 from zarr.abc.store import RangeByteRequest
 
 from ..cache import AsyncCache
+from ..errors import OutsideRootError
 from .ids import DECIMAL_RE
 from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json
 from .paths import short, split_leaf_name, validate_current
 
 STAMP_KEY = "morton_hive_commit"
-LeafState = Literal["stamped", "debris", "absent"]
+LeafState = Literal["stamped", "debris", "absent", "linked"]  # linked: out of the root
 PROVENANCE = ("role", "zagg_overview", "zagg_column")  # an object's role and its blocks
 # What a pyramid level checks of an object's role and provenance block (``Level.refusal``)
 _OVERVIEW_KEYS = ("spec", "cell_order", "node", "window")
@@ -192,6 +193,17 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
                 misplaced(path, stamp))
 
 
+async def _load(path: str, read) -> Leaf:
+    """``parse_leaf`` of one ranged ``read`` of at most the document cap; a stamp linked
+    out of the hive root is that leaf's refusal (``"linked"``), not the hive's."""
+    window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
+    try:
+        payload = await read(f"{path}/zarr.json", window)
+    except OutsideRootError:  # that object is refused, not the hive
+        return Leaf(path, "linked")
+    return parse_leaf(path, payload)
+
+
 class LeafCache(AsyncCache[Leaf]):
     """Resolved leaves by path: a bounded LRU keeping each leaf's slim form."""
 
@@ -205,11 +217,7 @@ class LeafCache(AsyncCache[Leaf]):
         """The leaf at ``path``: cached, else ``parse_leaf`` of one ranged ``read`` of at
         most the document cap."""
 
-        async def load() -> Leaf:
-            window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
-            return parse_leaf(path, await read(f"{path}/zarr.json", window))
-
-        return await self.get(path, load)
+        return await self.get(path, lambda: _load(path, read))
 
     async def resolve_full(self, path: str, read) -> Leaf:
         """Like :meth:`resolve`, with the stamp's attributes: the cache keeps slim leaves,
@@ -243,8 +251,7 @@ class LeafCache(AsyncCache[Leaf]):
         began, future = tick(), loop.create_future()
         self._rereading[slot] = (began, future)
         try:
-            window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
-            leaf = parse_leaf(path, await read(f"{path}/zarr.json", window))
+            leaf = await _load(path, read)
         except BaseException as err:
             future.set_exception(err)
             future.exception()  # retrieved: the waiters re-raise it themselves

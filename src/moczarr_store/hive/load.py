@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..diagnostics import KINDS
 from ..errors import (
     CannotWalk,
     HiveFormatError,
@@ -111,6 +112,10 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
 
     async def check(index: int, window: str | None, path: str) -> None:
         leaf = await leaves.resolve(path, backend.get)
+        if leaf.state == "linked":  # that object is refused (and its reads), not the hive
+            refused.append((path, KINDS["linked"]))
+            dropped.append(path)
+            return
         if leaf.state != "stamped":
             if leaf.state == "debris" or not (level.windows or level.window or level.fold):
                 dropped.append(path)

@@ -27,6 +27,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import OutsideRootError
 from .leaves import Leaf, LeafCache, parse_leaf
 
 if TYPE_CHECKING:
@@ -62,14 +63,15 @@ def probe_paths(level: Level, count: int = RUN_PROBES) -> list[str]:
 
 
 async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:
-    """The object's leaf when it is stamped; a malformed stamp is left for its reads to
-    report (``None`` here). A stamp not cached yet is read without caching it: the cache
-    keeps only a slim leaf, and a later full read (``drop_unstamped``) needs its attributes."""
+    """The object's leaf when it is stamped; a malformed stamp, or one behind a link out of
+    the hive root, is left for its reads to report (``None`` here): one object, not the
+    hive. A stamp not cached yet is read without caching it: the cache keeps only a slim
+    leaf, and a later full read (``drop_unstamped``) needs its attributes."""
     leaf = leaves.peek(path)
     if not isinstance(leaf, Leaf):
         try:
             leaf = parse_leaf(path, await backend.get(f"{path}/zarr.json"))
-        except ValueError:
+        except (ValueError, OutsideRootError):
             return None
     return leaf if leaf.state == "stamped" else None
 

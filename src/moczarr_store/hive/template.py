@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import HiveFormatError, HiveWarning, OutsideRootError
+from ..errors import HiveFormatError, HiveWarning, MocHiveError, OutsideRootError
 from .jsonio import load_object, object_field, read_document
 from .leaves import Leaf, LeafCache
 from .level import Level
-from .paths import node_name_problem, requestable, short, validate_node_name
+from .paths import node_name_problem, requestable, short
 from .runs import probe_paths
 from .walk import existing_objects
 
@@ -117,18 +117,38 @@ async def _array_names(
     return sorted(dirs), False
 
 
-async def _valid_names(backend: HiveIO, names: list[str], group: str) -> list[str]:
-    """``names`` that are zarr node names. Another name is refused (naming it) if it is
-    an array, or cannot even be looked up; one that is merely not an array is skipped.
+_UNREADABLE: dict = {}  # an invalid name's document that could not even be looked up
+
+
+async def _look_up(backend: HiveIO, key: str) -> dict | None:
+    """:func:`_read_json` of a key holding an invalid name: a backend may refuse such a key
+    (obstore parses object paths: a control character is no path segment to it), and a
+    malformed document there is no array; either way ``_UNREADABLE``."""
+    try:
+        return await _read_json(backend, key)
+    except (ValueError, MocHiveError):
+        return _UNREADABLE
+
+
+async def _valid_names(backend: HiveIO, names: list[str], group: str,
+                       refused_out: list[str] | None = None) -> list[str]:
+    """``names`` that are zarr node names. Another name is omitted: with one warning naming
+    each if it is an array, or cannot even be looked up (that array is refused, not the
+    hive); silently if it is merely not an array (``refused_out`` gets the refused ones).
     Cost: one GET per invalid name that can be looked up; none for valid names."""
     bad = [name for name in names if node_name_problem(name) is not None]
-    for name in bad:
-        if not requestable(name):
-            validate_node_name(name, group)
-    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in bad))
-    for name, meta in zip(bad, metas, strict=True):
-        if meta is not None and meta.get("node_type") == "array":
-            validate_node_name(name, group)
+    looked = [name for name in bad if requestable(name)]
+    metas = await asyncio.gather(*(_look_up(backend, f"{group}/{n}/zarr.json") for n in looked))
+    refused = [name for name in bad if not requestable(name)] + [
+        name for name, meta in zip(looked, metas, strict=True)
+        if meta is _UNREADABLE or meta is not None and meta.get("node_type") == "array"]
+    if refused_out is not None:
+        refused_out += refused
+    if refused:
+        said = "; ".join(f"array name {short(n)} is not a valid zarr node name "
+                         f"({node_name_problem(n)})" for n in refused[:DANGLING_NAMED])
+        more = f"; {len(refused) - DANGLING_NAMED} more" if len(refused) > DANGLING_NAMED else ""
+        _warn(f"{group}: {said}{more}: not presented")
     return [name for name in names if name not in bad]
 
 
@@ -136,25 +156,33 @@ Template = tuple[Leaf, dict, dict[str, dict]]
 
 
 async def _first_template(
-    backend: HiveIO, leaves: LeafCache, batch: list[str], level: Level
+    backend: HiveIO, leaves: LeafCache, batch: list[str], level: Level,
+    fallback: list[Template] | None = None,
 ) -> Template | None:
     """The first stamped object of ``batch`` (stamps read concurrently) whose cell-order
     group exists: its leaf, group attributes and array metadata by name (the stored
     coordinates included). The group's listing, where the backend lists, is the authority
     on its arrays (as for moczarr): it is made concurrently with the reads of the arrays
-    the stamp names, so it adds a request, not a round trip."""
+    the stamp names, so it adds a request, not a round trip. An object holding an array
+    refused for its name is the template only if no later one of the batch is usable
+    (``fallback``: shared with the caller, which may look further; then ``None`` here)."""
     resolved = await asyncio.gather(*(leaves.resolve_full(p, backend.get) for p in batch))
     dangling: list[tuple[Leaf, str]] = []
+    own: list[Template] = [] if fallback is None else fallback
     try:
-        return await _first_usable(backend, leaves, resolved, level, dangling)
+        found = await _first_usable(backend, leaves, resolved, level, dangling, own)
     finally:
         warn_dangling(level, dangling)
+    return found if found is not None or fallback is not None or not own else own[0]
 
 
 async def _first_usable(
     backend: HiveIO, leaves: LeafCache, resolved: list[Leaf], level: Level,
-    dangling: list[tuple[Leaf, str]],
+    dangling: list[tuple[Leaf, str]], fallback: list[Template],
 ) -> Template | None:
+    """The first usable template of ``resolved``. One that holds an array refused for its
+    name is kept in ``fallback`` (once), and the next object is tried: one object's bad
+    name must not hide an array the others hold from the whole level."""
     for leaf in resolved:
         if leaf.state != "stamped":
             continue
@@ -165,19 +193,27 @@ async def _first_usable(
             continue
         attrs = object_field(group_meta, "attributes", f"{group}/zarr.json")
         names, hashed = await _array_names(backend, leaves, leaf, group, level)
+        refused: list[str] = []
         if hashed:
-            arrays, listed = await asyncio.gather(_group_arrays(backend, group, names),
+            arrays, listed = await asyncio.gather(_group_arrays(backend, group, names, refused),
                                                   _listing(backend, group))
-            arrays = await _reconcile(backend, leaf, group, arrays, listed)
+            arrays = await _reconcile(backend, leaf, group, arrays, listed, names, refused)
         else:
-            arrays = await _group_arrays(backend, group, names)
-        return leaf, attrs, {n: m for n, m in arrays.items() if m is not None}
+            arrays = await _group_arrays(backend, group, names, refused)
+        found = leaf, attrs, {n: m for n, m in arrays.items() if m is not None}
+        if not refused:
+            return found
+        if fallback:  # a second such object: its names are the level's, not one object's
+            return fallback[0]
+        fallback.append(found)
     return None
 
 
-async def _group_arrays(backend: HiveIO, group: str, names: list[str]) -> dict[str, dict | None]:
-    """The array metadata of ``names`` in ``group`` (``None``: no array by that name)."""
-    names = await _valid_names(backend, names, group)
+async def _group_arrays(backend: HiveIO, group: str, names: list[str],
+                       refused: list[str] | None = None) -> dict[str, dict | None]:
+    """The array metadata of ``names`` in ``group`` (``None``: no array by that name;
+    ``refused`` gets the names refused, see :func:`_valid_names`)."""
+    names = await _valid_names(backend, names, group, refused)
     metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in names))
     return {n: m if m is not None and m.get("node_type") == "array" else None
             for n, m in zip(names, metas, strict=True)}
@@ -195,11 +231,12 @@ async def _listing(backend: HiveIO, group: str) -> list[str] | None:
 
 
 async def _reconcile(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, dict | None],
-                     listed: list[str] | None) -> dict[str, dict | None]:
+                     listed: list[str] | None, named: list[str],
+                     refused: list[str]) -> dict[str, dict | None]:
     """The arrays of ``group``: the listing's (``listed``; ``None`` where the backend
     cannot list, and then the stamp's), with a warning naming what the stamp's content
-    hashes name that the group does not hold, or omit that it does. Cost: one GET per
-    array the stamp does not name."""
+    hashes name that the group does not hold, or omit that it does (``named``: every name
+    the stamp gives, valid or not). Cost: one GET per array the stamp does not name."""
     found: dict[str, dict | None] = {n: m for n, m in hashed.items() if m is not None}
     missing = sorted(n for n, m in hashed.items() if m is None)
     if listed is None:
@@ -207,7 +244,7 @@ async def _reconcile(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, 
             _warn(f"leaf {leaf.path}: commit stamp names arrays {', '.join(map(short, missing))} "
                   f"that {group} does not hold, and it cannot be listed; they are not presented")
         return found
-    extra = await _group_arrays(backend, group, sorted(set(listed) - set(hashed)))
+    extra = await _group_arrays(backend, group, sorted(set(listed) - set(named)), refused)
     unnamed = sorted(n for n, m in extra.items() if m is not None)
     problems = [f"names arrays {', '.join(map(short, missing))} that {group} does not hold"
                 ] if missing else []
@@ -236,12 +273,15 @@ async def find_template(
     total = level.n_nodes * max(1, len(level.windows))
     pairs = (path for _, _, path in level.object_pairs())
     probed: set[str] = set()
+    fallback: list[Template] = []  # a first object holding an array refused for its name
     for size in (1, TEMPLATE_BATCH):
         batch = [path for _, path in zip(range(size), pairs, strict=False)]
         probed.update(batch)
-        found = await _first_template(backend, leaves, batch, level)
+        found = await _first_template(backend, leaves, batch, level, fallback)
         if found is not None or len(batch) < size:
-            return found, f"all {total:,} objects probed"
+            return found or (fallback[0] if fallback else None), f"all {total:,} objects probed"
+    if fallback:
+        return fallback[0], ""
     try:
         found, existing = await _walked_template(backend, leaves, level, probed)
     except _ListingFailed as err:

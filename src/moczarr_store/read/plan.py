@@ -159,7 +159,7 @@ def plan_chunk(
                 window = (located or array.locate(coords)).window
             return Absent("no leaf for this node in this window", level=level.path,
                           obj=leaf.path, window=window)
-        problem = "debris" if leaf.state == "debris" else "absent"
+        problem = leaf.state if leaf.state in ("debris", "linked") else "absent"
         return Absent(
             f"leaf {leaf.path}: {problem}", problem, level.path, leaf.path, level.coverage_source
         )

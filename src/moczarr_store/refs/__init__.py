@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from ..backend import redact
 from ..diagnostics import first_names
 from ..errors import HiveWarning, OptionError
 from ..options import REFERENCE_CHUNKINGS
@@ -122,6 +123,7 @@ async def export_refs_async(
         raise OptionError("an export needs the hive's URL (not an obstore store instance)")
     start = time.perf_counter()
     collected: Collected = await collect(store.session, backend.url, groups, progress, relayout)
+    _check_remap(collected, rules)
     _warn_unchecked(collected, format, checksums)
     if backend.ignores_ranges and not rules:
         warnings.warn(HiveWarning(
@@ -149,6 +151,17 @@ async def export_refs_async(
     report.bytes_on_disk = _disk_size(out)
     report.problems = store.session.problems.lines()
     return report
+
+
+def _check_remap(collected: Collected, rules: list[tuple[str, str]]) -> None:
+    """Refuse a remap rule that matches no referenced object (a mistyped prefix would
+    otherwise publish the source URLs unchanged, silently)."""
+    urls = [collected.url(key) for key in collected.sources]
+    for prefix, new in rules:
+        if not any(url.startswith(prefix) for url in urls):
+            raise OptionError(
+                f"remap {redact(prefix)}={redact(new)}: the prefix matches no referenced "
+                f"object (their URLs start with {public_source(collected.root)})")
 
 
 def _warn_unchecked(collected: Collected, format: str, checksums: bool) -> None:

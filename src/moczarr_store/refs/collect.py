@@ -44,6 +44,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import numpy as np
 from numcodecs import Blosc
@@ -126,8 +127,10 @@ class Collected:
                        if c.rewritable and c.source is not None})
 
     def url(self, key: str) -> str:
-        """The source URL of hive-relative object ``key``."""
-        return self.root + key
+        """The source URL of hive-relative object ``key``: its path segments percent-encoded
+        (a name holding ``%``, ``#``, ``?`` or a space is a URL of that very object, which
+        a reader decodes; ``coun%74`` must not name ``count``)."""
+        return self.root + quote(key, safe="/")
 
     def counts(self) -> dict[str, int]:
         chunks = [c for a in self.arrays.values() for c in a.chunks]
@@ -169,6 +172,8 @@ async def collect(
     and updated as they are planned. ``relayout``: publish the groups that qualify in the
     leaf layout (see the module's docstring; the session must plan ``"shard"``)."""
     view = await session.ensure_levels("")
+    if root.startswith("file://"):  # the store's file:// URLs are plain paths: encode
+        root = "file://" + quote(root[len("file://"):], safe="/")
     out = Collected(root if root.endswith("/") else root + "/",
                     "auto" if relayout else session.options.chunking)
     arrays = [view.arrays[p] for p in view.arrays if in_groups(p, groups)]

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
+from urllib.parse import unquote
 
 from zarr.core.buffer import default_buffer_prototype
 
@@ -36,7 +38,7 @@ def store_config(prefix: str) -> Any:
     import icechunk
 
     if prefix.startswith("file://"):
-        return icechunk.local_filesystem_store(prefix[len("file://") :])
+        return icechunk.local_filesystem_store(unquote(prefix[len("file://") :]))
     if prefix.startswith("s3://"):
         return icechunk.s3_store()
     if prefix.startswith("gs://"):
@@ -82,7 +84,18 @@ async def write_icechunk(
 ) -> None:
     """Create an Icechunk repository at local path ``out`` holding every group, array
     and reference of ``collected``. ``configs`` maps a container prefix to icechunk's
-    object store configuration (e.g. an ``s3_store(endpoint_url=...)``)."""
+    object store configuration (e.g. an ``s3_store(endpoint_url=...)``). A failed write
+    removes the repository it began."""
+    try:
+        await _write(collected, out, publish, remap, checksums, configs, message)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)  # ``out`` did not exist: the caller checked
+        raise
+
+
+async def _write(collected: Collected, out: str, publish: Callable[[str], str],
+                 remap: list[tuple[str, str]], checksums: bool,
+                 configs: Mapping[str, Any] | None, message: str) -> None:
     import icechunk
 
     from ..hints import quiet_icechunk_logs

@@ -3,11 +3,16 @@
 Tables: ``meta`` (``format_version = mdim-refs/0.2``), ``sources`` (every referenced object:
 size, mtime, ETag at export time), ``arrays`` (one row per virtual array), ``groups``,
 ``remap`` (prefix -> replacement), and one chunk table per array (64-bit ``BIGINT``
-offsets and sizes), named by the array's path in the virtual hierarchy (quoted), keyed on
-its chunk indices ``dim_0..dim_{n-1}``.
-The view ``refs_<array>`` publishes each chunk's path: its source URL with the longest
-matching ``remap`` prefix replaced (so the sources table keeps the true locations).
-Written in DELETE journal mode to a temporary file, then renamed into place.
+offsets and sizes), keyed on its chunk indices ``dim_0..dim_{n-1}``. The table is named by
+the array's path in the virtual hierarchy (quoted), unless that name is taken already:
+SQLite compares identifiers without regard to ASCII case, zarr names with it, so of
+``count`` and ``COUNT`` the second in sorted order becomes ``COUNT~1``; the ``arrays``
+table's ``chunk_table`` column names each array's table.
+Source URLs are percent-encoded (a ``file://`` URL too: decode its path to open it).
+The view ``refs_<chunk_table>`` publishes each chunk's path: its source URL with the
+longest matching ``remap`` prefix replaced (so the sources table keeps the true locations).
+Written in DELETE journal mode to a temporary file, then renamed into place (a failed
+write leaves no file behind).
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from ..errors import HiveFormatError
 from .collect import ArrayRefs, Collected
 
 FORMAT_VERSION = "mdim-refs/0.2"
 FIXED = frozenset({"meta", "sources", "arrays", "groups", "remap"})
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def quote(name: str) -> str:
@@ -46,26 +52,28 @@ def _schema(db: sqlite3.Connection) -> None:
         CREATE TABLE arrays (array TEXT PRIMARY KEY, kind TEXT NOT NULL, storage TEXT NOT NULL,
                              dims TEXT NOT NULL, shape TEXT NOT NULL, chunks TEXT NOT NULL,
                              dtype TEXT NOT NULL, fill TEXT, codec TEXT NOT NULL,
-                             attrs TEXT NOT NULL, zarr_json TEXT NOT NULL);
+                             attrs TEXT NOT NULL, zarr_json TEXT NOT NULL,
+                             chunk_table TEXT NOT NULL UNIQUE);
         CREATE TABLE groups (path TEXT PRIMARY KEY, attrs TEXT NOT NULL);
         CREATE TABLE remap (prefix TEXT PRIMARY KEY, replacement TEXT NOT NULL);
         """
     )
 
 
-def _array_row(refs: ArrayRefs) -> tuple:
+def _array_row(refs: ArrayRefs, table: str) -> tuple:
     meta = refs.meta
     return (
         refs.path, refs.kind, refs.storage, _json(meta.get("dimension_names")),
         _json(meta["shape"]), _json(meta["chunk_grid"]["configuration"]["chunk_shape"]),
         _json(meta["data_type"]), _json(meta.get("fill_value")), _json(meta.get("codecs")),
-        _json(meta.get("attributes") or {}), _json(meta),
+        _json(meta.get("attributes") or {}), _json(meta), table,
     )
 
 
-def _chunk_table(db: sqlite3.Connection, refs: ArrayRefs, root: str) -> None:
+def _chunk_table(db: sqlite3.Connection, refs: ArrayRefs, name: str,
+                 url: Callable[[str], str]) -> None:
     dims = _dims(len(refs.grid))
-    table, view = quote(refs.path), quote(f"refs_{refs.path}")
+    table, view = quote(name), quote(f"refs_{name}")
     columns = ", ".join(f"{d} INTEGER NOT NULL" for d in dims)
     db.execute(
         f"CREATE TABLE {table} ({columns}, present INTEGER NOT NULL, "
@@ -76,7 +84,7 @@ def _chunk_table(db: sqlite3.Connection, refs: ArrayRefs, root: str) -> None:
     db.executemany(
         f"INSERT INTO {table} VALUES ({marks})",
         (
-            (*c.coords, 1, None if c.source is None else root + c.source,
+            (*c.coords, 1, None if c.source is None else url(c.source),
              c.offset if c.source is not None else None,
              c.length if c.source is not None else len(c.data or b""), c.info, c.data)
             for c in refs.chunks
@@ -92,24 +100,30 @@ def _chunk_table(db: sqlite3.Connection, refs: ArrayRefs, root: str) -> None:
     )
 
 
-def _check_names(collected: Collected) -> None:
-    names = set(collected.arrays)
-    for path in names:
-        if path in FIXED or f"refs_{path}" in names | FIXED:
-            raise HiveFormatError(
-                f"array {path!r}: its table or view name collides with another table of the "
-                "mdim-refs file"
-            )
+def table_names(paths: list[str]) -> dict[str, str]:
+    """Each array's chunk table name: its path, or ``path~N`` (the least ``N`` free) where
+    the path or its ``refs_`` view would match a name taken already (the fixed tables, or
+    an array sorted before it) as SQLite matches identifiers, ignoring ASCII case."""
+    taken = {name.translate(_ASCII_LOWER) for name in FIXED}
+    out = {}
+    for path in sorted(paths):
+        name, n = path, 0
+        while {name.translate(_ASCII_LOWER), f"refs_{name}".translate(_ASCII_LOWER)} & taken:
+            n += 1
+            name = f"{path}~{n}"
+        taken |= {name.translate(_ASCII_LOWER), f"refs_{name}".translate(_ASCII_LOWER)}
+        out[path] = name
+    return out
 
 
 def write_mdim(collected: Collected, out: str, remap: list[tuple[str, str]],
                source: str) -> None:
     """Write ``collected`` as an mdim-refs/0.2 SQLite file at ``out`` (which must not
     exist). Cost: one pass over the references; the file holds inline chunks in full."""
-    _check_names(collected)
     partial = f"{out}.partial"
     if os.path.exists(partial):
         os.remove(partial)
+    tables = table_names(list(collected.arrays))
     db = sqlite3.connect(partial)
     try:
         db.execute("PRAGMA journal_mode=DELETE")
@@ -135,10 +149,13 @@ def write_mdim(collected: Collected, out: str, remap: list[tuple[str, str]],
                        ((p, _json(a)) for p, a in sorted(collected.groups.items())))
         db.executemany("INSERT INTO remap VALUES (?, ?)", remap)
         for refs in collected.arrays.values():
-            db.execute("INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       _array_row(refs))
-            _chunk_table(db, refs, collected.root)
+            db.execute("INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       _array_row(refs, tables[refs.path]))
+            _chunk_table(db, refs, tables[refs.path], collected.url)
         db.commit()
-    finally:
+    except BaseException:
         db.close()
+        os.remove(partial)
+        raise
+    db.close()
     os.replace(partial, out)
