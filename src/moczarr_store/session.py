@@ -37,6 +37,7 @@ from .view.tree import View
 LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
 SHARD_INDEXES = 65_536  # verified shard indexes of immutable objects (chunking="inner")
 VERSION_GROUPS = 65_536  # whether a leaf version's cell-order group exists
+ABSENCES = 65_536  # keys a run-* version was confirmed not to hold (its stamp still named it)
 LEARNED_KEPT = 4  # stores unpickled last whose immutable versions' caches a process keeps
 logger = logging.getLogger("moczarr_store")
 
@@ -44,9 +45,9 @@ logger = logging.getLogger("moczarr_store")
 class HiveSession:
     """The hive behind a store: opened lazily, with bounded caches.
 
-    ``leaves`` holds commit stamps (an LRU of 262,144 leaves); ``leaf_metas``, ``indexes``
-    and ``groups`` hold what was learned about immutable ``run-*`` versions; ``problems``
-    counts the damage met while reading.
+    ``leaves`` holds commit stamps (an LRU of 262,144 leaves); ``leaf_metas``, ``indexes``,
+    ``groups`` and ``absences`` hold what was learned about immutable ``run-*`` versions;
+    ``problems`` counts the damage met while reading.
     """
 
     def __init__(self, backend: Backend, options: OpenOptions) -> None:
@@ -56,6 +57,7 @@ class HiveSession:
         self.leaf_metas: AsyncCache[object] = AsyncCache(LEAF_METAS)
         self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(SHARD_INDEXES)
         self.groups: AsyncCache[bool] = AsyncCache(VERSION_GROUPS)
+        self.absences: AsyncCache[bool] = AsyncCache(ABSENCES)
         # (level, window): its objects when none is stamped (the level was not made for it)
         self.windows: AsyncCache[list[str]] = AsyncCache(VERSION_GROUPS)
         self.problems = Problems()
@@ -114,6 +116,16 @@ class HiveSession:
         for product in hive.products:
             for level in product.levels:
                 remember_template(self, level)
+
+    def refresh(self) -> None:
+        """Read every leaf's stamp afresh from the next request on: a leaf a writer has
+        committed again is read from its new version. The structure opened stays (its
+        levels and nodes: a key names the node it named), and so does what was learned
+        of immutable versions. A new token: dask names what is served from now on anew.
+        No request."""
+        self.leaves = LeafCache()
+        self.span_plans = SpanPlans()
+        self.token = uuid.uuid4().hex
 
     async def ensure_levels(self, path: str | None = "") -> View:
         """The view, with every level node ``path`` needs read (``""``: all of them, for

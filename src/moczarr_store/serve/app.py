@@ -38,7 +38,8 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import MocHiveError
 from ..read.execute import execute
-from ..read.plan import Absent, plan_key
+from ..read.fresh import planned
+from ..read.plan import Absent, Plan
 from .generations import DEFAULT_STAMP_TTL, Generation, Generations, store_factory
 from .listing import group_children, index_page
 from .protocol import Span, Unsatisfiable, byte_range, names_tag, none_match, range_applies
@@ -158,8 +159,18 @@ class KeyServer:
     async def _answer(
         self, generation: Generation, now: float, key: str, request: Request
     ) -> Response:
+        """The response to ``key``, planned again if a leaf's stamp moved while it was
+        answered: its status, size, entity tag and bytes come from one plan."""
+
+        async def respond(plan: Plan) -> Response:
+            return await self._respond(generation, now, plan, request)
+
+        return await planned(generation.store.session, key, respond)
+
+    async def _respond(
+        self, generation: Generation, now: float, plan: Plan, request: Request
+    ) -> Response:
         session = generation.store.session
-        plan = await plan_key(session, key)
         if isinstance(plan, Absent):
             await execute(session, plan)  # damage is noted (warned once per level and kind)
             return self._not_found(generation, now)
