@@ -42,9 +42,9 @@ logger = logging.getLogger("moczarr_store")
 class HiveSession:
     """The hive behind a store: opened lazily, with bounded caches.
 
-    ``leaves`` holds commit stamps (an LRU); ``leaf_metas``, ``indexes`` and ``groups``
-    hold what was learned about immutable ``run-*`` versions; ``problems`` counts the
-    damage met while reading. The caches' bounds are the ``cache.*`` keys of
+    ``leaves`` holds commit stamps (an LRU); ``leaf_metas``, ``indexes``, ``groups`` and
+    ``absences`` hold what was learned about immutable ``run-*`` versions; ``problems``
+    counts the damage met while reading. The caches' bounds are the ``cache.*`` keys of
     ``moczarr_store.config`` when the session is created.
     """
 
@@ -56,6 +56,7 @@ class HiveSession:
         self.leaf_metas: AsyncCache[object] = AsyncCache(bound["leaf_metas"])
         self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(bound["shard_indexes"])
         self.groups: AsyncCache[bool] = AsyncCache(bound["version_groups"])
+        self.absences: AsyncCache[bool] = AsyncCache(bound["absences"])
         # (level, window): its objects when none is stamped (the level was not made for it)
         self.windows: AsyncCache[list[str]] = AsyncCache(bound["version_groups"])
         self.problems = Problems()
@@ -114,6 +115,16 @@ class HiveSession:
         for product in hive.products:
             for level in product.levels:
                 remember_template(self, level)
+
+    def refresh(self) -> None:
+        """Read every leaf's stamp afresh from the next request on: a leaf a writer has
+        committed again is read from its new version. The structure opened stays (its
+        levels and nodes: a key names the node it named), and so does what was learned
+        of immutable versions. A new token: dask names what is served from now on anew.
+        No request."""
+        self.leaves = LeafCache()
+        self.span_plans = SpanPlans()
+        self.token = uuid.uuid4().hex
 
     async def ensure_levels(self, path: str | None = "") -> View:
         """The view, with every level node ``path`` needs read (``""``: all of them, for

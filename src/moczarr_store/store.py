@@ -25,6 +25,7 @@ from zarr.abc.store import (
     SuffixByteRequest,
 )
 
+from .io.ranges import BytesLike
 from .diagnostics import Problem
 from .hive.roster import Hive
 from .io.backend import Backend
@@ -40,7 +41,8 @@ from .options import (
     store_keywords,
 )
 from .read.execute import execute, object_size
-from .read.plan import Absent, Document, Fabricate, plan_key
+from .read.fresh import planned
+from .read.plan import Absent, Document, Fabricate, Plan
 from .session import HiveSession, adopt_pickled
 from .storage import storage_arguments
 from .view.tree import INDEX_RE, View
@@ -202,6 +204,13 @@ class MocHiveStore(Store):
         await self.session.ensure_levels("")
         return self.session.hive
 
+    def refresh(self) -> None:
+        """Read each leaf's commit stamp afresh from the next read on, so leaves a writer
+        has committed again since are read from their new versions (a leaf keeps its old
+        version until its stamp is read again, or that version is removed). Leaves added
+        since the store opened need a new store. No request."""
+        self.session.refresh()
+
     def problems(self) -> dict[tuple[str, str], Problem]:
         """Damage met so far, by ``(level, kind)``: counts and the first few objects."""
         return self.session.problems.summary()
@@ -220,12 +229,15 @@ class MocHiveStore(Store):
             byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
-        data = await execute(self.session, await plan_key(self.session, key, byte_range))
+        data = await planned(self.session, key, self._execute, byte_range)
         if data is None and key.endswith("/zarr.json"):  # a node the hierarchy lacks
             from .hints import hint_missing
 
             hint_missing(self, key)
         return None if data is None else prototype.buffer.from_bytes(memoryview(data))
+
+    async def _execute(self, plan: Plan) -> BytesLike | None:
+        return await execute(self.session, plan)
 
     async def get_partial_values(
         self,
@@ -237,13 +249,18 @@ class MocHiveStore(Store):
         )
 
     async def exists(self, key: str) -> bool:
-        plan = await plan_key(self.session, key, RangeByteRequest(0, 1))
-        if isinstance(plan, Absent | Document | Fabricate):
-            return not isinstance(plan, Absent)
-        return await execute(self.session, plan) is not None
+        async def present(plan: Plan) -> bool:
+            if isinstance(plan, Absent | Document | Fabricate):
+                return not isinstance(plan, Absent)
+            return await execute(self.session, plan) is not None
+
+        return await planned(self.session, key, present, RangeByteRequest(0, 1))
 
     async def getsize(self, key: str) -> int:
-        size = await object_size(self.session, await plan_key(self.session, key))
+        async def measured(plan: Plan) -> int | None:
+            return await object_size(self.session, plan)
+
+        size = await planned(self.session, key, measured)
         if size is None:
             raise FileNotFoundError(key)
         return size

@@ -36,6 +36,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "leaf_metas": 262_144,  # leaf array metadata of immutable versions
         "shard_indexes": 65_536,  # verified shard indexes of immutable objects ("inner")
         "version_groups": 65_536,  # whether a leaf version's cell-order group exists
+        "absences": 65_536,  # keys a run-* version was confirmed not to hold
         "span_parts": 1 << 17,  # parts of the span plans kept (~470 bytes each: ~60 MB)
     },
 }

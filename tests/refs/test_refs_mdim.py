@@ -264,7 +264,7 @@ def test_reference_formats_without_the_extra_say_how_to_install(tmp_path, monkey
     from moczarr_store.refs import FORMATS
 
     # the parser offers every format there (Python 3.11's refuses these first: see
-    # tests/test_first_errors.py)
+    # tests/cli/test_first_errors.py)
     monkeypatch.setattr(moczarr_store.cli, "runnable_formats", lambda: FORMATS)
     out = tmp_path / "refs.json"
     assert main(["refs", str(FIXTURES / "sharded"), "--format", "kerchunk-json",

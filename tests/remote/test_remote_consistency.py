@@ -16,6 +16,7 @@ import json
 import pickle
 import shutil
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -90,6 +91,22 @@ def test_pointer_flip_while_open_keeps_the_version_the_stamp_named(s3_server, hi
     assert not any(e.path.endswith(f"{LEAF}/zarr.json") for e in s3_server.log[before:])
     _assert_values(_load(open_store()), versions[OLD])  # a new store reads the new stamp
     _assert_values(_load(pickle.loads(pickle.dumps(store))), versions[OLD])  # so does a copy
+
+
+def test_pointer_flip_then_cleanup_while_open_reads_the_new_version(s3_server, hive, versions):
+    """The version the cached stamp names is removed after the swap (a writer's cleanup):
+    the store reads the stamp again, once, and serves the version it names now."""
+    prefix, open_store = hive
+    store = open_store()
+    _assert_values(_load(store), versions[NEW])
+    s3_server.put(f"{prefix}/{LEAF}/zarr.json", _stamp(OLD))  # the swap
+    for key in s3_server.keys(f"{prefix}/{LEAF}/{NEW}/"):  # the cleanup
+        s3_server.delete(key)
+    before = len(s3_server.log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HiveWarning)
+        _assert_values(_load(store), versions[OLD])
+    assert _stamp_reads(s3_server.log[before:]) == 1
 
 
 def _stamp_reads(log) -> int:

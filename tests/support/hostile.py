@@ -18,6 +18,8 @@ beyond the hive root), ``bare-exception``, ``error-not-naming-object``, ``hang``
 ``unbounded`` (an array too large to be this hive's), ``repeated-warning`` (one store
 giving the same ``HiveWarning`` twice), and finer kinds of wrong data: ``silent-fill``,
 ``values-where-moczarr-fails``, ``missing-array``, ``missing-group``, ``extra-array``.
+After a live commit (``commit-after-read``: a new ``run-*`` version, the stamp swapped and
+the old version removed between two reads of one store) only ``values-equal`` is right.
 
 moczarr computes ``morton`` from an object's path as the store does, so on leaves that
 trade places (``misplace``) its values are the swapped ones; the store's fill with a
@@ -76,7 +78,7 @@ HIVES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "multiproduct"
          "pyramid1_resweep", "pyramid2", "ragged", "sharded", "windowed", "windowed_explicit",
          "paged")
 KINDS = ("type-swap", "truncate-json", "truncate-chunk", "shard-index", "rename-array",
-         "symlink", "rewrite-after-read", "drift", "delete", "misplace")
+         "symlink", "rewrite-after-read", "drift", "delete", "misplace", "commit-after-read")
 OK = ("values-equal", "fill+warning", "omitted+warning", "package-error")
 VIOLATIONS = ("wrong-values", "wrong-dtype", "silent-fill", "values-where-moczarr-fails",
               "missing-array", "missing-group", "extra-array", "followed-link", "bare-exception",
@@ -102,6 +104,7 @@ NEW_NAMES = ("c", "zarr.json", "0", "h.mean", ".hidden", "count.v2", "o7", "mort
              "coun%74", "h%5Fmean", "%", "a#b?c", "COUNT", "H_MEAN", "Count",
              "tab\tname", "bell\x07", "esc\x1b[31m")
 REWRITES = ("values", "dtype", "endian", "zstd", "fill", "shape", "unstamp", "delete")
+COMMITS = ("values", "zstd", "endian")  # a live commit's new version: other values, encoding
 DRIFTS = ("dtype:int32", "dtype:float32", "dtype:int64", "dtype:float64", "endian", "fill",
           "zstd", "shape")
 DEEP = 100_000
@@ -278,6 +281,7 @@ def _targets(p: Pristine, kind: str) -> tuple[str, ...]:
         "rewrite-after-read": p.unversioned, "drift": p.arrays,
         "delete": p.chunks + p.arrays + p.json_docs + p.objects,
         "misplace": tuple(o for o in p.objects if _places(p, o)),
+        "commit-after-read": tuple(a for a in p.arrays if "/run-" in a),
     }[kind]
 
 
@@ -338,19 +342,22 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
         params = {"partner": draw(st.sampled_from(_places(p, target)))}
     elif kind == "rewrite-after-read":
         params = {"how": draw(st.sampled_from(REWRITES))}
+    elif kind == "commit-after-read":
+        params = {"how": draw(st.sampled_from(COMMITS))}
     else:
         params = {"how": draw(st.sampled_from(DRIFTS))}
     node = _node_of(_object_of(target))  # an AOI of the mutated object's node, sometimes
     # links and rewrites after a first read are local: an upload copies what a link
     # points at, and a rewrite would need a second upload
-    remote = ["local"] if kind in ("symlink", "rewrite-after-read") else ["local"] * 3 + ["s3"]
+    remote = (["local"] if kind in ("symlink", "rewrite-after-read", "commit-after-read")
+              else ["local"] * 3 + ["s3"])
     chunking = draw(st.sampled_from(["leaf", "shard", "inner", 2]))  # 2: spans of 2 leaves
     verify, xarray = draw(st.sampled_from(["lazy", "open"])), draw(st.booleans())
     aoi, backend = draw(st.sampled_from([None, None, None, node or None])), draw(
         st.sampled_from(remote))
     # a local hive not rewritten later, sometimes also exported (the export reads it anew)
     export = (draw(st.sampled_from([False, False, False, True])) and backend == "local"
-              and kind != "rewrite-after-read")
+              and kind not in ("rewrite-after-read", "commit-after-read"))
     return Case(p.name, kind, target, tuple(params.items()), chunking, verify, xarray, aoi,
                 backend, export)
 
@@ -623,6 +630,24 @@ def _rewrite(root: Path, case: Case) -> None:
         reencode(root / case.target, how)
 
 
+def _commit(root: Path, case: Case) -> None:
+    """A writer's commit of the target's object between two reads: its current version
+    copied to a new one with the target array re-encoded there (``how``), the stamp
+    swapped by one atomic rename, then the old version removed (its cleanup)."""
+    rel = _object_of(case.target)
+    assert rel is not None, case.target
+    obj = root / rel
+    doc = json.loads((obj / "zarr.json").read_text())
+    old = doc["attributes"]["morton_hive_commit"]["current"]
+    new = "run-committed-after-read-1"
+    shutil.copytree(obj / old, obj / new)
+    reencode(obj / new / case.target[len(rel) + 1 :].split("/", 1)[1], str(case.param("how")))
+    doc["attributes"]["morton_hive_commit"]["current"] = new
+    (obj / ".zarr.json.swap").write_text(json.dumps(doc))
+    os.replace(obj / ".zarr.json.swap", obj / "zarr.json")
+    shutil.rmtree(obj / old)
+
+
 def _product_objects(root: Path, rel: str) -> set[str]:
     """Every object of ``rel``'s product: an encoding error caused by a changed template
     rightly names the other leaf whose encoding no longer matches."""
@@ -634,7 +659,8 @@ def _product_objects(root: Path, rel: str) -> set[str]:
 def apply(case: Case, root: Path, outside: Path) -> Applied:
     """Mutate the hive copy at ``root`` (``outside`` is a directory beyond it)."""
     applied = _scope(case.fixture, case.target)
-    encoding = case.kind in ("drift", "rewrite-after-read", "rename-array", "delete") or (
+    encoding = case.kind in ("drift", "rewrite-after-read", "rename-array", "delete",
+                             "commit-after-read") or (
         case.kind == "type-swap" and case.target.count("/") and _json(
             FIXTURES / case.fixture / case.target).get("node_type") == "array")
     if encoding:
@@ -653,6 +679,8 @@ def apply(case: Case, root: Path, outside: Path) -> Applied:
         reencode(root / case.target, case.param("how"))
     elif case.kind == "rewrite-after-read":
         applied.later = lambda: _rewrite(root, case)
+    elif case.kind == "commit-after-read":
+        applied.later = lambda: _commit(root, case)
     elif case.kind == "misplace":
         other = str(case.param("partner"))
         applied.names.add(other)  # rows of both nodes (their common ancestor's) can change
@@ -1218,7 +1246,10 @@ def _repeated_warnings(caught: list) -> list[Read]:
 
 
 def failures(case: Case, reads: list[Read]) -> list[str]:
-    return [f"{case}: {r.key} -> {r.verdict}: {r.detail}" for r in reads if r.verdict not in OK]
+    """The bad reads; after a live commit (a clean new version), only moczarr's values are
+    right: the fill value there is data lost."""
+    ok = ("values-equal",) if case.kind == "commit-after-read" else OK
+    return [f"{case}: {r.key} -> {r.verdict}: {r.detail}" for r in reads if r.verdict not in ok]
 
 
 # -- explicit cases: every kind, every time ------------------------------------------------------
@@ -1333,6 +1364,15 @@ def examples() -> tuple[Case, ...]:
         _case("legacy", "rewrite-after-read", ("444113.zarr/7/h_mean",), how="dtype"),
         _case("mixed", "rewrite-after-read", ("-411331.zarr/7/count",), how="endian"),
         _case("legacy", "rewrite-after-read", ("-411331.zarr/7/count",), how="unstamp"),
+        # a live commit between two reads: new version, stamp swapped, old version removed
+        _case("bare_versioned", "commit-after-read", ("444112.zarr/", "/7/h_mean"),
+              how="values"),
+        _case("sharded", "commit-after-read", ("44412.zarr/", "/7/count"), how="zstd",
+              chunking="inner"),
+        _case("paged", "commit-after-read", ("4442.zarr/", "/8/h_max"), how="endian",
+              chunking=2),
+        _case("pyramid2", "commit-after-read", ("441.zarr/", "/4/h_max"), how="values",
+              chunking="shard", verify="open"),
         _case("bare_versioned", "drift", ("-411331.zarr/", "/7/count"), how="dtype:float32"),
         _case("bare_versioned", "drift", ("-411342.zarr/", "/7/h_mean"), how="dtype:int32"),
         _case("bare_versioned", "drift", ("-411331.zarr/", "/7/h_max"), how="endian"),

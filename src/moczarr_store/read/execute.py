@@ -34,12 +34,14 @@ from ..diagnostics import FIRST_NAMES, first_names
 from ..errors import (
     ChunkReadError,
     HiveFormatError,
+    LeafMovedError,
     LeafSchemaError,
     ObjectReadError,
     OutsideRootError,
     TruncatedChunkError,
 )
 from ..hive.jsonio import load_json, read_document
+from ..hive.leaves import Leaf, tick
 from ..hive.level import Level
 from ..hive.paths import short
 from ..io.ranges import ByteRequest, BytesLike, slice_bytes
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
 
 Bytes = BytesLike
 _UNKNOWN = object()
+HELD = object()  # a chunk its object's shard index marks absent (the object is there)
 CHECKED_METAS = 256  # distinct leaf array documents remembered by content
 WINDOW_PROBES = 4096  # stamps read to find whether a pyramid level has a window
 CHECKED_MAX_BYTES = 1 << 16
@@ -176,15 +179,62 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         meta = known
         data = await _captured_bytes(session, plan) if meta == SAME else None
     if meta is None:  # no array metadata in this leaf version
+        await _settle_absence(session, plan, plan.meta)
         await _no_array(session, plan, array, data)
         return None, None
     if meta != SAME:
         return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=meta)), meta
     if isinstance(data, BaseException):
+        if isinstance(data, TruncatedChunkError):  # perhaps removed between index and bytes
+            await _settle_absence(session, plan, None)
         raise data
-    if data is None and plan.immutable:
-        await _check_version(session, plan, array)
+    if data is HELD:  # its object is there, without this chunk: the version's content
+        return None, meta
+    if data is None:
+        await _settle_absence(session, plan, plan.object)
+        if plan.immutable:
+            await _check_version(session, plan, array)
     return data, meta
+
+
+async def _settle_absence(session: HiveSession, plan: LeafRead, missing: str | None) -> None:
+    """A read of a ``run-*`` version found nothing (``missing``: the key; ``None``: bytes
+    cut short). The version is immutable, so that is its content, unless the writer has
+    committed another version since and removed this one: the leaf's stamp is read again
+    (:meth:`~moczarr_store.hive.leaves.LeafCache.reread`: one GET, shared by the misses
+    of one leaf met together; none when the cached stamp has moved on already: a stamp
+    never names a version again once it left it) and if it moved,
+    :class:`LeafMovedError` makes the caller plan the key again. A confirmed absence is
+    remembered: the next read of that key re-reads no stamp. An unversioned leaf
+    (rewritten in place) missing an object while it has no stamp is being rewritten: an
+    error naming it, never its half-written state read as the fill value (its cached
+    stamp is kept for the reads after the rewrite). Cost: none for a key known absent,
+    else one GET (every time, for unversioned leaves: their absences can change)."""
+    if not plan.immutable:
+        if missing is not None:
+            await _check_in_place(session, plan)
+        return
+    if missing is not None and session.absences.peek(missing) is not None:
+        return
+    after = tick()
+    leaf = session.leaves.peek(plan.leaf)  # moved on already (another read found out)?
+    if _names(leaf, plan):
+        leaf = await session.leaves.rereading(plan.leaf)  # or is finding out now?
+    if _names(leaf, plan):
+        leaf = await session.leaves.reread(plan.leaf, session.backend.get, after)
+    assert isinstance(leaf, Leaf)
+    if leaf.state != "stamped" or leaf.current != plan.version:
+        now = f"version {leaf.current!r}" if leaf.state == "stamped" else f"{leaf.state}"
+        raise LeafMovedError(f"leaf {plan.leaf}: its commit stamp moved from version "
+                             f"{plan.version!r} to {now} while {plan.object} was read")
+    if missing is not None:
+        session.absences.put(missing, True)
+
+
+def _names(leaf: object, plan: LeafRead) -> bool:
+    """Whether ``leaf`` (a stamp as read, if any) may still name ``plan``'s version: only a
+    stamp read after the miss can confirm it, any stamp that names another refutes it."""
+    return not isinstance(leaf, Leaf) or leaf.state == "stamped" and leaf.current == plan.version
 
 
 async def read_leaf_chunks(
@@ -363,8 +413,9 @@ async def _read_sized(
         raise ChunkReadError(f"reading {key} from {session.backend}: {err}") from err
 
 
-async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
-    """The chunk's bytes from its object, checked against what the plan expects."""
+async def _object_bytes(session: HiveSession, plan: LeafRead) -> Any:
+    """The chunk's bytes from its object, checked against what the plan expects; ``None``
+    when there is no object, :data:`HELD` when its shard index says the chunk is absent."""
     key, check = plan.object, plan.check
     if isinstance(plan, Passthrough):
         # a shard's verified index is remembered for immutable objects only: a rewritten
@@ -374,29 +425,46 @@ async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
         return await shard_passthrough(read, indexes, key, check, plan.byte_range)
     if isinstance(plan, Reframe):
         data = await _read(session, key)
-        data = None if data is None else reframe(data, check, key)
-        return None if data is None else slice_bytes(data, plan.byte_range)
+        framed = None if data is None else reframe(data, check, key)
+        if framed is None:
+            return None if data is None else HELD
+        return slice_bytes(framed, plan.byte_range)
     assert isinstance(plan, InnerRange)
     return await _inner_chunk(session, plan)
 
 
-async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
+async def _check_in_place(session: HiveSession, plan: LeafRead) -> None:
+    """An unversioned leaf's object is missing: an error if the leaf has no stamp now
+    (zagg rewrites such a leaf by clearing it, then writing it, its stamp last)."""
+    leaf = await session.leaves.reread(plan.leaf, session.backend.get, tick(), replace=False)
+    if leaf.state != "stamped":
+        raise LeafMovedError(
+            f"leaf {plan.leaf}: {plan.object} is missing and the leaf has no commit stamp "
+            f"now ({leaf.state}): it is being rewritten in place (unversioned leaves "
+            "cannot be read while a writer rewrites them)")
+
+
+async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Any:
     """One inner chunk of a shard object: by range after one cached index read (immutable
-    objects), else cut from one read of the whole object."""
+    objects), else cut from one read of the whole object (``None``: no object;
+    :data:`HELD`: the chunk absent from its index)."""
     key, check = plan.object, plan.check
     if not plan.immutable:
         whole = await _read(session, key)
         if whole is None:
             return None
         inner = inner_range(shard_entries(whole, check, key), plan.part)
-        data: Bytes | None = None if inner is None else memoryview(whole)[inner.start : inner.end]
+        if inner is None:
+            return HELD
+        data: Bytes | None = memoryview(whole)[inner.start : inner.end]
     else:
         read = functools.partial(_read_sized, session)
         entries = await session.indexes.get(key, lambda: load_index(read, key, check))
         inner = None if entries is None else inner_range(entries, plan.part)
-        data = None if inner is None else await _read(session, key, inner)
+        if inner is not None:
+            data = await _read(session, key, inner)
     if inner is None:
-        return None
+        return None if entries is None else HELD
     size = inner.end - inner.start
     if data is None or len(memoryview(data)) != size:
         raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {inner.start}")
@@ -408,7 +476,11 @@ async def _transcoded(session: HiveSession, plan: Transcode) -> Bytes | None:
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     where = plan.meta.rsplit("/", 1)[0]
-    chunk = await transcode(session.backend, where, array, plan.leaf_meta, plan.coords)
+    missing: list[str] = []  # chunk objects zarr found none of (it reads them as fill)
+    chunk = await transcode(session.backend, where, array, plan.leaf_meta, plan.coords,
+                            missing)
+    if missing:
+        await _settle_absence(session, plan, missing[0])
     return None if chunk is None else slice_bytes(chunk, plan.byte_range)
 
 
@@ -429,6 +501,8 @@ async def object_size(session: HiveSession, plan: Plan) -> int | None:
     already established (one HEAD); otherwise the chunk is read."""
     if size_known(session, plan):
         assert isinstance(plan, Passthrough)
-        return await session.backend.size(plan.object)
+        size = await session.backend.size(plan.object)
+        if size is not None:
+            return size  # else read: its version may be gone (execute finds out)
     data = await execute(session, plan)
     return None if data is None else len(memoryview(data).cast("B"))

@@ -85,6 +85,11 @@ class LeafRead:
     check: ChunkCheck = field(repr=False)
     byte_range: ByteRequest | None = None
 
+    @property
+    def version(self) -> str | None:
+        """The ``run-*`` version read (``None``: an unversioned leaf, read in place)."""
+        return self.object[len(self.leaf) + 1 :].partition("/")[0] if self.immutable else None
+
 
 @dataclass(frozen=True, slots=True)
 class Passthrough(LeafRead):

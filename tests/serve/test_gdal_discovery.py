@@ -4,7 +4,7 @@ GDAL's Zarr driver lists a group by listing its directory (``/vsicurl/`` reads a
 Apache-style ``Index of`` page); it does not read the inline consolidated metadata. The
 server answers ``GET /{group}/`` (and ``GET /`` for a client that does not ask for HTML)
 with such an index. Through GDAL's C API (rasterio's bundled libgdal, see
-:mod:`gdal_mdim`), against a real server on loopback: every group and array is listed,
+:mod:`support.gdal_mdim`), against a real server on loopback: every group and array is listed,
 every array GDAL can decode reads as the in-process store reads it (whose equality with
 moczarr the conformance tests hold), ``gdalmdimtranslate`` of a group and of the root
 copies them, and each array GDAL cannot decode comes with GDAL's message saying why.
@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 import zarr
-from gdal_mdim import gdal
+from support.gdal_mdim import gdal
 from support.serving import FIXTURES, Served, array_paths, expected, fetch
 
 from moczarr_store import MocHiveStore

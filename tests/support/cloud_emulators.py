@@ -36,7 +36,7 @@ from support.servers import CLIENT, FIXTURES, PREFIX, RETRY, HttpForward, Loopba
 BUCKET = "hive"
 _CONNECTION = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length",
                          "proxy-connection", "te", "trailer", "upgrade"})
-AZURITE = Path(__file__).resolve().parent.parent / "clients" / "azurite"
+AZURITE = Path(__file__).resolve().parents[2] / "clients" / "azurite"
 # Azurite's well-known development account (public, in Azurite's documentation)
 AZURE_ACCOUNT = "devstoreaccount1"
 AZURE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"

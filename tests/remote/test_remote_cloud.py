@@ -13,13 +13,13 @@ import warnings
 
 import pytest
 import zarr
-from cloud_emulators import AZURE_KEY
+from support.cloud_emulators import AZURE_KEY
 from support.hives import fixture_roots
 from support.servers import FIXTURES, array_groups, assert_same_read
 
 from moczarr_store import HiveWarning, MocHiveError, MocHiveStore
 
-pytest_plugins = ["support.servers", "cloud_emulators"]
+pytest_plugins = ["support.servers", "support.cloud_emulators"]
 
 ALL = [root.name for root in fixture_roots()]
 
