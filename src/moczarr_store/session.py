@@ -51,7 +51,7 @@ class HiveSession:
     def __init__(self, backend: Backend, options: OpenOptions) -> None:
         self.backend = backend
         self.options = options
-        bound = config.get("cache")
+        self._bounds = bound = config.get("cache")  # read once: refresh() keeps them
         self.leaves = LeafCache(bound["stamps"])
         self.leaf_metas: AsyncCache[object] = AsyncCache(bound["leaf_metas"])
         self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(bound["shard_indexes"])
@@ -122,8 +122,8 @@ class HiveSession:
         levels and nodes: a key names the node it named), and so does what was learned
         of immutable versions. A new token: dask names what is served from now on anew.
         No request."""
-        self.leaves = LeafCache()
-        self.span_plans = SpanPlans()
+        self.leaves = LeafCache(self._bounds["stamps"])
+        self.span_plans = SpanPlans(self._bounds["span_parts"])
         self.token = uuid.uuid4().hex
 
     async def ensure_levels(self, path: str | None = "") -> View:

@@ -25,10 +25,10 @@ from zarr.abc.store import (
     SuffixByteRequest,
 )
 
-from .io.ranges import BytesLike
 from .diagnostics import Problem
 from .hive.roster import Hive
 from .io.backend import Backend
+from .io.ranges import BytesLike
 from .options import (
     CHUNKINGS,
     DEFAULT_MAX_CONCURRENCY,

@@ -30,6 +30,7 @@ from email.utils import formatdate
 from pathlib import Path
 
 import pytest
+
 from support.jsclients import missing
 from support.servers import CLIENT, FIXTURES, PREFIX, RETRY, HttpForward, LoopbackServer
 
