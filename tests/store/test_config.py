@@ -21,6 +21,7 @@ def _bounds(store: MocHiveStore) -> dict[str, int]:
     return {"stamps": session.leaves.max_entries, "leaf_metas": session.leaf_metas.max_entries,
             "shard_indexes": session.indexes.max_entries,
             "version_groups": session.groups.max_entries,
+            "absences": session.absences.max_entries,
             "span_parts": session.span_plans.limit}
 
 
