@@ -48,7 +48,7 @@ _SCAN = textwrap.dedent("""
     root, field, alias, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if alias:  # every leaf path read as the one real leaf
         import re
-        from moczarr_store import backend as b
+        from moczarr_store.io import local as b
         leaf = re.compile(r"^(?:-?\\d/)+-?\\d+\\.zarr/")
         for name in ("read", "head"):
             real = getattr(b.LocalReader, name)

@@ -36,8 +36,8 @@ import zarr
 from zarr.core import codec_pipeline as zarr_pipelines
 from zarr.core.buffer import NDBuffer, default_buffer_prototype
 
-from moczarr_store import MocHiveStore, mapped
-from moczarr_store.backend import Backend
+from moczarr_store import MocHiveStore, config, mapped
+from moczarr_store.io.backend import Backend
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner", "span")
@@ -128,7 +128,7 @@ def _leaf_objects(hive: Path, group: str, field: str) -> tuple[list[str], float]
 def _record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
     """Every object (and range) the store's local reader reads from now on: the one place
     each read passes, inline (page-cached), waited or straight into a span's buffer."""
-    from moczarr_store.backend import LocalReader
+    from moczarr_store.io.local import LocalReader
 
     reader = store.session.backend._reader
     if not isinstance(reader, LocalReader):
@@ -289,11 +289,8 @@ def _mapped_afresh(read):
 def _unmapped(read):
     """``read`` with mapping off: spans are read into buffers."""
     def run():
-        saved, mapped.MAPPED_BYTES = mapped.MAPPED_BYTES, 0
-        try:
+        with config.set({"mapped.bytes": 0}):
             return read()
-        finally:
-            mapped.MAPPED_BYTES = saved
     return run
 
 
@@ -442,13 +439,13 @@ def measure_spans(hive: Path, group: str, field: str, rounds: int = 5) -> None:
     # each view keeps its spans mapped, as in a process that reads that view alone (the
     # views map the same files: their pages are the same page cache, counted once in memory)
     views = len(arrays)
-    saved = mapped.MAPPED_OBJECTS, mapped.TOUCHED_BYTES
-    mapped.MAPPED_OBJECTS = max(saved[0], 2 * views * len(paths))
-    mapped.TOUCHED_BYTES = max(saved[1], 2 * views * want.nbytes)
+    kept = {"mapped.objects": max(config.get("mapped.objects"), 2 * views * len(paths)),
+            "mapped.touched_bytes": max(config.get("mapped.touched_bytes"),
+                                        2 * views * want.nbytes)}
     try:
-        _spans_timed(paths, arrays, want, group, field, rounds)
+        with config.set(kept):
+            _spans_timed(paths, arrays, want, group, field, rounds)
     finally:
-        mapped.MAPPED_OBJECTS, mapped.TOUCHED_BYTES = saved
         mapped.release()
 
 
@@ -861,7 +858,7 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
 def keep_backends() -> None:
     """On a dask worker (``client.run``): keep every backend made from now on, so that the
     requests of the store copies it unpickles can be summed after those are gone."""
-    from moczarr_store import backend
+    from moczarr_store.io import backend
 
     if hasattr(backend.Backend, "made"):
         return
@@ -878,7 +875,7 @@ def keep_backends() -> None:
 
 def requests_made() -> int:
     """On a dask worker: requests of every backend made since :func:`keep_backends`."""
-    from moczarr_store import backend
+    from moczarr_store.io import backend
 
     return sum(b.stats.total for b in getattr(backend.Backend, "made", []))
 
@@ -902,7 +899,7 @@ def _bare_reads(root: Path, reads: list[tuple[str, object]]) -> tuple[int, int]:
     """The same objects read with bare syscalls (open, fstat, preadv, close), and the
     link check of the first object of each directory (the store checks each once: the
     open file's real path, one ``readlink``)."""
-    from moczarr_store.backend import _span
+    from moczarr_store.io.ranges import byte_bounds
 
     base, seen = f"{root}/", set()
     total = 0
@@ -913,7 +910,7 @@ def _bare_reads(root: Path, reads: list[tuple[str, object]]) -> tuple[int, int]:
             if directory not in seen:
                 seen.add(directory)
                 os.readlink(f"/proc/self/fd/{fd}")
-            start, end = _span(option, os.fstat(fd).st_size)
+            start, end = byte_bounds(option, os.fstat(fd).st_size)
             total += os.preadv(fd, [bytearray(end - start)], start)
         finally:
             os.close(fd)
@@ -1013,9 +1010,9 @@ def measure_remote(hive: Path, group: str, field: str, rounds: int = 3) -> None:
     import obstore
 
     sys.path.insert(0, str(REPO / "tests"))
-    from servers import PREFIX, S3Server, s3_options, s3_url  # the tests' loopback S3
+    from support.servers import PREFIX, S3Server, s3_options, s3_url  # the tests' loopback S3
 
-    from moczarr_store.backend import DEFAULT_MAX_CONCURRENCY
+    from moczarr_store.options import DEFAULT_MAX_CONCURRENCY
 
     paths, _ = _leaf_objects(hive, group, field)
     keys = [p[len(f"{hive}/") :] for p in paths]
@@ -1023,7 +1020,7 @@ def measure_remote(hive: Path, group: str, field: str, rounds: int = 3) -> None:
     server = S3Server()
     try:
         uploaded = server.upload_tree(hive, f"{PREFIX}/bench")
-        options = s3_options(server.url)
+        options = {"storage_options": s3_options(server.url)}
         arrays = {}
         for mode in (DEFAULT, "span"):
             store = MocHiveStore(s3_url("bench"), chunking=mode, **options)

@@ -1,14 +1,17 @@
 // Opens the viewer page in headless Chromium (puppeteer-core, the system's browser) and
 // prints one JSON document: console errors and uncaught exceptions, every response with a
 // status >= 400, the viewer's state (product, field, order, window, cells drawn), the
-// legend's values and text, the map's box on the page; it saves a screenshot of the page.
-// Usage: node browse.mjs CHROMIUM URL SCREENSHOT.png [ZOOM_FACTOR]
-// (ZOOM_FACTOR: zoom in about the first cell with a value once the page is drawn)
+// legend's values and text, the map's box on the page, the requests the page sent and the
+// most in flight at once (counted by the browser); it saves a screenshot of the page.
+// Usage: node browse.mjs CHROMIUM URL SCREENSHOT.png [ZOOM_FACTOR [ZOOMED.png]]
+// (ZOOM_FACTOR: once drawn, zoom in about the first cell with a value, and screenshot
+// that view as ZOOMED.png; "before" then describes the first view)
 import { launch, settled } from "./chromium.mjs";
 
-const [executablePath, url, screenshot, zoom] = process.argv.slice(2);
+const [executablePath, url, screenshot, zoom, zoomed] = process.argv.slice(2);
 const browser = await launch(executablePath);
-const report = { errors: [], failed: [] };
+const report = { errors: [], failed: [], requests: 0, max_in_flight: 0, keys: [] };
+let inFlight = 0;
 try {
   const page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 700 });
@@ -16,23 +19,26 @@ try {
   page.on("pageerror", (e) => report.errors.push(`page: ${e.message}`));
   page.on("requestfailed", (r) => report.errors.push(`request: ${r.url()} ${r.failure()?.errorText}`));
   page.on("response", (r) => r.status() >= 400 && report.failed.push({ url: r.url(), status: r.status() }));
+  // the hierarchy's keys: not the page, nor its scripts and coastlines (/.static/)
+  const key = (r) => r.resourceType() !== "document" && !new URL(r.url()).pathname.startsWith("/.static/");
+  page.on("request", (r) => {
+    if (!key(r)) return;
+    report.requests++;
+    report.keys.push(new URL(r.url()).pathname.slice(1));
+    report.max_in_flight = Math.max(report.max_in_flight, ++inFlight);
+  });
+  const done = (r) => key(r) && inFlight--;
+  page.on("requestfinished", done);
+  page.on("requestfailed", done);
   await page.goto(url, { waitUntil: "load" });
   await settled(page);
-  if (zoom) {
-    report.before = await page.evaluate(() => ({ order: window.viewer.state.order }));
-    await page.evaluate((f) => { // about the first cell with a value
-      const { data } = window.viewer.state;
-      const i = data.numbers.findIndex((v) => Number.isFinite(v) && v !== data.fill);
-      return window.viewer.zoom(Number(f), ...data.shapes[i % data.cells][0]);
-    }, zoom);
-    await settled(page);
-  }
-  report.state = await page.evaluate(() => {
-    const { product, field, order, window: w, drawn, data } = window.viewer?.state ?? {};
+  const describe = () => page.evaluate(() => {
+    const { product, field, order, window: w, drawn, read, first, labels, refused, view } = window.viewer?.state ?? {};
     const text = (id) => document.getElementById(id).textContent;
     return {
       page: document.body.dataset.state, status: text("status"), product, field, order,
-      window: w, drawn, cells: data?.cells, labels: data ? Array.from(data.labels) : [],
+      window: w, drawn, read, first, refused, labels: Array.from(labels ?? []), view,
+      stats: { ...window.viewer?.stats },
       legend: {
         min: document.getElementById("legend-min").dataset.value,
         max: document.getElementById("legend-max").dataset.value,
@@ -43,7 +49,23 @@ try {
       tree: Array.from(document.querySelectorAll("nav button"), (b) => b.dataset.path),
     };
   });
-  await page.screenshot({ path: screenshot });
+  if (zoom) {
+    report.before = { ...(await describe()), requests: report.requests };
+    await page.screenshot({ path: screenshot });
+    await page.evaluate(async (f) => { // about the first cell with a value
+      document.body.dataset.state = "loading";
+      const at = window.viewer.firstCell();
+      await window.viewer.zoom(Number(f), ...at);
+      const [x, y] = window.viewer.at(...at); // the pointer over that cell
+      const box = document.getElementById("map").getBoundingClientRect();
+      document.getElementById("map").dispatchEvent(new PointerEvent("pointermove",
+        { clientX: box.x + x, clientY: box.y + y, bubbles: true }));
+    }, zoom);
+    await settled(page);
+  }
+  report.state = await describe();
+  report.state.pointer = await page.evaluate(() => document.getElementById("pointer").textContent);
+  await page.screenshot({ path: zoom ? zoomed ?? screenshot : screenshot });
 } finally {
   await browser.close();
 }

@@ -1,5 +1,5 @@
-"""Writes reference/options.md at build time from ``docs/gen/options.py``'s ``markdown()``
-(the store's options, rendered from their one declaration), once that module is there."""
+"""Writes reference/options.md at build time from ``docs/gen/options.py``'s ``markdown()``:
+the store's options, rendered from their one declaration."""
 
 from __future__ import annotations
 
@@ -8,19 +8,18 @@ from pathlib import Path
 
 import mkdocs_gen_files
 
-HERE = Path(__file__).parent
+sys.path.insert(0, str(Path(__file__).parent))  # docs/gen is no package
+from options import markdown  # noqa: E402
+
 INTRO = """\
 # Options
 
 This page is generated from the declaration of `MocHiveStore`'s options when the site is
-built. Each option is a keyword of `MocHiveStore`, a flag of every subcommand of
-`moczarr-store`, and a variable of `serve --workers`.
+built. Each option is a keyword of `MocHiveStore`; where the table names them, it is also a
+flag of every subcommand of `moczarr-store` that opens a hive, and the variable that
+`serve --workers N` passes it to its workers in.
 
 """
 
-if (HERE / "options.py").is_file():
-    sys.path.insert(0, str(HERE))
-    from options import markdown  # noqa: E402
-
-    with mkdocs_gen_files.open("reference/options.md", "w") as page:
-        page.write(INTRO + markdown() + "\n")
+with mkdocs_gen_files.open("reference/options.md", "w") as page:
+    page.write(INTRO + markdown() + "\n")

@@ -7,6 +7,7 @@ from .errors import (
     HiveFormatError,
     HiveReadError,
     HiveWarning,
+    LeafMovedError,
     LeafSchemaError,
     MalformedMetadataError,
     MocHiveError,
@@ -23,6 +24,7 @@ from .errors import (
 )
 from .hive.aoi import aoi_mask
 from .store import MocHiveStore
+from .tunables import config
 
 __all__ = [
     "CannotWalk",
@@ -31,6 +33,7 @@ __all__ = [
     "HiveFormatError",
     "HiveReadError",
     "HiveWarning",
+    "LeafMovedError",
     "LeafSchemaError",
     "MalformedMetadataError",
     "MocHiveError",
@@ -46,6 +49,7 @@ __all__ = [
     "UnsupportedSpec",
     "UnusableCoverage",
     "aoi_mask",
+    "config",
     "cell_ranges",
     "decode_cells",
     "open_cells",

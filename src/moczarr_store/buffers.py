@@ -17,14 +17,15 @@ import threading
 
 import numpy as np
 
-POOLED_BYTES = 64 << 20  # memory a pool keeps for reuse
+from .tunables import config
+
 POOLED_MIN = 128 << 10  # smaller buffers come from the allocator's reused memory
 POOLED_STEP = 64 << 10  # kept sizes are multiples of it: objects of near sizes share
 
 
 def uninitialised(nbytes: int) -> memoryview:
-    """``nbytes`` writable, uninitialised bytes: ``bytearray(nbytes)`` zero-fills first,
-    which took half the time of a page-cached 262 KB read (~11 of ~23 us)."""
+    """``nbytes`` writable, uninitialised bytes: ``bytearray(nbytes)`` zero-fills first:
+    one more pass over the bytes before they are read."""
     return np.empty(nbytes, np.uint8).data
 
 
@@ -38,13 +39,14 @@ _COUNTS_TELL = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 class BufferPool:
     """Writable buffers of the sizes a store reads again and again (its leaf objects, its
-    spans), up to ``limit`` bytes kept."""
+    spans), up to ``limit`` bytes kept (``config["buffers.pooled_bytes"]`` when the pool is
+    made)."""
 
-    def __init__(self, limit: int = POOLED_BYTES) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self._kept: dict[int, list[np.ndarray]] = {}
         self._next: dict[int, int] = {}  # per size, where the look for an idle buffer starts
         self._bytes = 0
-        self._limit = limit
+        self._limit = config.get("buffers.pooled_bytes") if limit is None else limit
         self._lock = threading.Lock()
 
     def take(self, nbytes: int) -> memoryview:

@@ -28,8 +28,8 @@ from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from .errors import TruncatedChunkError
 
 if TYPE_CHECKING:
-    from .backend import ByteRequest, BytesLike
     from .cache import AsyncCache
+    from .io.ranges import ByteRequest, BytesLike
 
 ABSENT = 2**64 - 1
 _ABSENT = np.uint64(ABSENT)
@@ -384,7 +384,7 @@ async def load_index(read_sized: ReadSized, key: str, check: ChunkCheck) -> np.n
     return None if got is None else index_entries(got[0], check, key, got[1])
 
 
-def check_span(entries: np.ndarray | None, byte_range: RangeByteRequest, data, key: str) -> None:
+def check_ranged(entries: np.ndarray | None, byte_range: RangeByteRequest, data, key: str) -> None:
     """A ranged read of a shard object whose verified index is ``entries``: a range inside
     the bytes its inner chunks span (one chunk, or several coalesced) must come back whole."""
     start, end = byte_range.start, byte_range.end
@@ -416,7 +416,7 @@ async def shard_passthrough(read_sized: ReadSized, indexes: AsyncCache[np.ndarra
         entries = await indexes.get(key, lambda: load_index(read_sized, key, check))
         got = await read_sized(key, byte_range)
         data = None if got is None else got[0]
-        check_span(entries, byte_range, data, key)
+        check_ranged(entries, byte_range, data, key)
         return data
     got = await read_sized(key, byte_range)
     if got is None:
@@ -432,9 +432,9 @@ def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     """A whole shard's inner chunks as one contiguous chunk (absent ones as fill).
 
     Only for fixed-size inner chunks split along the first axis; ``None`` when every
-    inner chunk is absent. Cost: ~1 us for a full shard written in order (its index is
-    compared with that layout's bytes, crc32c included), else the index is checked entry
-    by entry.
+    inner chunk is absent. Cost: one comparison for a full shard written in order (its
+    index is compared with that layout's bytes, crc32c included), else the index is
+    checked entry by entry.
     """
     view, step = memoryview(data), check.inner_nbytes or 0
     full = full_shard(check)
@@ -456,7 +456,7 @@ def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     )
 
 
-def inner_span(entries: np.ndarray, part: int) -> RangeByteRequest | None:
+def inner_range(entries: np.ndarray, part: int) -> RangeByteRequest | None:
     """The byte range of inner chunk ``part`` of a verified index, ``None`` if absent."""
     offset, nbytes = (int(v) for v in entries[part])
     return None if offset == ABSENT else RangeByteRequest(offset, offset + nbytes)

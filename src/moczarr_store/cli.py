@@ -1,11 +1,13 @@
 """Command line: ``moczarr-store inspect | verify | serve | refs PATH_OR_URL``.
 
-Every subcommand takes the storage options of :func:`storage_parser` (an argparse parent;
-:func:`storage_options` turns the parsed arguments into ``MocHiveStore``'s
-``storage_options``), with bounded timeouts and retries so that a dead endpoint is
-reported in seconds. An error is one line on stderr and an exit status per family
-(:data:`EXIT_CODES`); ``--debug`` adds the traceback. Everything the hive supplies is
-escaped before it reaches the terminal.
+Every subcommand opens a store, so every one takes the store's options as flags made from
+their declaration (:func:`add_store_arguments`, from ``options.OPTIONS``) and the storage
+options of :func:`storage_parser` (an argparse parent; :func:`storage_options` turns the
+parsed arguments into ``MocHiveStore``'s ``storage_options``), with bounded timeouts and
+retries so that a dead endpoint is reported in seconds. :func:`build_parser` builds the
+whole parser (the CLI reference is generated from it). An error is one line on stderr and
+an exit status per family (:data:`EXIT_CODES`); ``--debug`` adds the traceback.
+Everything the hive supplies is escaped before it reaches the terminal.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from tqdm import tqdm
 from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
 from . import __version__
-from .backend import DEFAULT_MAX_CONCURRENCY, redact, scrub
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
-from .options import CHUNKINGS, GEOMETRIES, REFERENCE_CHUNKINGS, VERIFY_MODES, parse_chunking
+from .io.redact import redact, scrub
+from .options import OPTIONS, REFERENCE_CHUNKINGS, Option
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
 from .verify import report_lines, verify_hive
@@ -158,9 +160,6 @@ def storage_parser() -> argparse.ArgumentParser:
     limits.add_argument("--retry-timeout", type=seconds, default=FAIL_FAST["retry_timeout"],
                         metavar="SECONDS",
                         help="no retry after this long since a request's start (%(default)s)")
-    limits.add_argument("--max-concurrency", type=count(1), default=DEFAULT_MAX_CONCURRENCY,
-                        metavar="N", help="requests in flight at once (%(default)s; 4 for "
-                        "python -m http.server, which queues 5 connections)")
     parent.add_argument("--debug", action="store_true",
                         help="show an error's traceback; log at DEBUG on stderr")
     parent.add_argument("-v", "--verbose", action="store_true",
@@ -251,16 +250,57 @@ def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
     return merged(options, given)
 
 
-def shared_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``MocHiveStore`` options from the arguments every subcommand shares: the storage
-    options and the cap on requests in flight."""
-    return {"storage_options": storage_options(args, args.source),
-            "max_concurrency": args.max_concurrency}
+# -- the store's options, from their declaration -----------------------------------------------
+
+_STORE_DEST = "store_options_taken"  # the options a subcommand's parser took, by name
 
 
-def open_store(args: argparse.Namespace, **store_options: Any) -> MocHiveStore:
-    """The store the arguments name (``args.source`` and the shared arguments)."""
-    return MocHiveStore(args.source, **shared_options(args), **store_options)
+def _argument_type(option: Option) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return option.text(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+    parse.__name__ = option.name  # argparse names the type in some messages
+    return parse
+
+
+def add_store_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (),
+                        **defaults: Any) -> None:
+    """One flag per option of ``options.OPTIONS`` that has one (storage options come from
+    :func:`storage_parser`), except ``skip``; ``defaults`` replace the store's defaults
+    (``inspect`` reads every stamp)."""
+    group = parser.add_argument_group("the store (MocHiveStore's options)")
+    taken = []
+    for option in OPTIONS:
+        if option.flag is None or option.name == "storage_options" or option.name in skip:
+            continue
+        taken.append(option.name)
+        default = defaults.get(option.name, option.default)
+        help = option.help.replace("%", "%%")
+        if option.default is False:
+            group.add_argument(option.flag, action="store_true", help=help)
+            continue
+        metavar = option.metavar or "{" + ",".join(option.choices) + "}"
+        group.add_argument(option.flag, type=_argument_type(option), default=default,
+                           metavar=metavar, action="extend" if option.many else "store",
+                           help=help + (f" Default: {default}." if default else "")
+                           + (" Repeat for several." if option.many else ""))
+    parser.set_defaults(**{_STORE_DEST: (*taken, "storage_options")})
+
+
+def store_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``MocHiveStore``'s keyword arguments from a subcommand's parsed arguments: the
+    options its parser took, and the storage options."""
+    taken = getattr(args, _STORE_DEST)
+    options = {name: getattr(args, name) for name in taken if name != "storage_options"}
+    options["storage_options"] = storage_options(args, args.source)
+    return options
+
+
+def open_store(args: argparse.Namespace) -> MocHiveStore:
+    """The store the arguments name (``args.source`` and the store's options)."""
+    return MocHiveStore(args.source, **store_options(args))
 
 
 @contextlib.contextmanager
@@ -347,8 +387,7 @@ def describe(store: MocHiveStore) -> list[str]:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    store = open_store(args, verify=args.verify, follow_links=args.follow_links,
-                       window=args.window)
+    store = open_store(args)
     with request_bar(store, "opening"):
         lines = describe(store)
     print("\n".join(lines))
@@ -396,33 +435,13 @@ def run_verify(args: argparse.Namespace) -> int:
 # -- serve -----------------------------------------------------------------------------------
 
 
-def chunking_choice(text: str) -> str | int:
-    """``--chunking``: a chunking's name, or a count of leaves per chunk."""
-    try:
-        return parse_chunking(text)
-    except OptionError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected one of {', '.join(CHUNKINGS)}, or a count of leaves >= 1"
-        ) from None
-
-
 def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", parents=parents,
                            help="serve the hive as a Zarr v3 hierarchy over HTTP")
     serve.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     serve.add_argument("--port", type=count(0, 65535), default=8000, help="port (8000)")
-    serve.add_argument("--chunking", type=chunking_choice, default="auto", metavar="CHUNKING",
-                       help=f"one of {', '.join(CHUNKINGS)}, or a count of leaves per chunk "
-                       "(auto)")
-    serve.add_argument("--verify", choices=VERIFY_MODES, default="lazy")
-    serve.add_argument("--window", help="scope windowed products to this window")
-    serve.add_argument(
-        "--geometry", choices=GEOMETRIES, default="covered",
-        help="covered (the default): rows are the covered nodes' cells; sphere: every "
-        "array spans the sphere, so a chunk names the same node after a restart on a grown "
-        "hive",
-    )
+    add_store_arguments(serve)
     serve.add_argument(
         "--cors", action="append", default=[], metavar="ORIGIN",
         help="an origin allowed to read ('*': any); repeat for several",
@@ -446,9 +465,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise ImportError(f"serve needs the [serve] extra ({err}): "
                           "pip install 'moczarr-store[serve]'") from err
-    options: dict[str, Any] = {"chunking": args.chunking, "verify": args.verify,
-                               "window": args.window, "geometry": args.geometry,
-                               **shared_options(args)}
+    options = store_options(args)
     store = MocHiveStore(args.source, **options)
     sync(store.session.ensure_levels(None))
     try:
@@ -504,7 +521,9 @@ def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     )
     refs.add_argument("source", help=SOURCE_HELP)
     refs.add_argument("--format", type=format_choice, choices=runnable_formats(),
-                      required=True)
+                      required=True,
+                      help="icechunk (a repository), kerchunk-json (one JSON file) or "
+                           "mdim-refs (SQLite, for GDAL)")
     refs.add_argument("out", help="output path (must not exist)")
     refs.add_argument("--group", action="append", default=[],
                       help="only the arrays under this virtual path; repeat for several")
@@ -516,6 +535,7 @@ def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     refs.add_argument("--no-checksums", action="store_true",
                       help="icechunk: no ETag/mtime checksums (a re-uploaded copy has its own)")
     refs.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_store_arguments(refs, skip=("chunking",))  # the export's --chunking chooses it
 
 
 def run_refs(args: argparse.Namespace) -> int:
@@ -527,7 +547,7 @@ def run_refs(args: argparse.Namespace) -> int:
         report = export_refs(
             args.source, args.format, args.out, group=args.group, remap=args.remap,
             chunking=args.chunking, checksums=not args.no_checksums, progress=bar,
-            **shared_options(args),
+            **store_options(args),
         )
     finally:
         if bar is not None:
@@ -551,6 +571,7 @@ SOURCE_HELP = "hive root: a path or a file/s3/gs/http(s) URL"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every subcommand, every argument with its help."""
     parents = [storage_parser()]
     parser = argparse.ArgumentParser(
         prog="moczarr-store",
@@ -562,18 +583,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", parents=parents,
                              help="print the virtual tree and the hive facts")
     inspect.add_argument("source", help=SOURCE_HELP)
-    inspect.add_argument(
-        "--verify",
-        choices=VERIFY_MODES,
-        default="open",
-        help="'open' (default) reads every stamp to report debris; 'lazy' reads one leaf",
-    )
-    inspect.add_argument("--window", help="scope windowed products to this window")
-    inspect.add_argument(
-        "--follow-links",
-        action="store_true",
-        help="local hives: read through links that lead out of the hive root",
-    )
+    add_store_arguments(inspect, verify="open")  # to report debris, read every stamp
     check = sub.add_parser(
         "verify",
         parents=parents,
@@ -586,6 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print a JSON summary")
     check.add_argument("--strict", action="store_true",
                        help="an unverifiable object (its stamp records no hashes) fails (1)")
+    add_store_arguments(check)
     add_serve_parser(sub, parents)
     add_refs_parser(sub, parents)
     return parser

@@ -52,6 +52,13 @@ class TranscodeReadError(HiveReadError):
     """A leaf array read for re-encoding failed."""
 
 
+class LeafMovedError(HiveReadError):
+    """A leaf's commit stamp moved to another version while a chunk was read from the one
+    it named (a writer committed and removed the old version): the key is planned and
+    read again under the new stamp; raised to the caller only when the stamp keeps moving,
+    or by a consumer that does not read again."""
+
+
 class OutsideRootError(HiveReadError):
     """An object's real path lies outside the hive root (a link leaving the tree)."""
 

@@ -14,22 +14,23 @@ page cache (``mincore``): the event loop never waits on a disk. A span kept mapp
 served again only while each of its files is the one mapped (device, inode, size and
 times unchanged: one ``stat`` each); a changed file is mapped and checked again.
 
-What is kept: up to ``MAPPED_OBJECTS`` files stay mapped per process (the kernel allows
-~65,000 mappings), in at most ``MAPPED_BYTES`` of address space, the least recently used
-let go (unmapped once nothing refers to its bytes). Pages a read touched count in the
-process's resident memory while they stay mapped in (they are the page cache, not a
-copy): those of the spans served last, up to ``TOUCHED_BYTES`` (an eighth of the
-machine's memory, at most 4 GiB), stay; older spans' pages are handed back
-(``madvise``), their mappings kept, so that reading them again costs page faults (on
-262 KB objects about as much as reading them), not system calls. Linux only; elsewhere
+What is kept: up to ``config["mapped.objects"]`` files stay mapped per process (the
+kernel allows ~65,000 mappings), in at most ``config["mapped.bytes"]`` of address space,
+the least recently used let go (unmapped once nothing refers to its bytes). Pages a read
+touched count in the process's resident memory while they stay mapped in (they are the
+page cache, not a copy): those of the spans served last, up to
+``config["mapped.touched_bytes"]`` (an eighth of the machine's memory, at most 4 GiB),
+stay; older spans' pages are handed back (``madvise``), their mappings kept, so that
+reading them again costs page faults (on 262 KB objects about as much as reading them),
+not system calls. Linux only; elsewhere
 spans are read as before, and so are they by an unpickled store (``Backend.maps_spans``):
 a copy is read where it was sent, often a dask worker, whose memory monitor counts these
 pages and pauses the worker at its limit.
 
 As with every memory-mapped reader, a file truncated in place while it is mapped ends the
 process with ``SIGBUS`` when a lost page is touched; ``run-*`` versions are never
-rewritten by their writer, and ``moczarr_store.mapped.MAPPED_BYTES = 0`` turns mapping
-off (:func:`release` lets go of every span kept).
+rewritten by their writer, and ``moczarr_store.config.set({"mapped.bytes": 0})`` turns
+mapping off (:func:`release` lets go of every span kept).
 """
 
 from __future__ import annotations
@@ -45,14 +46,9 @@ from typing import Any
 
 import numpy as np
 
+from .tunables import config
+
 PAGE = mmap.PAGESIZE
-MAPPED_OBJECTS = 1 << 14  # files a process keeps mapped
-MAPPED_BYTES = 64 << 30  # address space they may take
-# pages of the spans served last that stay in resident memory: an eighth of the memory, at
-# most 4 GiB (handed back, they cost a page fault per few pages when read again)
-_SIZED = "SC_PHYS_PAGES" in getattr(os, "sysconf_names", {})  # the memory's size is known
-_MEMORY = os.sysconf("SC_PHYS_PAGES") * PAGE if _SIZED else 8 << 30
-TOUCHED_BYTES = min(4 << 30, _MEMORY // 8)
 
 _PROT_NONE = 0
 _MAP_FIXED = 0x10  # Linux
@@ -134,7 +130,7 @@ def span(
     the one mapped. ``None`` when it cannot be mapped, or not all its pages are in the
     page cache: read it then. Cost: kept, one ``stat`` per object and one ``mincore``;
     else an open, a ``fstat``, one read of the index and one ``mmap`` per object."""
-    if _LIBC is None or step % PAGE or not parts or MAPPED_BYTES <= 0:
+    if _LIBC is None or step % PAGE or not parts or config.get("mapped.bytes") <= 0:
         return None
     with _LOCK:
         kept = _KEPT.get(key)
@@ -215,13 +211,15 @@ def _keep(key: Hashable, made: tuple[np.ndarray, list[tuple[int, ...]]]) -> None
         _KEPT[key] = made
         _KEPT_TOTALS[0] += made[0].nbytes
         _KEPT_TOTALS[1] += len(made[1])
-        while _KEPT and (_KEPT_TOTALS[0] > MAPPED_BYTES or _KEPT_TOTALS[1] > MAPPED_OBJECTS):
+        most, files = config.get("mapped.bytes"), config.get("mapped.objects")
+        while _KEPT and (_KEPT_TOTALS[0] > most or _KEPT_TOTALS[1] > files):
             _drop(next(iter(_KEPT)))
 
 
 def _touch(key: Hashable, array: np.ndarray) -> None:
     """``array`` served now: its pages stay; the pages of spans served before it past
-    ``TOUCHED_BYTES`` are handed back (their mappings stay; touched again, they fault in)."""
+    ``config["mapped.touched_bytes"]`` are handed back (their mappings stay; touched again,
+    they fault in)."""
     with _LOCK:
         if key not in _KEPT:  # let go at once (larger than the limits): nothing to hold
             return
@@ -230,7 +228,8 @@ def _touch(key: Hashable, array: np.ndarray) -> None:
             _TOUCHED_TOTAL[0] += array.nbytes
         _TOUCHED[key] = array
         _TOUCHED.move_to_end(key)
-        while _TOUCHED_TOTAL[0] > TOUCHED_BYTES and len(_TOUCHED) > 1:
+        touched = config.get("mapped.touched_bytes")
+        while _TOUCHED_TOTAL[0] > touched and len(_TOUCHED) > 1:
             _, old = _TOUCHED.popitem(last=False)
             _TOUCHED_TOTAL[0] -= old.nbytes
             _LIBC.madvise(old.ctypes.data, old.nbytes, _MADV_DONTNEED)

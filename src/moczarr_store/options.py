@@ -1,14 +1,28 @@
-"""``OpenOptions``: the choices that shape a store's view of a hive, as one frozen value."""
+"""The store's options, declared once (:data:`OPTIONS`), and ``OpenOptions``: the ones that
+shape a store's view of a hive, as one frozen value.
+
+Every entry point takes its options from :data:`OPTIONS`: ``MocHiveStore``'s checks and its
+pickled state, the command line's flags (``cli.store_arguments``), ``serve``'s worker
+environment (``serve/env.py``) and the documentation's options table
+(``docs/gen/options.py``). A new option is one more :class:`Option` here (and, as every
+keyword, a parameter of ``MocHiveStore.__init__`` and, for a view option, a field of
+``OpenOptions``; a test checks both against this declaration).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import numbers
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
+
+import numpy as np
 
 from .errors import OptionError
 from .hive.aoi import Cells, aoi_members, parse_aoi
-from .hive.paths import validate_window
+from .hive.paths import short, validate_window
 
 Verify = Literal["lazy", "open"]
 Chunking = Literal["auto", "shard", "leaf", "inner", "span"]
@@ -19,6 +33,11 @@ REFERENCE_CHUNKINGS = ("auto", "shard", "leaf", "inner")
 """The chunkings an export takes: every chunk one byte range of one object (what a
 reference names); ``auto`` chooses ``leaf`` or ``shard`` per group."""
 GEOMETRIES: tuple[str, ...] = get_args(Geometry)
+DEFAULT_MAX_CONCURRENCY = 64
+ENV_PREFIX = "MOCZARR_STORE_"
+
+
+# -- checks: a Python value as the store keeps it, else an OptionError naming the option -------
 
 
 def parse_chunking(value: object) -> str | int:
@@ -30,29 +49,293 @@ def parse_chunking(value: object) -> str | int:
         if value < 1:
             raise OptionError(f"chunking={value}: leaves per chunk must be >= 1")
         return value
-    _choice("chunking", value, CHUNKINGS)
-    return cast(str, value)
+    return _choice("chunking", value, CHUNKINGS)
 
 
-def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise OptionError(f"{name}={value!r}: expected one of {choices}")
+    return value
+
+
+def flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool (numpy's too), else an :class:`OptionError` naming the
+    option: ``bool("no")`` is ``True``."""
+    if not isinstance(value, bool | np.bool_):
+        raise OptionError(f"{name}={short(value)}: expected True or False")
+    return bool(value)
+
+
+def positive(name: str, value: object) -> int:
+    """``value`` if it is an int >= 1 (not a bool), else an :class:`OptionError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise OptionError(f"{name}={short(value)}: expected an int >= 1")
+    count = int(value)
+    if count < 1:
+        raise OptionError(f"{name}={count}: expected an int >= 1")
+    return count
+
+
+def check_window(value: object) -> str | None:
+    """A window label (``window=2019`` means the label ``"2019"``), or ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    try:
+        return validate_window(value)
+    except ValueError as err:
+        raise OptionError(f"window={value!r}: {err}") from None
+
+
+def check_aoi(value: object) -> tuple[str | int, ...] | None:
+    """AOI members (decimal ids as ``str``, packed words as ``int``), each checked."""
+    if value is None:
+        return None
+    members = aoi_members(cast(Any, value))
+    try:
+        parse_aoi(members)
+    except (TypeError, ValueError) as err:
+        raise OptionError(f"aoi: {err}") from None
+    return members
+
+
+def check_storage(value: object) -> dict[str, Any]:
+    """Storage options as a dict of string keys (their values are checked by the backend,
+    which knows the source's kind)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise OptionError(f"storage_options: expected a dict, got {type(value)!r}")
+    named = [key for key in value if not isinstance(key, str)]
+    if named:
+        raise OptionError(f"storage_options: option names are strings, got {named[0]!r}")
+    return dict(value)
+
+
+# -- text: a command-line argument or an environment variable as a Python value ---------------
+# (a ValueError says what was expected; the caller names the flag or the variable)
+
+
+def _text_choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return text
+    return parse
+
+
+def _text_chunking(text: str) -> str | int:
+    try:
+        return parse_chunking(text)
+    except OptionError:
+        raise ValueError(f"expected one of {', '.join(CHUNKINGS)}, or a count of leaves "
+                         ">= 1") from None
+
+
+def _text_count(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ValueError("expected an integer >= 1")
+    return int(text)
+
+
+def _text_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("1", "true", "yes", "0", "false", "no", ""):
+        raise ValueError("expected true or false")
+    return lowered in ("1", "true", "yes")
+
+
+def _text_aoi(text: str) -> tuple[str | int, ...]:
+    """Members separated by commas or spaces: decimal ids, or packed words in hex
+    (``0x...``), which the text of a decimal id can never be."""
+    members = [m for m in re.split(r"[\s,]+", text) if m]
+    if not members:
+        raise ValueError("expected decimal ids (or packed words as 0x...)")
+    return tuple(int(m, 16) if m.lower().startswith("0x") else m for m in members)
+
+
+def _show_aoi(value: tuple[str | int, ...]) -> str:
+    return " ".join(m if isinstance(m, str) else hex(m) for m in value)
+
+
+def _text_storage(text: str) -> dict[str, Any]:
+    from .storage import from_json
+
+    try:
+        return from_json(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"expected a JSON object ({err})") from None
+
+
+def _show_storage(value: Mapping[str, Any]) -> str:
+    from .storage import to_json
+
+    return to_json(value)
+
+
+# -- the declaration -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword of ``MocHiveStore``, with what each entry point needs to take it.
+
+    ``check`` turns a Python value into the one the store keeps (an :class:`OptionError`
+    naming the option otherwise); ``text`` reads a command-line argument or an environment
+    variable (a ``ValueError`` saying what was expected), ``show`` writes one. ``view``:
+    the option shapes the view (an ``OpenOptions`` field, recorded in the root group's
+    ``morton_hive_store`` attribute, at its default too when ``recorded``). ``flag``: the
+    command line's flag (``None``: none, ``note`` says why); ``many``: the flag may be
+    repeated, its members joined. ``env``: ``serve``'s worker processes take it from
+    ``MOCZARR_STORE_<NAME>``. ``more``: what the docstring adds.
+    """
+
+    name: str
+    default: Any
+    help: str
+    check: Callable[[Any], Any]
+    text: Callable[[str], Any] = str
+    show: Callable[[Any], str] = str
+    choices: tuple[str, ...] = ()
+    view: bool = False
+    recorded: bool = False
+    flag: str | None = None
+    metavar: str | None = None
+    many: bool = False
+    env: bool = True
+    note: str = ""
+    more: str = ""
+
+    @property
+    def env_name(self) -> str | None:
+        """The environment variable a ``serve`` worker reads this option from."""
+        return f"{ENV_PREFIX}{self.name.upper()}" if self.env else None
+
+    def from_text(self, text: str, where: str) -> Any:
+        """``text`` (given as ``where``: a flag or a variable) as the option's value."""
+        try:
+            return self.check(self.text(text))
+        except (ValueError, OptionError) as err:
+            raise OptionError(f"{where}={text!r}: {err}") from None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "verify", "lazy",
+        "lazy reads a leaf's commit stamp when its chunk is first read (debris reads as "
+        "missing, with a warning); open reads every stamp at open and drops debris from "
+        "the domain, as moczarr.open_hive does.",
+        lambda v: _choice("verify", v, VERIFY_MODES), _text_choice(VERIFY_MODES),
+        choices=VERIFY_MODES, view=True, recorded=True, flag="--verify"),
+    Option(
+        "chunking", "auto",
+        "How a leaf array is chunked in the view: auto (the default: consecutive leaves "
+        "joined into chunks of about 4 MiB where their bytes join, one leaf per chunk where "
+        "not; for scans), leaf (one contiguous chunk per leaf; for lookups), shard (the "
+        "shard object passed through), inner (one chunk per inner chunk), span or an int k "
+        "(k consecutive leaves per chunk).",
+        parse_chunking, _text_chunking, choices=CHUNKINGS, view=True, recorded=True,
+        flag="--chunking", metavar="CHUNKING",
+        note="The refs subcommand takes the export's own --chunking instead (auto, shard, "
+             "leaf, inner): a reference names one byte range of one object.",
+        more="``\"auto\"`` and ``\"span\"`` choose ``k`` so that a chunk holds about "
+             "4 MiB of the level's largest field (``\"auto\"``: at most ``AUTO_MAX_LEAVES``); "
+             "zarr's and xarray's per-chunk cost stops falling there (``benchmarks/``). Spans "
+             "make full scans pay zarr's and dask's per-chunk cost ``k`` times less often; a "
+             "read of one cell then reads ``k`` leaves. Fields whose leaves cannot be joined "
+             "byte for byte (compressed or variable-length) stay one leaf per chunk."),
+    Option(
+        "window", None,
+        "Scope windowed products (their (\"cells\", ...) arrays) to this one window.",
+        check_window, view=True, flag="--window", metavar="WINDOW"),
+    Option(
+        "aoi", None,
+        "Keep the nodes whose subtrees overlap these cells, at any orders: decimal ids "
+        "(str) or packed morton words (int); as text, separated by commas or spaces, a "
+        "packed word in hex (0x...).",
+        check_aoi, _text_aoi, cast(Callable[[Any], str], _show_aoi), view=True,
+        flag="--aoi", metavar="CELLS", many=True),
+    Option(
+        "geometry", "covered",
+        "covered: rows are the covered nodes' cells; sphere: every array at order o spans "
+        "the 12 * 4**o cells of the sphere (NESTED order), so a chunk names the same node "
+        "on a grown hive.",
+        lambda v: _choice("geometry", v, GEOMETRIES), _text_choice(GEOMETRIES),
+        choices=GEOMETRIES, view=True, flag="--geometry",
+        more="Uncovered nodes read as the fill value without a request (at most 2**24 "
+             "chunks along ``cells`` per array, else ``SphereTooLarge``)."),
+    Option(
+        "max_concurrency", DEFAULT_MAX_CONCURRENCY,
+        "Backend requests in flight at once, one cap shared by every store of the process "
+        "with the same cap (4 for python -m http.server, which queues 5 connections).",
+        lambda v: positive("max_concurrency", v), _text_count, flag="--max-concurrency",
+        metavar="N"),
+    Option(
+        "read_only", False,
+        "zarr's access-mode flag: the store never writes either way; False only lets "
+        "zarr.open_group(store) (mode 'a') open it.",
+        lambda v: flag("read_only", v), _text_bool, env=False,
+        note="Neither on the command line nor for serve's workers: the store never writes."),
+    Option(
+        "follow_links", False,
+        "Local hives: read through links whose target lies outside the hive root (by "
+        "default such an object is refused with OutsideRootError).",
+        lambda v: flag("follow_links", v), _text_bool, lambda v: "1" if v else "0",
+        flag="--follow-links"),
+    Option(
+        "storage_options", None,
+        "How to reach the objects, as fsspec names them (anon, key, secret, endpoint_url, "
+        "client_kwargs, token, headers) or as obstore does (region, endpoint, "
+        "skip_signature, client_options, retry_config, ...).",
+        check_storage, _text_storage, cast(Callable[[Any], str], _show_storage),
+        flag="-o", metavar="KEY=VALUE",
+        note="On the command line: -o KEY=VALUE (repeat), --anon, --endpoint, --region and "
+             "the fail-fast timeouts; for serve's workers: JSON.",
+        more="Checked at construction (no request): an unknown key is an ``OptionError`` "
+             "naming the valid ones."),
+)
+"""Every keyword ``MocHiveStore`` takes besides its source, in its signature's order."""
+
+BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
+VIEW_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.view)
+
+
+def check_all(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option's value from ``given`` (the defaults for the others), each checked."""
+    unknown = set(given) - set(BY_NAME)
+    if unknown:
+        raise OptionError(f"unknown option(s) {sorted(unknown)}: expected {store_keywords()}")
+    return {o.name: o.check(given.get(o.name, o.default)) for o in OPTIONS}
+
+
+def store_keywords() -> tuple[str, ...]:
+    """The keyword arguments ``MocHiveStore`` takes (its options)."""
+    return tuple(o.name for o in OPTIONS)
+
+
+def docstring_parameters() -> str:
+    """The numpydoc ``Parameters`` entries of every option, from the declaration
+    (unindented, as ``inspect.cleandoc`` leaves a docstring)."""
+    import textwrap
+
+    lines = []
+    for o in OPTIONS:
+        lines.append(o.name)
+        body = f"{o.help} Default: ``{o.default!r}``." + (f" {o.more}" if o.more else "")
+        lines.extend(textwrap.wrap(body, 88, initial_indent="    ", subsequent_indent="    "))
+    return "\n".join(lines)
+
+
+# -- the view's options --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class OpenOptions:
     """How a hive is presented: equal options give identical views of the same hive.
 
-    ``verify``: ``"lazy"`` reads a leaf's stamp when its chunk is first asked for;
-    ``"open"`` reads every stamp at open and drops debris, as ``moczarr.open_hive`` does.
-    ``chunking``: how a leaf array is chunked in the view (``"auto"``, the default: chosen
-    per level, see ``view.arrays.leaves_per_chunk``; ``"shard"``, ``"leaf"``, ``"inner"``;
-    ``"span"`` or an int ``k``: ``k`` consecutive leaves per chunk, ``k`` chosen from the
-    leaf size for ``"span"``). ``window``: scope windowed products to this
-    one window. ``aoi``: keep the nodes whose subtrees overlap these cells (decimal ids or
-    packed words).
-    ``geometry``: ``"covered"`` (rows are the covered nodes' cells) or ``"sphere"`` (every
-    array at order ``o`` spans the ``12 * 4**o`` cells of the sphere in NESTED order).
+    One field per view option of :data:`OPTIONS` (which says what each does), and the AOI
+    parsed once (``aoi_cells``).
     """
 
     verify: Verify = "lazy"
@@ -63,37 +346,21 @@ class OpenOptions:
     geometry: Geometry = "covered"
 
     def __post_init__(self) -> None:
-        _choice("verify", self.verify, VERIFY_MODES)
         if isinstance(self.chunking, str) and self.chunking.isdigit():
             raise OptionError(f"chunking={self.chunking!r}: pass a count as an int")
-        parse_chunking(self.chunking)
-        _choice("geometry", self.geometry, GEOMETRIES)
-        if self.window is not None:
-            try:
-                validate_window(self.window)
-            except ValueError as err:
-                raise OptionError(f"window={self.window!r}: {err}") from None
+        for option in VIEW_OPTIONS:
+            if option.name != "aoi":  # the AOI is checked where its cells are parsed (make)
+                option.check(getattr(self, option.name))
 
     @classmethod
-    def make(
-        cls,
-        verify: str = "lazy",
-        chunking: str | int = "auto",
-        window: str | None = None,
-        aoi: Iterable[str | int] | str | int | None = None,
-        geometry: str = "covered",
-    ) -> OpenOptions:
-        """Options from loose arguments: the AOI is normalised and parsed once."""
-        members = None if aoi is None else aoi_members(aoi)
-        try:
-            cells = None if members is None else parse_aoi(members)
-        except (TypeError, ValueError) as err:
-            raise OptionError(f"aoi: {err}") from None
-        if isinstance(window, int) and not isinstance(window, bool):
-            window = str(window)  # window=2019 means the label "2019"
-        # verify is checked against its choices in __post_init__
-        return cls(cast(Verify, verify), cast(Chunking, parse_chunking(chunking)), window,
-                   members, cells, cast(Geometry, geometry))
+    def make(cls, **given: Any) -> OpenOptions:
+        """Options from loose keyword arguments (the view options of :data:`OPTIONS`),
+        each checked and normalised; the AOI parsed once."""
+        values = {o.name: o.check(given.pop(o.name, o.default)) for o in VIEW_OPTIONS}
+        if given:
+            raise OptionError(f"not a view option: {sorted(given)}")
+        aoi = values["aoi"]
+        return cls(**values, aoi_cells=None if aoi is None else parse_aoi(aoi))
 
     def describe(self) -> str:
         """The options that differ from the defaults, as keyword arguments (for ``repr``);
@@ -111,18 +378,16 @@ class OpenOptions:
         return ", ".join(parts)
 
     def view_attrs(self) -> dict[str, object]:
-        """What the root group's ``morton_hive_store`` attribute records of these options."""
-        attrs: dict[str, object] = {"verify": self.verify, "chunking": self.chunking}
-        if self.window is not None:
-            attrs["window"] = self.window
-        if self.aoi is not None:
-            attrs["aoi"] = [str(a) for a in self.aoi]
-        if self.geometry != "covered":
-            attrs["geometry"] = self.geometry
+        """What the root group's ``morton_hive_store`` attribute records of these options:
+        those ``recorded`` always, the others where they differ from their default."""
+        attrs: dict[str, object] = {}
+        for option in VIEW_OPTIONS:
+            value = getattr(self, option.name)
+            if option.recorded or value != option.default:
+                attrs[option.name] = [str(a) for a in value] if isinstance(value, tuple) else value
         return attrs
 
 
-def store_keywords() -> tuple[str, ...]:
-    """The keyword arguments ``MocHiveStore`` takes besides storage options."""
-    view = tuple(f.name for f in fields(OpenOptions) if f.repr)
-    return (*view, "max_concurrency", "read_only", "follow_links", "storage_options")
+def arguments_of(options: OpenOptions) -> dict[str, Any]:
+    """The view options' keyword arguments that make ``options`` again."""
+    return {o.name: getattr(options, o.name) for o in VIEW_OPTIONS}

@@ -22,21 +22,19 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .backend import Backend
 from .cache import AsyncCache
 from .diagnostics import Problems
 from .errors import HiveFormatError, MocHiveError, OutsideRootError
 from .hive.leaves import LeafCache
 from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
+from .io.backend import Backend
 from .options import OpenOptions
 from .read.execute import remember_template
 from .read.plan import SpanPlans
+from .tunables import config
 from .view.tree import View
 
-LEAF_METAS = 262_144  # leaf array metadata of immutable versions (a short marker when as declared)
-SHARD_INDEXES = 65_536  # verified shard indexes of immutable objects (chunking="inner")
-VERSION_GROUPS = 65_536  # whether a leaf version's cell-order group exists
 LEARNED_KEPT = 4  # stores unpickled last whose immutable versions' caches a process keeps
 logger = logging.getLogger("moczarr_store")
 
@@ -44,22 +42,25 @@ logger = logging.getLogger("moczarr_store")
 class HiveSession:
     """The hive behind a store: opened lazily, with bounded caches.
 
-    ``leaves`` holds commit stamps (an LRU of 262,144 leaves); ``leaf_metas``, ``indexes``
-    and ``groups`` hold what was learned about immutable ``run-*`` versions; ``problems``
-    counts the damage met while reading.
+    ``leaves`` holds commit stamps (an LRU); ``leaf_metas``, ``indexes``, ``groups`` and
+    ``absences`` hold what was learned about immutable ``run-*`` versions; ``problems``
+    counts the damage met while reading. The caches' bounds are the ``cache.*`` keys of
+    ``moczarr_store.config`` when the session is created.
     """
 
     def __init__(self, backend: Backend, options: OpenOptions) -> None:
         self.backend = backend
         self.options = options
-        self.leaves = LeafCache()
-        self.leaf_metas: AsyncCache[object] = AsyncCache(LEAF_METAS)
-        self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(SHARD_INDEXES)
-        self.groups: AsyncCache[bool] = AsyncCache(VERSION_GROUPS)
+        self._bounds = bound = config.get("cache")  # read once: refresh() keeps them
+        self.leaves = LeafCache(bound["stamps"])
+        self.leaf_metas: AsyncCache[object] = AsyncCache(bound["leaf_metas"])
+        self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(bound["shard_indexes"])
+        self.groups: AsyncCache[bool] = AsyncCache(bound["version_groups"])
+        self.absences: AsyncCache[bool] = AsyncCache(bound["absences"])
         # (level, window): its objects when none is stamped (the level was not made for it)
-        self.windows: AsyncCache[list[str]] = AsyncCache(VERSION_GROUPS)
+        self.windows: AsyncCache[list[str]] = AsyncCache(bound["version_groups"])
         self.problems = Problems()
-        self.span_plans = SpanPlans()
+        self.span_plans = SpanPlans(bound["span_parts"])
         self._hive: Hive | None = None
         self._view: View | None = None
         self._opened: AsyncCache[None] = AsyncCache(1)
@@ -114,6 +115,16 @@ class HiveSession:
         for product in hive.products:
             for level in product.levels:
                 remember_template(self, level)
+
+    def refresh(self) -> None:
+        """Read every leaf's stamp afresh from the next request on: a leaf a writer has
+        committed again is read from its new version. The structure opened stays (its
+        levels and nodes: a key names the node it named), and so does what was learned
+        of immutable versions. A new token: dask names what is served from now on anew.
+        No request."""
+        self.leaves = LeafCache(self._bounds["stamps"])
+        self.span_plans = SpanPlans(self._bounds["span_parts"])
+        self.token = uuid.uuid4().hex
 
     async def ensure_levels(self, path: str | None = "") -> View:
         """The view, with every level node ``path`` needs read (``""``: all of them, for

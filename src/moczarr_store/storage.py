@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OptionError
+from .io.redact import first_paragraph, scrub
+from .io.urls import family
 
 # fsspec spellings -> obstore config keys, per scheme family
 _S3_NAMES = {
@@ -44,18 +46,6 @@ _OBSTORE_EXTRA = ("client_options", "retry_config", "credential_provider", "conf
 _STUBS = {"s3": ("_aws.pyi", "S3Config"), "gs": ("_gcs.pyi", "GCSConfig"),
           "az": ("_azure.pyi", "AzureConfig")}
 _LOCAL_KEYS = ("automatic_cleanup", "mkdir")
-
-
-def family(url: str) -> str:
-    """``"s3"``, ``"gs"``, ``"az"``, ``"http"``, ``"file"`` or ``"other"`` for a URL."""
-    scheme = url.partition("://")[0].lower()
-    if scheme in ("s3", "s3a"):
-        return "s3"
-    if scheme in ("gs", "gcs"):
-        return "gs"
-    if scheme in ("az", "adl", "azure", "abfs", "abfss"):
-        return "az"
-    return scheme if scheme in ("http", "https", "file") else "other"
 
 
 def _bool(value: Any) -> bool:
@@ -134,20 +124,15 @@ def obstore_options(url: str, options: Mapping[str, Any] | None) -> dict[str, An
 
 
 def storage_arguments(
-    storage_options: Mapping[str, Any] | None, more: Mapping[str, Any]
+    storage_options: Mapping[str, Any], more: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """``storage_options=`` and further keyword arguments as one dict; a key given both
-    ways is an error."""
-    if storage_options is not None and not isinstance(storage_options, Mapping):
-        raise OptionError(f"storage_options: expected a dict, got {type(storage_options)!r}")
-    named = [key for key in (storage_options or {}) if not isinstance(key, str)]
-    if named:
-        raise OptionError(f"storage_options: option names are strings, got {named[0]!r}")
-    both = sorted(set(storage_options or {}) & set(more))
+    """``storage_options=`` and further keyword arguments (deprecated) as one dict; a key
+    given both ways is an error."""
+    both = sorted(set(storage_options) & set(more))
     if both:
         raise OptionError(f"storage option(s) {both} given both in storage_options and as "
                           "keyword arguments")
-    return {**(storage_options or {}), **more}
+    return {**storage_options, **more}
 
 
 @functools.cache
@@ -200,8 +185,6 @@ def check_options(url: str, options: dict[str, Any], own: tuple[str, ...]) -> An
     """Refuse keys obstore would not take for ``url`` now, naming the valid ones: builds
     and returns the obstore store (no request is made; ``None`` for a local hive, which
     takes only ``automatic_cleanup`` and ``mkdir``)."""
-    from .backend import _first_paragraph, scrub  # backend imports this module
-
     if family(url) == "file":
         for key in options:
             if key not in _LOCAL_KEYS:
@@ -212,7 +195,7 @@ def check_options(url: str, options: dict[str, Any], own: tuple[str, ...]) -> An
     try:
         return obstore.store.from_url(url, **options)
     except Exception as err:
-        detail = scrub(_first_paragraph(err), options)
+        detail = scrub(first_paragraph(err), options)
         bad = next((k for k in options if repr(k) in detail), None)
         if bad is None:
             bad = next((k for k in options if k not in valid_keys(url)), None)

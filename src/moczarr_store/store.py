@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import itertools
 import os
+import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -23,12 +25,24 @@ from zarr.abc.store import (
     SuffixByteRequest,
 )
 
-from .backend import DEFAULT_MAX_CONCURRENCY, Backend, flag
 from .diagnostics import Problem
 from .hive.roster import Hive
-from .options import CHUNKINGS, VERIFY_MODES, OpenOptions, store_keywords
+from .io.backend import Backend
+from .io.ranges import BytesLike
+from .options import (
+    CHUNKINGS,
+    DEFAULT_MAX_CONCURRENCY,
+    VERIFY_MODES,
+    VIEW_OPTIONS,
+    OpenOptions,
+    arguments_of,
+    check_all,
+    docstring_parameters,
+    store_keywords,
+)
 from .read.execute import execute, object_size
-from .read.plan import Absent, Document, Fabricate, plan_key
+from .read.fresh import planned
+from .read.plan import Absent, Document, Fabricate, Plan
 from .session import HiveSession, adopt_pickled
 from .storage import storage_arguments
 from .view.tree import INDEX_RE, View
@@ -45,49 +59,6 @@ class MocHiveStore(Store):
     source
         Hive root: a local path, a ``file://``, ``s3://``, ``gs://`` or ``http(s)://``
         URL, or an obstore store instance rooted at the hive.
-    verify
-        ``"lazy"`` (default) reads leaf stamps the first time a leaf's chunk is
-        requested: debris and dangling pointers read as missing, with a warning.
-        ``"open"`` reads every stamp at open and drops those nodes from the domain,
-        exactly as ``moczarr.open_hive`` does.
-    window
-        Scope windowed products to this one window (``("cells", ...)`` arrays).
-    aoi
-        Decimal ids or packed words (any orders): keep the nodes whose subtrees overlap.
-    geometry
-        ``"covered"`` (default): rows are the covered nodes' cells. ``"sphere"``: every
-        array at order ``o`` spans the ``12 * 4**o`` cells of the sphere (NESTED order);
-        uncovered nodes read as the fill value without a request (at most 2**24 chunks
-        along ``cells`` per array, else ``SphereTooLarge``).
-    chunking
-        How a leaf array is chunked in the view: ``"auto"`` (default) joins consecutive
-        leaves as ``"span"`` does (about 4 MiB of the level's largest field a chunk, at
-        most ``AUTO_MAX_LEAVES`` leaves; a scan's per-chunk cost in zarr and dask stops
-        falling there, measured in ``benchmarks/``), one leaf per chunk for fields that
-        cannot be joined. ``"leaf"`` presents a sharded leaf array as one contiguous
-        chunk (one request per leaf: for lookups), ``"shard"`` passes the shard object
-        through, ``"inner"`` gives one chunk per inner chunk (ranged reads).
-        ``"span"`` joins ``k`` consecutive leaves in one chunk (read concurrently), with
-        ``k`` chosen so a chunk holds about 4 MiB of the level's largest field; an int
-        sets ``k``. Spans make full scans pay zarr's and dask's per-chunk cost ``k`` times
-        less often; a read of one cell then reads ``k`` leaves. Fields whose leaves cannot
-        be joined byte for byte (compressed or variable-length) stay one leaf per chunk.
-    max_concurrency
-        Process-wide cap on in-flight backend requests shared by all stores with
-        the same cap.
-    read_only
-        zarr's access-mode flag. The store never writes either way; it defaults to
-        ``False`` only so that ``zarr.open_group(store)`` (mode ``"a"``) opens it.
-    follow_links
-        Local hives: read through links whose target lies outside the hive root (by
-        default such an object is refused with ``OutsideRootError``).
-    storage_options
-        How to reach the objects, as zarr's and xarray's users write them (fsspec:
-        ``anon``, ``key``, ``secret``, ``endpoint_url``, ``client_kwargs``, ``token``,
-        ``headers``) or as obstore names them (``region``, ``endpoint``,
-        ``skip_signature``, ``client_options``, ``retry_config``, ...); keyword
-        arguments beyond the ones above are storage options too. Checked at construction
-        (no request): an unknown key is an ``OptionError`` naming the valid ones.
     """
 
     supports_writes = False
@@ -100,21 +71,32 @@ class MocHiveStore(Store):
         source: str | os.PathLike | Any,
         *,
         verify: str = "lazy",
+        chunking: str | int = "auto",
         window: str | None = None,
         aoi: Iterable[str | int] | None = None,
-        chunking: str | int = "auto",
+        geometry: str = "covered",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
-        geometry: str = "covered",
         storage_options: Mapping[str, Any] | None = None,
         **more_storage_options: Any,
     ) -> None:
-        super().__init__(read_only=flag("read_only", read_only))
-        self.options = OpenOptions.make(verify, chunking, window, aoi, geometry)
-        storage = storage_arguments(storage_options, more_storage_options)
-        self.backend = Backend(source, storage, max_concurrency, follow_links, store_keywords())
+        given = locals()  # the parameters are the options of OPTIONS (a test checks them)
+        arguments = check_all({name: given[name] for name in store_keywords()})
+        if more_storage_options:
+            arguments["storage_options"] = storage_arguments(arguments["storage_options"],
+                                                             more_storage_options)
+        super().__init__(read_only=arguments["read_only"])
+        self.options = OpenOptions.make(**{o.name: arguments[o.name] for o in VIEW_OPTIONS})
+        self.backend = Backend(source, arguments["storage_options"],
+                               arguments["max_concurrency"], arguments["follow_links"],
+                               store_keywords())
+        if more_storage_options:  # warned once they are known to be storage options
+            warnings.warn(DeprecationWarning(
+                f"storage options as keyword arguments ({', '.join(more_storage_options)}) "
+                "are deprecated: pass them as storage_options={...}"), stacklevel=2)
         self._source = source
+        self._arguments = arguments
         self.session = HiveSession(self.backend, self.options)
 
     @classmethod
@@ -140,6 +122,10 @@ class MocHiveStore(Store):
     @property
     def aoi(self) -> tuple[str | int, ...] | None:
         return self.options.aoi
+
+    @property
+    def geometry(self) -> str:
+        return self.options.geometry
 
     # -- identity ---------------------------------------------------------------
 
@@ -169,29 +155,20 @@ class MocHiveStore(Store):
 
     def __getstate__(self) -> dict:
         return {
-            "backend": self.backend,
-            "options": self.options,
-            "read_only": self.read_only,
+            "arguments": {**self._arguments, "read_only": self.read_only,
+                          "storage_options": self.backend.options},
             "source": self._source if self.backend.url is None else self.backend.url,
             "snapshot": self.session.pickled(),  # what the store presents, and whose view
         }
 
     def __setstate__(self, state: dict) -> None:
-        backend: Backend = state["backend"]
-        options: OpenOptions = state["options"]
-        type(self).__init__(
-            self,
-            state["source"],
-            verify=options.verify,
-            window=options.window,
-            aoi=options.aoi,
-            chunking=options.chunking,
-            geometry=options.geometry,
-            max_concurrency=backend.max_concurrency,
-            read_only=state["read_only"],
-            follow_links=backend.follow_links,
-            storage_options=backend.options,
-        )
+        arguments = state.get("arguments")
+        if arguments is None:  # pickled by an earlier release: its backend and options
+            backend = state["backend"]
+            arguments = {**arguments_of(state["options"]), "read_only": state["read_only"],
+                         "max_concurrency": backend.max_concurrency,
+                         "follow_links": backend.follow_links, "storage_options": backend.options}
+        type(self).__init__(self, state["source"], **arguments)
         # a copy is read where it was sent, often a dask worker, whose memory monitor counts
         # the pages of mapped spans and pauses the worker at its limit: read into buffers
         self.backend.maps_spans = False
@@ -227,6 +204,13 @@ class MocHiveStore(Store):
         await self.session.ensure_levels("")
         return self.session.hive
 
+    def refresh(self) -> None:
+        """Read each leaf's commit stamp afresh from the next read on, so leaves a writer
+        has committed again since are read from their new versions (a leaf keeps its old
+        version until its stamp is read again, or that version is removed). Leaves added
+        since the store opened need a new store. No request."""
+        self.session.refresh()
+
     def problems(self) -> dict[tuple[str, str], Problem]:
         """Damage met so far, by ``(level, kind)``: counts and the first few objects."""
         return self.session.problems.summary()
@@ -245,12 +229,15 @@ class MocHiveStore(Store):
             byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
-        data = await execute(self.session, await plan_key(self.session, key, byte_range))
+        data = await planned(self.session, key, self._execute, byte_range)
         if data is None and key.endswith("/zarr.json"):  # a node the hierarchy lacks
             from .hints import hint_missing
 
             hint_missing(self, key)
         return None if data is None else prototype.buffer.from_bytes(memoryview(data))
+
+    async def _execute(self, plan: Plan) -> BytesLike | None:
+        return await execute(self.session, plan)
 
     async def get_partial_values(
         self,
@@ -262,13 +249,18 @@ class MocHiveStore(Store):
         )
 
     async def exists(self, key: str) -> bool:
-        plan = await plan_key(self.session, key, RangeByteRequest(0, 1))
-        if isinstance(plan, Absent | Document | Fabricate):
-            return not isinstance(plan, Absent)
-        return await execute(self.session, plan) is not None
+        async def present(plan: Plan) -> bool:
+            if isinstance(plan, Absent | Document | Fabricate):
+                return not isinstance(plan, Absent)
+            return await execute(self.session, plan) is not None
+
+        return await planned(self.session, key, present, RangeByteRequest(0, 1))
 
     async def getsize(self, key: str) -> int:
-        size = await object_size(self.session, await plan_key(self.session, key))
+        async def measured(plan: Plan) -> int | None:
+            return await object_size(self.session, plan)
+
+        size = await planned(self.session, key, measured)
         if size is None:
             raise FileNotFoundError(key)
         return size
@@ -335,6 +327,9 @@ class MocHiveStore(Store):
 
     async def clear(self) -> None:
         self._refuse()
+
+
+MocHiveStore.__doc__ = f"{inspect.cleandoc(MocHiveStore.__doc__ or '')}\n{docstring_parameters()}"
 
 
 def _prefix(prefix: object) -> str:

@@ -34,15 +34,18 @@ class _BackendStore(Store):
 
     supports_writes = supports_deletes = supports_listing = False
 
-    def __init__(self, backend) -> None:
+    def __init__(self, backend, missing: list[str] | None = None) -> None:
         super().__init__(read_only=True)
         self.backend = backend
+        self.missing = missing  # where to note the keys found absent (read as fill)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _BackendStore) and other.backend == self.backend
 
     async def get(self, key, prototype, byte_range=None):
         data = await self.backend.get(key, byte_range)
+        if data is None and self.missing is not None:
+            self.missing.append(key)
         return None if data is None else prototype.buffer.from_bytes(data)
 
     async def get_partial_values(self, prototype, key_ranges):
@@ -81,10 +84,12 @@ def _dtype(data_type: object) -> np.dtype | None:
 
 
 async def transcode(
-    backend, where: str, array: FieldArray, leaf_meta: dict, coords: tuple[int, ...]
+    backend, where: str, array: FieldArray, leaf_meta: dict, coords: tuple[int, ...],
+    missing: list[str] | None = None,
 ) -> bytes | None:
     """One virtual chunk's bytes, re-encoded from the leaf array at ``where`` (whose metadata
-    is ``leaf_meta``): decoded with its own metadata, cast safely, encoded as declared."""
+    is ``leaf_meta``): decoded with its own metadata, cast safely, encoded as declared. The
+    keys of chunk objects found absent (read as the fill value) are added to ``missing``."""
     target = array.meta
     target_dtype = None  # the same data type (variable-length types too): no cast
     if leaf_meta["data_type"] != target["data_type"]:
@@ -100,7 +105,7 @@ async def transcode(
     try:
         # the leaf metadata is known (read with the chunk, or cached): zarr reads no zarr.json
         source = AsyncArray(metadata=ArrayV3Metadata.from_dict(dict(leaf_meta)),
-                            store_path=StorePath(_BackendStore(backend), where))
+                            store_path=StorePath(_BackendStore(backend, missing), where))
         region = array.leaf_region(coords)
         values = np.asarray(await source.getitem(region))
     except Exception as err:

@@ -28,7 +28,6 @@ import asyncio
 import functools
 import hashlib
 import itertools
-import json
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,7 +46,8 @@ from zarr.core.dtype import get_data_type_from_json
 from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import MemoryStore, StorePath
 
-from .errors import MalformedMetadataError, OptionError
+from .errors import OptionError
+from .hive.jsonio import load_object, read_document
 from .hive.leaves import Leaf, parse_leaf
 from .hive.level import COORDINATE_NAMES, Level
 from .read.execute import Bytes, execute, read_leaf_chunks
@@ -366,17 +366,10 @@ def _one_meta(got: list[tuple[Bytes | None, dict | None] | Exception], what: str
 
 
 async def _read_json(session: HiveSession, key: str) -> dict | None:
-    """A metadata document (``None``: no such object)."""
-    payload = await session.backend.get(key)
-    if payload is None:
-        return None
-    try:
-        doc = json.loads(bytes(payload))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise MalformedMetadataError(f"{key} is not valid JSON ({err})") from None
-    if not isinstance(doc, dict):
-        raise MalformedMetadataError(f"{key} is not a JSON object")
-    return doc
+    """A metadata document (``None``: no such object), read and parsed by the one bounded
+    JSON reader (``hive/jsonio.py``)."""
+    payload = await read_document(session.backend, key)
+    return None if payload is None else load_object(payload, key)
 
 
 # -- one level ---------------------------------------------------------------------------

@@ -21,7 +21,12 @@ Cells = list[tuple[int, int]]  # (rank, order)
 
 def aoi_members(aoi: Iterable[str | int] | str | int) -> tuple[str | int, ...]:
     """AOI members as plain ``str`` decimal ids and ``int`` packed words."""
-    members = [aoi] if isinstance(aoi, str | int | np.integer) else list(np.ravel(np.asarray(aoi)))
+    if isinstance(aoi, str | int | np.integer):
+        members = [aoi]
+    elif isinstance(aoi, np.ndarray):
+        members = list(np.ravel(aoi))
+    else:  # item by item: numpy would make the ints of a mixed list strings
+        members = list(aoi)
     return tuple(str(m) if isinstance(m, str | np.str_) else m for m in members)
 
 

@@ -2,11 +2,16 @@
 
 A leaf is complete iff its root ``zarr.json`` carries a ``morton_hive_commit``
 mapping. Its data lives under ``{leaf}/{current}/`` when the stamp names a version,
-else under ``{leaf}/``. Stamps are read lazily and cached in a bounded LRU.
+else under ``{leaf}/``. Stamps are read lazily and cached in a bounded LRU; a read that
+finds nothing in the version a cached stamp names has the stamp read again
+(:meth:`LeafCache.reread`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -14,6 +19,7 @@ from zarr.abc.store import RangeByteRequest
 
 from ..cache import AsyncCache
 from ..errors import OutsideRootError
+from ..tunables import config
 from .ids import DECIMAL_RE
 from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json
 from .paths import short, split_leaf_name, validate_current
@@ -27,6 +33,14 @@ _COLUMN_KEYS = ("spec", "node", "order", "window")  # and the cell orders of its
 Provenance = tuple[object, tuple | None, tuple | None]
 _KEPT = 128  # characters of a provenance string kept (longer ones match nothing)
 _GROUPS_KEPT = 64  # cell orders of a column's "groups" kept (zagg writes a few)
+REREADS_KEPT = 4096  # leaves whose last re-read (and when it began) is remembered
+_TICKS = itertools.count()
+
+
+def tick() -> int:
+    """A number larger than every one handed out before (in this process): what orders a
+    read that found nothing before a re-read of the stamp."""
+    return next(_TICKS)
 
 
 @dataclass(frozen=True)
@@ -180,25 +194,32 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
                 misplaced(path, stamp))
 
 
+async def _load(path: str, read) -> Leaf:
+    """``parse_leaf`` of one ranged ``read`` of at most the document cap; a stamp linked
+    out of the hive root is that leaf's refusal (``"linked"``), not the hive's."""
+    window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
+    try:
+        payload = await read(f"{path}/zarr.json", window)
+    except OutsideRootError:  # that object is refused, not the hive
+        return Leaf(path, "linked")
+    return parse_leaf(path, payload)
+
+
 class LeafCache(AsyncCache[Leaf]):
     """Resolved leaves by path: a bounded LRU keeping each leaf's slim form."""
 
-    def __init__(self, max_entries: int = 262_144) -> None:
-        super().__init__(max_entries, keep=Leaf.slim)
+    def __init__(self, max_entries: int | None = None) -> None:
+        bound = config.get("cache.stamps") if max_entries is None else max_entries
+        super().__init__(bound, keep=Leaf.slim)
+        # path -> (tick its last re-read began at, the leaf it read)
+        self._reread: OrderedDict[str, tuple[int, Leaf]] = OrderedDict()
+        self._rereading: dict[tuple[int, str], tuple[int, asyncio.Future]] = {}
 
     async def resolve(self, path: str, read) -> Leaf:
         """The leaf at ``path``: cached, else ``parse_leaf`` of one ranged ``read`` of at
         most the document cap."""
 
-        async def load() -> Leaf:
-            window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
-            try:
-                payload = await read(f"{path}/zarr.json", window)
-            except OutsideRootError:  # that object is refused, not the hive
-                return Leaf(path, "linked")
-            return parse_leaf(path, payload)
-
-        return await self.get(path, load)
+        return await self.get(path, lambda: _load(path, read))
 
     async def resolve_full(self, path: str, read) -> Leaf:
         """Like :meth:`resolve`, with the stamp's attributes: the cache keeps slim leaves,
@@ -207,4 +228,44 @@ class LeafCache(AsyncCache[Leaf]):
         if leaf.state == "stamped" and leaf.attrs is None:
             window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
             leaf = parse_leaf(path, await read(f"{path}/zarr.json", window))
+        return leaf
+
+    async def rereading(self, path: str) -> Leaf | None:
+        """What a re-read of ``path``'s stamp under way (on this event loop) reads, or
+        ``None`` when there is none; it may have begun before a caller's evidence."""
+        pending = self._rereading.get((id(asyncio.get_running_loop()), path))
+        return None if pending is None else await asyncio.shield(pending[1])
+
+    async def reread(self, path: str, read, after: int, replace: bool = True) -> Leaf:
+        """The leaf at ``path`` as its stamp reads in a read begun after :func:`tick`
+        ``after`` (taken once a read under the cached stamp found nothing): the cached
+        leaf is replaced when the stamp moved (and ``replace``). One ranged GET, shared by
+        every caller whose evidence came before it began (the misses of one leaf's arrays
+        read together)."""
+        known = self._reread.get(path)
+        if known is not None and known[0] > after:
+            return known[1]
+        loop = asyncio.get_running_loop()
+        slot = (id(loop), path)
+        pending = self._rereading.get(slot)
+        if pending is not None and pending[0] > after:
+            return await asyncio.shield(pending[1])
+        began, future = tick(), loop.create_future()
+        self._rereading[slot] = (began, future)
+        try:
+            leaf = await _load(path, read)
+        except BaseException as err:
+            future.set_exception(err)
+            future.exception()  # retrieved: the waiters re-raise it themselves
+            raise
+        finally:
+            if self._rereading.get(slot, (None,))[0] == began:
+                del self._rereading[slot]
+        if replace and self.peek(path) != leaf.slim():  # moved: plans under the old end
+            self.put(path, leaf)
+        self._reread[path] = (began, leaf.slim())
+        self._reread.move_to_end(path)
+        while len(self._reread) > REREADS_KEPT:
+            self._reread.popitem(last=False)
+        future.set_result(leaf)
         return leaf

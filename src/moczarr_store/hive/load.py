@@ -45,7 +45,7 @@ from .walk import walk_leaves
 from .windows import check_window, explicit_labels, known_labels, labels_between, schedule
 
 if TYPE_CHECKING:
-    from ..backend import HiveIO
+    from ..io.reader import HiveIO
 
 VERIFY_BATCH = 4096
 

@@ -26,7 +26,7 @@ from .runs import probe_paths
 from .walk import existing_objects
 
 if TYPE_CHECKING:
-    from ..backend import HiveIO
+    from ..io.reader import HiveIO
 
 TEMPLATE_BATCH = 8
 TEMPLATE_MAX_BATCH = 512

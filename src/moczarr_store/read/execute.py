@@ -17,17 +17,14 @@ import functools
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..backend import Backend, ByteRequest, BytesLike, slice_bytes
 from ..cache import AsyncCache
 from ..chunks import (
     ChunkCheck,
     check_chunk,
-    full_shard,
-    inner_span,
+    inner_range,
     load_index,
     reframe,
     shard_entries,
@@ -37,17 +34,22 @@ from ..diagnostics import FIRST_NAMES, first_names
 from ..errors import (
     ChunkReadError,
     HiveFormatError,
+    LeafMovedError,
     LeafSchemaError,
     ObjectReadError,
     OutsideRootError,
     TruncatedChunkError,
 )
 from ..hive.jsonio import load_json, read_document
+from ..hive.leaves import Leaf, tick
 from ..hive.level import Level
 from ..hive.paths import short
+from ..io.ranges import ByteRequest, BytesLike, slice_bytes
 from ..transcode import transcode
 from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
+from .fastpath import read_cached_span
 from .plan import (
+    SAME,
     Absent,
     Document,
     Fabricate,
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
 
 Bytes = BytesLike
 _UNKNOWN = object()
-_SAME = "same"  # what the metadata cache keeps for a leaf array encoded as declared
+HELD = object()  # a chunk its object's shard index marks absent (the object is there)
 CHECKED_METAS = 256  # distinct leaf array documents remembered by content
 WINDOW_PROBES = 4096  # stamps read to find whether a pyramid level has a window
 CHECKED_MAX_BYTES = 1 << 16
@@ -93,7 +95,9 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
         return await _transcoded(session, plan)
     if isinstance(plan, Span):
         return await _joined(session, plan)
-    return await _leaf_chunk(session, plan)
+    # a leaf chunk (Passthrough, Reframe, InnerRange, Recode): read while its leaf array's
+    # metadata is established (or under what is known of it), served as is or re-encoded
+    return (await _established(session, plan))[0]
 
 
 async def _check_window(session: HiveSession, path: str, window: str) -> None:
@@ -132,10 +136,11 @@ async def _check_window(session: HiveSession, path: str, window: str) -> None:
 async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     """A span's leaf chunks read and joined, each absent one as its fill bytes; ``None``
     when every part is absent. Cost: as many leaf chunk reads: straight into the chunk's
-    buffer from the page cache (:func:`_read_joined`), else concurrent, and one copy."""
+    buffer from the page cache (:func:`.fastpath.read_cached_span`), else concurrent, and
+    one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
-    direct = _read_joined(session, plan.parts, array.part_fill)
+    direct = read_cached_span(session, plan.parts, array.part_fill)
     if direct is not None:
         return slice_bytes(direct, plan.byte_range)
     present = [p for p in plan.parts if p is not None]
@@ -148,94 +153,8 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     return slice_bytes(joined, plan.byte_range)
 
 
-def _read_joined(session: HiveSession, parts: Sequence[Plan | None],
-                 fill: bytes) -> memoryview | None:
-    """A span served from the page cache, each part exactly as :func:`execute` serves it,
-    when every part is a whole leaf chunk of an immutable version whose encoding is
-    established (a plain chunk, or a shard of uncompressed inner chunks) and every object
-    is there; ``None`` otherwise (the parts are then executed as usual; damage is reported
-    there). Objects whose data fills whole pages, each a plain chunk or a shard written in
-    order with its index at the end, are mapped side by side (:mod:`..mapped`: no copy;
-    kept mapped, a ``stat`` per object). Else one ``preadv`` per object into one buffer, no task,
-    no copy for a plain chunk of the chunk's size or a full shard written in order (its
-    index compared with that layout's bytes, as :func:`reframe` does); a shard laid out
-    otherwise is re-framed from its bytes (one copy)."""
-    backend = session.backend
-    pool = backend.buffers
-    if pool is None:  # not a local hive
-        return None
-    step = len(fill)
-    layouts: list[tuple[Passthrough | Reframe, bytes] | None] = []
-    for plan in parts:
-        if plan is None:  # past the domain's end
-            layouts.append(None)
-            continue
-        if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
-                or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != _SAME):
-            return None
-        check = plan.check
-        if isinstance(plan, Passthrough):  # a plain chunk: no index
-            if check.shard_chunks or check.nbytes != step:
-                return None
-            layouts.append((plan, b""))
-            continue
-        layout = full_shard(check)
-        if layout is None or layout[0] - len(layout[1]) != step:
-            return None
-        layouts.append((plan, layout[1]))
-    whole = [layout for layout in layouts if layout is not None]  # no part past the end
-    if len(whole) == len(parts) and all(not want or plan.check.index_at_end
-                                        for plan, want in whole):
-        found = backend.mapped_span([(plan.object, want) for plan, want in whole], step)
-        if found is not None:
-            return found
-    return _read_joined_into(backend, pool.take(step * len(parts)), layouts, fill)
-
-
-def _read_joined_into(backend: Backend, out: memoryview,
-                      layouts: list[tuple[Passthrough | Reframe, bytes] | None],
-                      fill: bytes) -> memoryview | None:
-    """The span of :func:`_read_joined` read into ``out`` (see there)."""
-    step = len(fill)
-    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
-    reads: list[tuple[str, list[memoryview]]] = []
-    for at, layout in enumerate(layouts):
-        into = out[at * step : (at + 1) * step]
-        if layout is None:
-            into[:] = fill
-            continue
-        plan, want = layout
-        index = bytearray(len(want))
-        pieces = [into] if not want else (
-            [into, memoryview(index)] if plan.check.index_at_end else [memoryview(index), into])
-        slots.append((plan, into, index, want))
-        reads.append((plan.object, pieces))
-    got = backend.read_cached_into(reads) if reads else None
-    if got is None:
-        return None
-    for (plan, into, index, want), data in zip(slots, got, strict=True):
-        check = plan.check
-        if data is None and index == want:  # in place: a plain chunk, or a shard in order
-            continue
-        if not want:  # a plain chunk of another size: read as usual (its error named there)
-            return None
-        if data is None:  # in place, another layout: re-framed from its bytes
-            data = bytes(into) + index if check.index_at_end else bytes(index) + bytes(into)
-        framed = reframe(data, check, plan.object)
-        if framed is None or len(framed) != step:  # no inner chunk stored: executed one by
-            return None  # one (damage is reported)
-        into[:] = framed
-    return out
-
-
-async def _leaf_chunk(session: HiveSession, plan: LeafRead) -> Bytes | None:
-    """A leaf chunk whose leaf metadata is read with it (or known): served as is when the
-    leaf is encoded as declared, re-encoded when not."""
-    return (await _established(session, plan))[0]
-
-
 async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | None, Any]:
-    """The chunk's bytes and the leaf array metadata they are served under (``_SAME``: as
+    """The chunk's bytes and the leaf array metadata they are served under (``SAME``: as
     declared; a dict: re-encoded from it; ``None``: the version holds no such array). The
     object is read while the metadata is established (one task, no added round trip)."""
     array = session.view.arrays[plan.array]
@@ -245,7 +164,7 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         if meta is None:
             await _no_array(session, plan, array, None)
             return None, None
-        leaf_meta = array.source_meta if meta == _SAME else meta
+        leaf_meta = array.source_meta if meta == SAME else meta
         return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=leaf_meta)), meta
     known = session.leaf_metas.peek(plan.meta, _UNKNOWN) if plan.immutable else _UNKNOWN
     if known is _UNKNOWN:
@@ -258,17 +177,64 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
         data = await read
     else:
         meta = known
-        data = await _captured_bytes(session, plan) if meta == _SAME else None
+        data = await _captured_bytes(session, plan) if meta == SAME else None
     if meta is None:  # no array metadata in this leaf version
+        await _settle_absence(session, plan, plan.meta)
         await _no_array(session, plan, array, data)
         return None, None
-    if meta != _SAME:
+    if meta != SAME:
         return await _transcoded(session, Transcode(**_fields(plan), leaf_meta=meta)), meta
     if isinstance(data, BaseException):
+        if isinstance(data, TruncatedChunkError):  # perhaps removed between index and bytes
+            await _settle_absence(session, plan, None)
         raise data
-    if data is None and plan.immutable:
-        await _check_version(session, plan, array)
+    if data is HELD:  # its object is there, without this chunk: the version's content
+        return None, meta
+    if data is None:
+        await _settle_absence(session, plan, plan.object)
+        if plan.immutable:
+            await _check_version(session, plan, array)
     return data, meta
+
+
+async def _settle_absence(session: HiveSession, plan: LeafRead, missing: str | None) -> None:
+    """A read of a ``run-*`` version found nothing (``missing``: the key; ``None``: bytes
+    cut short). The version is immutable, so that is its content, unless the writer has
+    committed another version since and removed this one: the leaf's stamp is read again
+    (:meth:`~moczarr_store.hive.leaves.LeafCache.reread`: one GET, shared by the misses
+    of one leaf met together; none when the cached stamp has moved on already: a stamp
+    never names a version again once it left it) and if it moved,
+    :class:`LeafMovedError` makes the caller plan the key again. A confirmed absence is
+    remembered: the next read of that key re-reads no stamp. An unversioned leaf
+    (rewritten in place) missing an object while it has no stamp is being rewritten: an
+    error naming it, never its half-written state read as the fill value (its cached
+    stamp is kept for the reads after the rewrite). Cost: none for a key known absent,
+    else one GET (every time, for unversioned leaves: their absences can change)."""
+    if not plan.immutable:
+        if missing is not None:
+            await _check_in_place(session, plan)
+        return
+    if missing is not None and session.absences.peek(missing) is not None:
+        return
+    after = tick()
+    leaf = session.leaves.peek(plan.leaf)  # moved on already (another read found out)?
+    if _names(leaf, plan):
+        leaf = await session.leaves.rereading(plan.leaf)  # or is finding out now?
+    if _names(leaf, plan):
+        leaf = await session.leaves.reread(plan.leaf, session.backend.get, after)
+    assert isinstance(leaf, Leaf)
+    if leaf.state != "stamped" or leaf.current != plan.version:
+        now = f"version {leaf.current!r}" if leaf.state == "stamped" else f"{leaf.state}"
+        raise LeafMovedError(f"leaf {plan.leaf}: its commit stamp moved from version "
+                             f"{plan.version!r} to {now} while {plan.object} was read")
+    if missing is not None:
+        session.absences.put(missing, True)
+
+
+def _names(leaf: object, plan: LeafRead) -> bool:
+    """Whether ``leaf`` (a stamp as read, if any) may still name ``plan``'s version: only a
+    stamp read after the miss can confirm it, any stamp that names another refutes it."""
+    return not isinstance(leaf, Leaf) or leaf.state == "stamped" and leaf.current == plan.version
 
 
 async def read_leaf_chunks(
@@ -287,7 +253,7 @@ async def read_leaf_chunks(
             data, meta = await _established(session, plan)
         except Exception as err:
             return err
-        if meta == _SAME:
+        if meta == SAME:
             declared = session.view.arrays[plan.array]
             assert isinstance(declared, FieldArray)
             meta = declared.source_meta
@@ -310,7 +276,7 @@ async def _captured_bytes(session: HiveSession, plan: LeafRead) -> Any:
 
 
 async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) -> Any:
-    """``_SAME``, the leaf array's metadata when its encoding differs, or ``None``."""
+    """``SAME``, the leaf array's metadata when its encoding differs, or ``None``."""
 
     async def load() -> Any:
         payload = await read_document(session.backend, plan.meta)
@@ -318,7 +284,7 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
             return None
         meta, coded = _checked_meta(payload, plan.meta)
         check_dimensions(meta, array, plan.meta)
-        return _SAME if coded == array.declared_encoding else meta
+        return SAME if coded == array.declared_encoding else meta
 
     if not plan.immutable:
         return await load()
@@ -329,7 +295,7 @@ def _checked_meta(payload: Bytes, key: str) -> tuple[dict[str, Any], tuple[Any, 
     """A leaf array's ``zarr.json`` parsed and checked, with its encoding. Leaves written
     by one run hold byte-identical documents, so a document seen before (an LRU of
     ``CHECKED_METAS`` up to ``CHECKED_MAX_BYTES`` each, keyed by its bytes) is not parsed
-    again: ~0.5 ms saved per leaf array (zarr's parse). A defect raises every time."""
+    again (zarr's parse of it is saved). A defect raises every time."""
     content = bytes(payload)
     small = len(content) <= CHECKED_MAX_BYTES
     with _CHECKED_LOCK:  # sessions on other threads' event loops share it
@@ -402,7 +368,7 @@ async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | No
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     meta = await _leaf_meta(session, plan, array)
-    return None if meta is None else meta == _SAME
+    return None if meta is None else meta == SAME
 
 
 def remember_template(session: HiveSession, level: Level) -> None:
@@ -423,7 +389,7 @@ def remember_template(session: HiveSession, level: Level) -> None:
             except HiveFormatError:
                 continue
             same = encoding(meta) == array.declared_encoding
-            session.leaf_metas.put(key, _SAME if same else meta)
+            session.leaf_metas.put(key, SAME if same else meta)
 
 
 async def _read(
@@ -447,8 +413,9 @@ async def _read_sized(
         raise ChunkReadError(f"reading {key} from {session.backend}: {err}") from err
 
 
-async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
-    """The chunk's bytes from its object, checked against what the plan expects."""
+async def _object_bytes(session: HiveSession, plan: LeafRead) -> Any:
+    """The chunk's bytes from its object, checked against what the plan expects; ``None``
+    when there is no object, :data:`HELD` when its shard index says the chunk is absent."""
     key, check = plan.object, plan.check
     if isinstance(plan, Passthrough):
         # a shard's verified index is remembered for immutable objects only: a rewritten
@@ -458,32 +425,49 @@ async def _object_bytes(session: HiveSession, plan: LeafRead) -> Bytes | None:
         return await shard_passthrough(read, indexes, key, check, plan.byte_range)
     if isinstance(plan, Reframe):
         data = await _read(session, key)
-        data = None if data is None else reframe(data, check, key)
-        return None if data is None else slice_bytes(data, plan.byte_range)
+        framed = None if data is None else reframe(data, check, key)
+        if framed is None:
+            return None if data is None else HELD
+        return slice_bytes(framed, plan.byte_range)
     assert isinstance(plan, InnerRange)
     return await _inner_chunk(session, plan)
 
 
-async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Bytes | None:
+async def _check_in_place(session: HiveSession, plan: LeafRead) -> None:
+    """An unversioned leaf's object is missing: an error if the leaf has no stamp now
+    (zagg rewrites such a leaf by clearing it, then writing it, its stamp last)."""
+    leaf = await session.leaves.reread(plan.leaf, session.backend.get, tick(), replace=False)
+    if leaf.state != "stamped":
+        raise LeafMovedError(
+            f"leaf {plan.leaf}: {plan.object} is missing and the leaf has no commit stamp "
+            f"now ({leaf.state}): it is being rewritten in place (unversioned leaves "
+            "cannot be read while a writer rewrites them)")
+
+
+async def _inner_chunk(session: HiveSession, plan: InnerRange) -> Any:
     """One inner chunk of a shard object: by range after one cached index read (immutable
-    objects), else cut from one read of the whole object."""
+    objects), else cut from one read of the whole object (``None``: no object;
+    :data:`HELD`: the chunk absent from its index)."""
     key, check = plan.object, plan.check
     if not plan.immutable:
         whole = await _read(session, key)
         if whole is None:
             return None
-        span = inner_span(shard_entries(whole, check, key), plan.part)
-        data: Bytes | None = None if span is None else memoryview(whole)[span.start : span.end]
+        inner = inner_range(shard_entries(whole, check, key), plan.part)
+        if inner is None:
+            return HELD
+        data: Bytes | None = memoryview(whole)[inner.start : inner.end]
     else:
         read = functools.partial(_read_sized, session)
         entries = await session.indexes.get(key, lambda: load_index(read, key, check))
-        span = None if entries is None else inner_span(entries, plan.part)
-        data = None if span is None else await _read(session, key, span)
-    if span is None:
-        return None
-    size = span.end - span.start
+        inner = None if entries is None else inner_range(entries, plan.part)
+        if inner is not None:
+            data = await _read(session, key, inner)
+    if inner is None:
+        return None if entries is None else HELD
+    size = inner.end - inner.start
     if data is None or len(memoryview(data)) != size:
-        raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {span.start}")
+        raise TruncatedChunkError(f"{key}: its index promised {size} bytes at {inner.start}")
     check_chunk(data, ChunkCheck(nbytes=check.inner_nbytes), None, key)
     return slice_bytes(data, plan.byte_range)
 
@@ -492,7 +476,11 @@ async def _transcoded(session: HiveSession, plan: Transcode) -> Bytes | None:
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
     where = plan.meta.rsplit("/", 1)[0]
-    chunk = await transcode(session.backend, where, array, plan.leaf_meta, plan.coords)
+    missing: list[str] = []  # chunk objects zarr found none of (it reads them as fill)
+    chunk = await transcode(session.backend, where, array, plan.leaf_meta, plan.coords,
+                            missing)
+    if missing:
+        await _settle_absence(session, plan, missing[0])
     return None if chunk is None else slice_bytes(chunk, plan.byte_range)
 
 
@@ -503,7 +491,7 @@ def size_known(session: HiveSession, plan: Plan) -> bool:
         isinstance(plan, Passthrough)
         and plan.byte_range is None
         and plan.immutable
-        and session.leaf_metas.peek(plan.meta, None) == _SAME
+        and session.leaf_metas.peek(plan.meta, None) == SAME
     )
 
 
@@ -513,6 +501,8 @@ async def object_size(session: HiveSession, plan: Plan) -> int | None:
     already established (one HEAD); otherwise the chunk is read."""
     if size_known(session, plan):
         assert isinstance(plan, Passthrough)
-        return await session.backend.size(plan.object)
+        size = await session.backend.size(plan.object)
+        if size is not None:
+            return size  # else read: its version may be gone (execute finds out)
     data = await execute(session, plan)
     return None if data is None else len(memoryview(data).cast("B"))

@@ -25,8 +25,11 @@ if TYPE_CHECKING:
     from ..session import HiveSession
 
 _V2_KEYS = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata"})
-SPAN_PARTS = 1 << 17  # parts of the span plans a session keeps (~470 bytes each: ~60 MB)
 
+
+SAME = "same"
+"""What a session's leaf metadata cache keeps for a leaf array encoded as declared: its
+chunks are served as planned."""
 
 @dataclass(frozen=True)
 class Document:
@@ -81,6 +84,11 @@ class LeafRead:
     immutable: bool
     check: ChunkCheck = field(repr=False)
     byte_range: ByteRequest | None = None
+
+    @property
+    def version(self) -> str | None:
+        """The ``run-*`` version read (``None``: an unversioned leaf, read in place)."""
+        return self.object[len(self.leaf) + 1 :].partition("/")[0] if self.immutable else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,10 +268,10 @@ class _KeptSpan:
 
 
 class SpanPlans:
-    """The span plans a session keeps (:func:`_span`), up to ``limit`` parts in all; all
-    are let go when one more would not fit (planning them again costs ~11 us a part)."""
+    """The span plans a session keeps (:func:`_span`), up to ``limit`` parts in all
+    (``config["cache.span_parts"]``); all are let go when one more would not fit."""
 
-    def __init__(self, limit: int = SPAN_PARTS) -> None:
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self._kept: dict[tuple[str, tuple[int, ...]], _KeptSpan] = {}
         self._parts = 0

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
-from ..backend import redact
 from ..diagnostics import first_names
 from ..errors import HiveWarning, OptionError
+from ..io.redact import redact
 from ..options import REFERENCE_CHUNKINGS
 from ..verify import public_source
 from .collect import Collected, collect, published

@@ -15,11 +15,11 @@ nothing (the fill value).
 - ``Fabricate`` (``morton``, ``cell_ids``, windows): the computed bytes, inline; the
   per-cell coordinates ``morton`` and ``cell_ids``, when unsharded in chunks of at least
   ``COMPRESS_MIN_ROWS``, published with Blosc (zstd, byte shuffle) after their ``bytes``
-  codec: ~90x smaller, compressed at ~0.7 GB/s (computed, they would otherwise be most of
-  an export's bytes). Sharded ones stay as served: a compressor after
-  ``sharding_indexed`` would hide the sharding from zarr (its ``chunks`` would become the
-  shard), so xarray would no longer chunk them as the fields; and compressing each small
-  inner chunk apart costs ~20 us a call, more than it saves.
+  codec: far smaller, compressed quickly (computed, they would otherwise be most of an
+  export's bytes). Sharded ones stay as served:
+  a compressor after ``sharding_indexed`` would hide the sharding from zarr (its
+  ``chunks`` would become the shard), so xarray would no longer chunk them as the fields;
+  and compressing each small inner chunk apart costs a call per chunk, more than it saves.
 - ``Absent``: no reference; damage (debris, a dangling version) is warned as the store warns.
 
 ``relayout=True`` (the export's ``chunking="auto"``; the session plans ``"shard"``): a group
@@ -49,10 +49,11 @@ from urllib.parse import quote
 import numpy as np
 from numcodecs import Blosc
 
-from ..backend import BytesLike, ObjectStat
 from ..cache import AsyncCache
-from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_span
+from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_range
 from ..errors import OptionError, TruncatedChunkError
+from ..io.ranges import BytesLike
+from ..io.reader import ObjectStat
 from ..read.execute import encoded_as_declared, execute
 from ..read.plan import Absent, InnerRange, LeafRead, Passthrough, Recode, Reframe, plan_chunk
 from ..view.arrays import FabricatedArray, FieldArray
@@ -291,7 +292,7 @@ def _compressible(meta: dict) -> bool:
 
 def _compressor(refs: ArrayRefs) -> Callable[[BytesLike], bytes]:
     """Publish a per-cell coordinate compressed: :data:`COMPRESSED` appended to its codecs;
-    returns the encoder of its chunks. Cost: ~1.5 ms per MB encoded."""
+    returns the encoder of its chunks. Cost: one Blosc encode per chunk."""
     refs.meta = {**refs.meta, "codecs": [*refs.meta["codecs"], COMPRESSED]}
     config = COMPRESSED["configuration"]
     codec = Blosc(cname=config["cname"], clevel=config["clevel"], shuffle=Blosc.SHUFFLE,
@@ -353,10 +354,10 @@ async def _referenced(
         return _whole(plan, coords, stat, payload)
     assert entries is not None  # a shard's source carries its index
     if isinstance(plan, InnerRange):
-        span = inner_span(entries, plan.part)
-        if span is None:
+        inner = inner_range(entries, plan.part)
+        if inner is None:
             return None
-        return Chunk(coords, "ref", plan.object, span.start, span.end - span.start)
+        return Chunk(coords, "ref", plan.object, inner.start, inner.end - inner.start)
     assert isinstance(plan, Reframe)
     payload = _contiguous(entries, plan.check, stat.size)
     if payload is None:

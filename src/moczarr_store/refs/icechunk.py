@@ -24,12 +24,12 @@ from urllib.parse import unquote
 
 from zarr.core.buffer import default_buffer_prototype
 
-from ..backend import ObjectStat
 from ..errors import HiveFormatError
+from ..io.reader import ObjectStat
 from .collect import Collected
 from .manifest import group_doc, manifest_array
 
-NATIVE_BATCH = 256  # native chunks written concurrently (~100 us each, ~200 one by one)
+NATIVE_BATCH = 256  # native chunks written concurrently (Icechunk takes one store.set each)
 
 
 def store_config(prefix: str) -> Any:

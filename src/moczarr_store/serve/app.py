@@ -10,7 +10,9 @@ virtual key can have), and every other path a virtual key. Keys answer ``GET`` a
 :mod:`.generations` for how long bytes may be cached.
 
 Status codes: 200/206 with the bytes; 304 when ``If-None-Match`` names the current tag;
-404 for keys outside the hierarchy and for chunks with nothing stored (the fill value);
+404 for keys outside the hierarchy and for chunks with nothing stored (the fill value),
+204 instead when the URL's query says ``absent=204`` (the viewer's spelling: an expected
+absence is not an error in a browser's console);
 416 with ``Content-Range: bytes */N`` for an unsatisfiable range; 502 with a one-line
 reason naming the object when the hive cannot be read or is damaged (logged once per
 reason on the ``moczarr_store.serve`` logger); 500 for anything unexpected. Every
@@ -36,11 +38,19 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import MocHiveError
 from ..read.execute import execute
-from ..read.plan import Absent, plan_key
+from ..read.fresh import planned
+from ..read.plan import Absent, Plan
 from .generations import DEFAULT_STAMP_TTL, Generation, Generations, store_factory
 from .listing import group_children, index_page
-from .protocol import Span, Unsatisfiable, byte_range, names_tag, none_match, range_applies
-from .resource import Found, find, leaf_tag, read_span, whole
+from .representation import (
+    ByteRange,
+    Unsatisfiable,
+    byte_range,
+    names_tag,
+    none_match,
+    range_applies,
+)
+from .resource import Found, find, leaf_tag, read_range, whole
 
 logger = logging.getLogger("moczarr_store.serve")
 access_logger = logging.getLogger("moczarr_store.serve.access")
@@ -121,11 +131,15 @@ class KeyServer:
         if not is_candidate(key, request.scope.get("raw_path")):
             return self._not_found(generation, now)
         try:
-            return await self._answer(generation, now, key, request)
+            answer = await self._answer(generation, now, key, request)
         except (MocHiveError, OSError, ValueError) as err:
             return self._failed(generation, 502, key, err)
         except Exception as err:
             return self._failed(generation, 500, key, err)
+        if answer.status_code == 404 and request.query_params.get("absent") == "204":
+            # the viewer's spelling: an absent chunk (its fill value) is expected, not an error
+            return Response(None, 204, headers=self._cache(generation, now))
+        return answer
 
     async def index(self, request: Request, path: str | None = None) -> Response:
         """A group's directory index (``GET /{group}/``; ``path=""``: the root's)."""
@@ -152,8 +166,18 @@ class KeyServer:
     async def _answer(
         self, generation: Generation, now: float, key: str, request: Request
     ) -> Response:
+        """The response to ``key``, planned again if a leaf's stamp moved while it was
+        answered: its status, size, entity tag and bytes come from one plan."""
+
+        async def respond(plan: Plan) -> Response:
+            return await self._respond(generation, now, plan, request)
+
+        return await planned(generation.store.session, key, respond)
+
+    async def _respond(
+        self, generation: Generation, now: float, plan: Plan, request: Request
+    ) -> Response:
         session = generation.store.session
-        plan = await plan_key(session, key)
         if isinstance(plan, Absent):
             await execute(session, plan)  # damage is noted (warned once per level and kind)
             return self._not_found(generation, now)
@@ -170,34 +194,33 @@ class KeyServer:
             return self._not_found(generation, now)
         if none_match(if_none_match, found.etag):
             return Response(None, 304, headers={"ETag": found.etag, **cache})
-        span = byte_range(ranged, found.size)
-        if span is not None and not range_applies(headers.get("if-range"), found.etag):
-            span = None
+        selected = byte_range(ranged, found.size)
+        if selected is not None and not range_applies(headers.get("if-range"), found.etag):
+            selected = None
         common = {"ETag": found.etag, "Accept-Ranges": "bytes", **cache}
-        if isinstance(span, Unsatisfiable):
+        if isinstance(selected, Unsatisfiable):
             return Response(
                 None, 416, headers={**common, "Content-Range": f"bytes */{found.size}"}
             )
-        return await self._bytes(generation, request, found, span, common)
+        return await self._bytes(generation, request, found, selected, common)
 
     async def _bytes(
         self,
         generation: Generation,
         request: Request,
         found: Found,
-        span: Span | None,
+        selected: ByteRange | None,
         common: dict[str, str],
     ) -> Response:
         status, length, extra = 200, found.size, {}
-        if span is not None:
-            status, length = 206, span.end - span.start
-            extra = {"Content-Range": span.content_range(found.size)}
+        if selected is not None:
+            status, length = 206, selected.end - selected.start
+            extra = {"Content-Range": selected.content_range(found.size)}
         if request.method == "HEAD":
             payload = None
         else:
-            payload = await (
-                whole(generation, found) if span is None else read_span(generation, found, span)
-            )
+            payload = await (whole(generation, found) if selected is None
+                             else read_range(generation, found, selected))
             if payload is None:  # the object went away after its size was read
                 return self._not_found(generation, self.generations.now())
             length = len(payload)

@@ -2,16 +2,14 @@
 factory (``uvicorn --factory moczarr_store.serve:app_from_env``, gunicorn's uvicorn
 worker, ``moczarr-store serve --workers N``).
 
-``MOCZARR_STORE_SOURCE`` (required: path or URL), ``MOCZARR_STORE_CHUNKING``,
-``MOCZARR_STORE_VERIFY``, ``MOCZARR_STORE_WINDOW``, ``MOCZARR_STORE_GEOMETRY``,
-``MOCZARR_STORE_MAX_CONCURRENCY``, ``MOCZARR_STORE_CORS`` (origins separated by spaces or
-commas),
-``MOCZARR_STORE_STAMP_TTL`` (seconds),
-``MOCZARR_STORE_STORAGE_OPTIONS`` (JSON; ``moczarr-store serve --workers N`` passes its
-storage options this way; obstore also reads its own ``AWS_*``, ... variables),
-``MOCZARR_STORE_VIEW`` (a file holding the pickled hive every worker presents, written
-by ``moczarr-store serve --workers N``, which opened it once: the workers then agree on
-what each key names; a pickle, so only a file of that command).
+``MOCZARR_STORE_SOURCE`` (required: path or URL); one variable per store option that has
+one (``options.OPTIONS``: ``MOCZARR_STORE_CHUNKING``, ``MOCZARR_STORE_AOI``,
+``MOCZARR_STORE_STORAGE_OPTIONS`` as JSON, ...; obstore also reads its own ``AWS_*``, ...
+variables); ``MOCZARR_STORE_CORS`` (origins separated by spaces or commas),
+``MOCZARR_STORE_STAMP_TTL`` (seconds), ``MOCZARR_STORE_VIEW`` (a file holding the pickled
+hive every worker presents, written by ``moczarr-store serve --workers N``, which opened
+it once: the workers then agree on what each key names; a pickle, so only a file of that
+command).
 """
 
 from __future__ import annotations
@@ -25,13 +23,12 @@ from typing import Any
 from starlette.applications import Starlette
 
 from ..errors import OptionError
-from ..storage import from_json, to_json
+from ..options import BY_NAME, ENV_PREFIX, OPTIONS
 from ..store import MocHiveStore
 from .app import create_app
 
-PREFIX = "MOCZARR_STORE_"
+PREFIX = ENV_PREFIX
 VIEW = f"{PREFIX}VIEW"
-_STORE_OPTIONS = ("chunking", "verify", "window", "geometry", "max_concurrency")
 
 
 def to_env(
@@ -42,19 +39,25 @@ def to_env(
     **store_options: Any,
 ) -> dict[str, str]:
     """The variables that make :func:`app_from_env` build ``create_app(source, ...)``."""
-    storage = store_options.pop("storage_options", None)
-    unknown = set(store_options) - set(_STORE_OPTIONS)
-    if unknown:
-        raise OptionError(f"options {sorted(unknown)} cannot be passed to worker processes")
     env = {f"{PREFIX}SOURCE": str(source)}
-    env.update({f"{PREFIX}{k.upper()}": str(v) for k, v in store_options.items() if v})
-    if storage:
-        env[f"{PREFIX}STORAGE_OPTIONS"] = to_json(storage)
+    for name, value in store_options.items():
+        option = BY_NAME.get(name)
+        if option is None or option.env_name is None:
+            raise OptionError(f"option {name!r} cannot be passed to worker processes")
+        if value is not None and value != option.default and value != {}:
+            env[option.env_name] = option.show(value)
     if cors:
         env[f"{PREFIX}CORS"] = " ".join(cors)
     if stamp_ttl is not None:
         env[f"{PREFIX}STAMP_TTL"] = repr(float(stamp_ttl))
     return env
+
+
+def store_options_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``MocHiveStore``'s keyword arguments from the variables :func:`to_env` writes (an
+    empty variable is unset); a bad value is an ``OptionError`` naming the variable."""
+    return {o.name: o.from_text(text, o.env_name) for o in OPTIONS
+            if o.env_name is not None and (text := environ.get(o.env_name))}
 
 
 def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
@@ -63,15 +66,8 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
     source = environ.get(f"{PREFIX}SOURCE")
     if not source:
         raise OptionError(f"{PREFIX}SOURCE is not set: it names the hive to serve")
-    given = {k: environ.get(f"{PREFIX}{k.upper()}") for k in _STORE_OPTIONS}
-    options: dict[str, Any] = {k: v for k, v in given.items() if v}
-    if cap := options.get("max_concurrency"):
-        if not cap.isdigit():
-            raise OptionError(f"{PREFIX}MAX_CONCURRENCY={cap!r}: expected an int >= 1")
-        options["max_concurrency"] = int(cap)
+    options = store_options_from_env(environ)
     cors = [o for o in re.split(r"[\s,]+", environ.get(f"{PREFIX}CORS", "")) if o]
-    if storage := environ.get(f"{PREFIX}STORAGE_OPTIONS"):
-        options["storage_options"] = from_json(storage)
     ttl: dict[str, Any] = {"stamp_ttl": t} if (t := environ.get(f"{PREFIX}STAMP_TTL")) else {}
     if not (view := environ.get(VIEW)):
         return create_app(source, cors=cors, **ttl, **options)

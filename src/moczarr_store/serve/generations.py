@@ -6,7 +6,8 @@ the stamps it read for its lifetime. The server therefore serves each request fr
 empty caches) once ``stamp_ttl`` seconds have passed since the generation began. So:
 
 - a leaf re-pointed at time ``T`` is served from its new version by ``T + stamp_ttl`` at
-  the latest;
+  the latest, and at once when the writer removes the old version (a read that finds it
+  gone reads the stamp again: :mod:`..read.fresh`);
 - a request uses one generation throughout (its plan, the size and the bytes of one
   chunk come from one stamp), so a chunk never mixes versions;
 - ``Cache-Control: max-age`` is what is left of the serving generation's lifetime, so a

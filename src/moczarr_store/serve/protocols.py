@@ -1,10 +1,10 @@
-"""The HTTP/1.1 protocol under uvicorn: httptools (a C parser, about twice the requests per
-second of h11 here) with the request head bounded as h11 bounds it, else h11.
+"""The HTTP/1.1 protocol under uvicorn: httptools (a C parser, faster than h11) with the
+request head bounded as h11 bounds it, else h11.
 
 Both set ``TCP_NODELAY`` on every connection. asyncio sets it only on sockets created with
 ``IPPROTO_TCP``, which the sockets uvicorn binds for ``--workers`` (and those handed over by
-gunicorn or ``--fd``) are not: there every response waits ~40 ms for a delayed ACK between
-its head and its body. Behind uvicorn of your own, pass
+gunicorn or ``--fd``) are not: there every response waits for a delayed ACK between its
+head and its body. Behind uvicorn of your own, pass
 ``--http moczarr_store.serve.protocols:BoundedHttpToolsProtocol``.
 
 uvicorn's httptools protocol buffers a request line and headers of any length; this one

@@ -30,7 +30,7 @@ from ..read.execute import execute, size_known
 from ..read.plan import Absent, Document, LeafRead, Plan
 from ..read.plan import Span as SpanPlan
 from .generations import Generation
-from .protocol import Span, content_tag, recipe_tag
+from .representation import ByteRange, content_tag, recipe_tag
 
 _DECLARED = ("data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
 
@@ -101,21 +101,22 @@ async def find(generation: Generation, plan: Plan, tag: str | None, *, body: boo
     return Found(plan, len(view), tag or content_tag(view), view)
 
 
-async def read_span(generation: Generation, found: Found, span: Span) -> memoryview | None:
-    """Bytes ``span`` of a representation: cut from its bytes, or one ranged read of its
+async def read_range(generation: Generation, found: Found,
+                     selected: ByteRange) -> memoryview | None:
+    """Bytes ``selected`` of a representation: cut from its bytes, or one ranged read of its
     object (``None`` if the object is gone since its size was read)."""
     if found.data is not None:
-        return found.data[span.start : span.end]
+        return found.data[selected.start : selected.end]
     assert isinstance(found.plan, LeafRead)  # only a leaf object's size is read alone
-    plan = replace(found.plan, byte_range=RangeByteRequest(span.start, span.end))
+    plan = replace(found.plan, byte_range=RangeByteRequest(selected.start, selected.end))
     data = await execute(generation.store.session, plan)
     if data is None:
         return None
     view = _bytes(data)
-    if len(view) != span.end - span.start:
+    if len(view) != selected.end - selected.start:
         raise TruncatedChunkError(
-            f"{plan.object}: {len(view)} bytes at {span.start} where its size "
-            f"({found.size}) promised {span.end - span.start}"
+            f"{plan.object}: {len(view)} bytes at {selected.start} where its size "
+            f"({found.size}) promised {selected.end - selected.start}"
         )
     return view
 

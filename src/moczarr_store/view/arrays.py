@@ -16,7 +16,6 @@ from zarr.codecs import BytesCodec, ShardingCodec
 from zarr.core.codec_pipeline import codecs_from_list
 from zarr.core.metadata.v3 import ArrayV3Metadata
 
-from ..backend import BytesLike
 from ..chunks import chunk_check, fill_number, full_shard_index, plain_bytes
 from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
 from ..hive.ids import child_ranks, nested_in_place, words_in_place
@@ -24,6 +23,7 @@ from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
 from ..hive.runs import RunEncoding
+from ..io.ranges import BytesLike
 
 SPAN_BYTES = 4 << 20
 """About the bytes of one chunk of ``chunking="span"`` and ``"auto"`` (of the level's
@@ -48,7 +48,7 @@ def check_leaf_meta(meta: object, where: str) -> dict:
     """A leaf array's ``zarr.json``, checked before this module reads it: the fields read
     here have the JSON types they are read as, then zarr parses the whole document.
     A defect is a :class:`MalformedMetadataError` naming ``where`` and the field.
-    Cost: ~0.5 ms (zarr's parse)."""
+    Cost: zarr's parse of the document."""
     if not isinstance(meta, dict):
         raise MalformedMetadataError(f"{where}: not a JSON object")
     shape: Any = meta.get("shape")
@@ -524,7 +524,7 @@ class FabricatedArray:
 
     def fabricate_run(self, first: int, stop: int) -> list[BytesLike]:
         """Chunks ``first`` to ``stop - 1`` as :meth:`fabricate` gives them; values of a
-        fixed size are computed in one pass over the run (~10 us saved per chunk), each
+        fixed size are computed in one pass over the run (not one per chunk), each
         chunk a view of that pass when the array has no shard index to append."""
         if self.meta["data_type"] == "string":  # variable-length: one payload per chunk
             return [bytes(self.fabricate((i,))) for i in range(first, stop)]

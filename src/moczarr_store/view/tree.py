@@ -87,6 +87,30 @@ def cell_ids_attrs(cell_order: int, group_attrs: dict) -> dict:
     return attrs
 
 
+MAX_MOC_CHARS = 65_536
+"""The longest ``coverage_moc`` a level group carries (longer: omitted)."""
+
+
+def coverage_moc(level: Level) -> dict:
+    """``{"coverage_moc": "ORDER/A-B C ..."}``: the level's nodes as an IVOA MOC 2.0 ASCII
+    string at the node order, so a client maps rows (node after node, ``cells_per_node``
+    each) to cells without reading ``cell_ids``. Longer than ``MAX_MOC_CHARS``, the nodes'
+    parents at the finest coarser order that fits (a superset: where the data may be, no
+    longer how rows map to cells). Cost: O(nodes) in numpy per order tried."""
+    order = level.node_order
+    nodes = np.unique(level.node_ranks.astype(np.int64) - 4**order)
+    while True:
+        cut = np.flatnonzero(np.diff(nodes) != 1)
+        if order == 0 or cut.size < MAX_MOC_CHARS // 8:
+            firsts = nodes[np.r_[0, cut + 1]].tolist() if nodes.size else []
+            lasts = nodes[np.r_[cut, nodes.size - 1]].tolist() if nodes.size else []
+            text = f"{order}/" + " ".join(
+                f"{a}-{b}" if b > a else f"{a}" for a, b in zip(firsts, lasts, strict=True))
+            if len(text) <= MAX_MOC_CHARS or order == 0:
+                return {"coverage_moc": text}
+        nodes, order = np.unique(nodes >> 2), order - 1
+
+
 class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
@@ -197,6 +221,7 @@ class View:
                     "objects": level.artifact,
                     "nodes": level.n_nodes,
                     "cells_per_node": level.cells_per_node,
+                    **coverage_moc(level),
                 },
             },
         )

@@ -18,6 +18,7 @@ function evenBits(v) { // the even bits of a 32-bit value, packed into 16
 
 /** (face, ix, iy) of a NESTED cell id (a BigInt or a safe integer) at `order` (<= 29). */
 export function decode(id, order) {
+  if (typeof id === "number" && order <= 24) return decodeNumber(id, order);
   const big = BigInt(id);
   const bits = BigInt(2 * order);
   const face = Number(big >> bits);
@@ -28,6 +29,57 @@ export function decode(id, order) {
   const iy = evenBits(lo >>> 1) + evenBits(hi >>> 1) * 65536;
   if (!(face >= 0 && face < 12)) throw new RangeError(`cell ${id} is not a NESTED id at order ${order}`);
   return [face, ix, iy];
+}
+
+function decodeNumber(id, order) { // the same as decode, without BigInt (ids < 2**53)
+  const cells = 4 ** order;
+  const face = Math.floor(id / cells);
+  if (!(face >= 0 && face < 12)) throw new RangeError(`cell ${id} is not a NESTED id at order ${order}`);
+  const inFace = id - face * cells;
+  const lo = inFace % 4294967296;
+  const hi = (inFace - lo) / 4294967296;
+  return [face, evenBits(lo) + evenBits(hi) * 65536, evenBits(lo >>> 1) + evenBits(hi >>> 1) * 65536];
+}
+
+function spread(v) { // the 16 low bits of v at the even bits of a 32-bit value
+  v &= 0xffff;
+  v = (v | (v << 8)) & 0x00ff00ff;
+  v = (v | (v << 4)) & 0x0f0f0f0f;
+  v = (v | (v << 2)) & 0x33333333;
+  return ((v | (v << 1)) & 0x55555555) >>> 0;
+}
+
+/** The NESTED id (a number; `order` <= 24) of the cell holding (lon, lat) in degrees
+ * (healpix_base's ang2pix, NESTED). */
+export function cellAt(lon, lat, order) {
+  const nside = 2 ** order;
+  const z = Math.sin(Math.max(-90, Math.min(90, lat)) / DEG);
+  const za = Math.abs(z);
+  const tt = ((((lon / DEG) % (2 * Math.PI)) + 2 * Math.PI) % (2 * Math.PI)) / (Math.PI / 2);
+  let face;
+  let ix;
+  let iy;
+  if (za <= 2 / 3) {
+    const a = nside * (0.5 + tt);
+    const b = nside * z * 0.75;
+    const jp = Math.floor(a - b);
+    const jm = Math.floor(a + b);
+    const ifp = Math.floor(jp / nside);
+    const ifm = Math.floor(jm / nside);
+    face = ifp === ifm ? (ifp % 4) + 4 : ifp < ifm ? ifp % 4 : (ifm % 4) + 8;
+    ix = jm % nside;
+    iy = nside - (jp % nside) - 1;
+  } else {
+    const ntt = Math.min(3, Math.floor(tt));
+    const tp = tt - ntt;
+    const tmp = nside * Math.sqrt(3 * (1 - za));
+    const jp = Math.min(nside - 1, Math.floor(tp * tmp));
+    const jm = Math.min(nside - 1, Math.floor((1 - tp) * tmp));
+    [face, ix, iy] = z >= 0 ? [ntt, nside - jm - 1, nside - jp - 1] : [ntt + 8, jp, jm];
+  }
+  const lo = (spread(ix) | (spread(iy) << 1)) >>> 0;
+  const hi = spread(Math.floor(ix / 65536)) + 2 * spread(Math.floor(iy / 65536));
+  return face * 4 ** order + hi * 4294967296 + lo;
 }
 
 /** [lon, lat] in degrees of the point (x, y) in [0, 1]^2 of base face `face`

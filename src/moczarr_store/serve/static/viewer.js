@@ -1,64 +1,102 @@
 // The viewer: the hierarchy as a tree (from the root's consolidated metadata) and, for a
-// chosen product and field, an equirectangular map of its HEALPix cells coloured by value.
-// It starts at the product's coarsest order holding the field and, on zoom, shows the
-// finest order whose cells are at least MIN_CELL_PX wide on screen. Data are read through this server with zarrita;
-// a map shows one order's whole arrays (at most MAX_CELLS cells).
+// chosen product and field, an equirectangular map of its HEALPix cells coloured by value,
+// over Natural Earth's coastlines. It draws the product's coarsest order whole when that
+// order is small, else the coverage (the nodes of the finest order), and for the view reads
+// only the chunks of the finest order whose cells are at least MIN_CELL_PX wide and whose
+// visible chunks hold at most budget() cells (levels.js); at most MAX_IN_FLIGHT requests
+// are in flight.
 import * as zarr from "zarrita";
-import { outline } from "./healpix.js";
+import { landRings } from "./coast.js";
+import { cellAt, centre, outline } from "./healpix.js";
+import {
+  cellBox, chunksFor, coveredNodes, limitedFetch, openLevel, readChunk, rowOfCell, visibleNodes,
+} from "./levels.js";
 
-const MAX_CELLS = 2_000_000; // the finest order shown is the finest with at most this many cells
-const MIN_CELL_PX = 6; // refine while a cell of the next order is at least this wide
+const params = new URLSearchParams(location.search);
+const MIN_CELL_PX = 4; // refine while a cell of the finer order is at least this wide
+const LIMIT = Number(params.get("max_cells")) || Infinity; // ?max_cells= lowers the budget
+
+/** The most cells one view reads of one order: 4 times as many as the canvas holds at
+ * MIN_CELL_PX wide (chunks rarely fit the view), at least 50,000, at most ?max_cells=. */
+function budget() {
+  return Math.min(LIMIT, Math.max(50_000, (4 * canvas.width * canvas.height) / MIN_CELL_PX ** 2));
+}
+const BINS = 64; // colours per frame
 const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962",
   "#addc30", "#fde725"].map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
 const CELL_KINDS = /^(u?int(8|16|32|64)|float(16|32|64))$/;
+const COAST = "#404040";
 const $ = (id) => document.getElementById(id);
 
-const store = await zarr.withConsolidatedMetadata(new zarr.FetchStore(new URL(".", location.href).href), { format: "v3" });
-const root = zarr.root(store);
-const opened = await fetch("zarr.json");
+const net = limitedFetch();
+const started = performance.now();
+const opened = await net.fetch(new Request("zarr.json"));
 const openedTag = opened.headers.get("etag"); // the hierarchy this page shows
-const meta = await opened.json();
-const nodes = meta.consolidated_metadata.metadata; // path -> node metadata
+const rootBytes = new Uint8Array(await opened.arrayBuffer());
+const meta = JSON.parse(new TextDecoder().decode(rootBytes));
+const nodes = new Map(Object.entries(meta.consolidated_metadata?.metadata ?? {})); // path -> metadata
+const fetchStore = new zarr.FetchStore(new URL(".", location.href).href, { fetch: net.fetch });
+const rootStore = { // the root document already read, the rest through the limited fetch
+  get: (key, options) => (key === "/zarr.json" ? Promise.resolve(rootBytes) : fetchStore.get(key, options)),
+  getRange: (key, range, options) => fetchStore.getRange(key, range, options),
+};
+const root = zarr.root(await zarr.withConsolidatedMetadata(rootStore, { format: "v3" }));
+const land = landRings("./.static/vendor/world-atlas/land-110m.json");
 
-const state = { product: null, field: null, order: null, window: 0, data: null, view: null };
-const cache = new Map(); // "group/field" -> loaded order
+const state = {
+  product: null, field: null, order: null, window: 0, view: null, drawn: 0, mode: null,
+  legend: null, read: [], first: null, ticket: 0, levels: new Map(), plan: null, land: [],
+};
 const canvas = $("map");
 const ctx = canvas.getContext("2d");
+let controller = new AbortController();
 
 function status(text) { $("status").textContent = text; }
 
 /** The orders of `product` whose group holds `field`, ascending. */
 function ordersOf(product, field) {
-  return Object.keys(nodes)
-    .map((p) => p.match(/^(.*)\/o(\d+)\/([^/]+)$/))
-    .filter((m) => m && m[1] === product && m[3] === field)
-    .map((m) => Number(m[2]))
-    .sort((a, b) => a - b);
+  const orders = [];
+  for (const path of nodes.keys()) {
+    const m = path.match(/^(.*)\/o(\d+)\/([^/]+)$/);
+    if (m && m[1] === product && m[3] === field) orders.push(Number(m[2]));
+  }
+  return orders.sort((a, b) => a - b);
 }
 
-/** Whether a node is a field the map can show: numeric along "cells". */
-function isField(path, node) {
+/** Why the map cannot draw array `path` (null: it can: numeric along "cells"). */
+function undrawable(path, node) {
   const dims = node.dimension_names ?? [];
   const name = path.split("/").pop();
-  return node.node_type === "array" && dims.at(-1) === "cells" && dims.length <= 2 &&
-    (dims.length === 1 || dims[0] === "window") && CELL_KINDS.test(node.data_type) &&
-    !["morton", "cell_ids"].includes(name);
+  if (["morton", "cell_ids"].includes(name)) return "a coordinate (the cells' ids)";
+  if (dims.at(-1) !== "cells" || dims.length > 2 || (dims.length === 2 && dims[0] !== "window")) {
+    return `its dimensions (${dims.join(", ") || "none"}) are not (window,) cells`;
+  }
+  if (!CELL_KINDS.test(node.data_type)) {
+    const kind = typeof node.data_type === "string" ? node.data_type : node.data_type?.name;
+    return `its values (${kind}) are not numbers: variable-length and ragged fields are not drawn`;
+  }
+  return null;
 }
 
 // -- the tree ---------------------------------------------------------------------------
 
 function buildTree() {
-  const tree = {};
-  for (const path of Object.keys(nodes).sort()) {
+  const tree = new Map();
+  for (const path of [...nodes.keys()].sort()) {
+    if (!path) continue;
     let level = tree;
-    for (const part of path.split("/")) level = level[part] ??= {};
+    for (const part of path.split("/")) {
+      if (!level.has(part)) level.set(part, new Map());
+      level = level.get(part);
+    }
   }
   const render = (level, prefix) => {
     const ul = document.createElement("ul");
-    for (const [name, children] of Object.entries(level)) {
+    for (const [name, children] of level) {
       const path = prefix ? `${prefix}/${name}` : name;
+      const node = nodes.get(path);
       const li = ul.appendChild(document.createElement("li"));
-      if (nodes[path]?.node_type === "group") {
+      if (node?.node_type !== "array") {
         const details = li.appendChild(document.createElement("details"));
         details.dataset.path = path;
         details.open = !/\/o\d+$/.test(path);
@@ -67,10 +105,12 @@ function buildTree() {
         continue;
       }
       const button = li.appendChild(document.createElement("button"));
+      const why = undrawable(path, node);
       button.textContent = name;
       button.dataset.path = path;
-      button.title = `${nodes[path].data_type} ${JSON.stringify(nodes[path].shape)}`;
-      button.disabled = !isField(path, nodes[path]);
+      button.title = `${JSON.stringify(node.data_type)} ${JSON.stringify(node.shape)}` +
+        (why ? ` — not drawn: ${why}` : "");
+      button.classList.toggle("undrawable", Boolean(why));
       button.onclick = () => choose(path.replace(/\/o\d+\/[^/]+$/, ""), name).catch(fail);
     }
     return ul;
@@ -80,66 +120,102 @@ function buildTree() {
 
 // -- data -----------------------------------------------------------------------------
 
-async function read(path) {
-  const array = await zarr.open.v3(root.resolve(path), { kind: "array" });
-  return zarr.get(array);
-}
-
 /** Throws unless the server still presents the hierarchy this page opened (the root
  * document's entity tag, asked again): restarted on a grown hive, the server may map the
  * chunk indices of the metadata held here to other nodes. One conditional request (a 304
  * while nothing changed). */
 async function sameHierarchy() {
-  const now = await fetch("zarr.json", { cache: "no-cache" });
-  await now.arrayBuffer();
+  const now = await net.fetch(new Request("zarr.json", { cache: "no-cache" }));
   if (!now.ok || now.headers.get("etag") !== openedTag) {
     throw new Error("the hive on the server changed since this page opened it: reload the page");
   }
 }
 
-/** One order of a field: cell outlines, values as numbers and their range. Read between
- * two checks that the server presents the hierarchy the page opened. */
-async function load(product, field, order) {
-  const group = `${product}/o${order}`;
-  const key = `${group}/${field}`;
-  if (cache.has(key)) return cache.get(key);
-  const node = nodes[key];
-  const windowed = node.dimension_names[0] === "window";
-  await sameHierarchy();
-  const [ids, values, labels] = await Promise.all([read(`${group}/cell_ids`), read(key),
-    windowed ? read(`${group}/window`).then((w) => w.data) : []]);
-  await sameHierarchy();
-  const numbers = Float64Array.from(values.data, Number);
-  const fill = node.fill_value === "NaN" ? NaN : Number(node.fill_value);
-  let min = Infinity;
-  let max = -Infinity;
-  for (const v of numbers) {
-    if (Number.isFinite(v) && v !== fill) { min = Math.min(min, v); max = Math.max(max, v); }
+function levelOf(order) {
+  const key = `${state.product}/o${order}/${state.field}`;
+  if (!state.levels.has(key)) {
+    state.levels.set(key, openLevel(nodes, root, state.product, order, state.field));
   }
-  const steps = order < 4 ? 2 ** (4 - order) : 1;
-  const shapes = Array.from(ids.data, (id) => unwrap(outline(id, order, steps)));
-  const loaded = { order, shapes, numbers, fill, min, max, labels, cells: ids.data.length };
-  cache.set(key, loaded);
-  return loaded;
+  return state.levels.get(key);
 }
 
-/** An outline drawable on the plate carrée: continuous in longitude (it may leave
- * [-180, 180]) and with each pole vertex widened to the pole's edge of the map. */
-function unwrap(flat) {
-  const pts = [];
-  for (let i = 0; i < flat.length; i += 2) pts.push([flat[i], flat[i + 1]]);
-  for (let i = 1; i < pts.length; i++) {
-    while (pts[i][0] - pts[i - 1][0] > 180) pts[i][0] -= 360;
-    while (pts[i][0] - pts[i - 1][0] < -180) pts[i][0] += 360;
+/** What to read for the current view: the coarsest order whole when it holds at most
+ * budget() cells, and the finest order whose cells are at least MIN_CELL_PX wide with at
+ * most budget() cells in the chunks covering the view (null: none; the coverage is drawn). */
+function plan() {
+  const all = ordersOf(state.product, state.field).map(levelOf);
+  const levels = all.filter((level) => level.placed);
+  const coarse = levels[0];
+  const whole = coarse && chunksFor(coarse, null, budget());
+  const box = bounds(state.view);
+  let target = null;
+  let chunks = [];
+  for (const level of [...levels].reverse()) {
+    if (level !== coarse && (58.6 / 2 ** level.order) * state.view.scale < MIN_CELL_PX) continue;
+    const ks = chunksFor(level, box, budget());
+    if (ks) { [target, chunks] = [level, ks]; break; }
   }
-  const out = [];
-  pts.forEach(([lon, lat], i) => {
-    if (Math.abs(lat) < 90 - 1e-9) return out.push([lon, lat]);
-    const prev = pts[(i + pts.length - 1) % pts.length][0];
-    const next = pts[(i + 1) % pts.length][0];
-    out.push([prev, lat], [next, lat]);
-  });
-  return out;
+  const first = whole ? { level: coarse, chunks: whole } : null;
+  return {
+    coarse: first,
+    target: first && target === coarse ? first : target && { level: target, chunks },
+    source: all.at(-1), // its nodes are the coverage
+  };
+}
+
+/** The chunks of `part` read so far (by the current window), in `loaded` order. */
+function loadedOf(part) {
+  return part ? part.chunks.map((k) => part.level.loaded?.get(`${state.window}/${k}`)).filter(Boolean) : [];
+}
+
+async function readAll(part, signal, ticket) {
+  part.level.loaded ??= new Map();
+  await Promise.all(part.chunks.map(async (k) => {
+    const chunk = await readChunk(part.level, k, state.window, signal);
+    part.level.loaded.set(`${state.window}/${k}`, chunk);
+    if (ticket === state.ticket) later();
+  }));
+}
+
+/** Reads what the view needs (dropping what earlier views queued) and draws as it goes;
+ * checks the hierarchy is the one opened before (unless `checked`) and after reading. */
+async function refresh(checked = false) {
+  controller.abort();
+  controller = new AbortController();
+  const { signal } = controller;
+  const ticket = ++state.ticket;
+  document.body.dataset.state = "loading";
+  const p = plan();
+  state.plan = p;
+  status(`reading ${state.product}/${state.field}…`);
+  try {
+    if (!checked) await sameHierarchy();
+    if (p.coarse) await readAll(p.coarse, signal, ticket);
+    if (ticket !== state.ticket) return;
+    draw();
+    state.first ??= { ms: Math.round(performance.now() - started), requests: net.stats.requests };
+    if (p.target && p.target !== p.coarse) await readAll(p.target, signal, ticket);
+    await sameHierarchy();
+  } catch (err) {
+    if (ticket !== state.ticket) return; // a later view reads what it needs
+    throw err;
+  }
+  if (ticket !== state.ticket) return;
+  draw();
+  const shown = p.target ?? p.coarse;
+  const orders = ordersOf(state.product, state.field);
+  status(shown
+    ? `${state.product}/o${state.order}/${state.field}: ${state.drawn} cells drawn, order ${state.order} of ${orders.join(", ")}; ${net.stats.requests} requests`
+    : `${state.product}/${state.field}: coverage of ${p.source.nodes} nodes (order ${p.source.moc.order}); ` +
+      (p.source.placed ? "zoom in to read values" : "its rows cannot be placed from this coarser coverage (too many nodes for the group's coverage_moc), so no values are read"));
+  document.body.dataset.state = "drawn";
+}
+
+let scheduled = false;
+function later() { // one draw per frame while chunks arrive
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(() => { scheduled = false; draw(); });
 }
 
 // -- drawing ----------------------------------------------------------------------------
@@ -163,24 +239,33 @@ function project(view, lon, lat) {
     canvas.height / 2 - (lat - view.lat) * view.scale];
 }
 
+function unproject(view, x, y) {
+  return [view.lon + (x - canvas.width / 2) / view.scale, view.lat - (y - canvas.height / 2) / view.scale];
+}
+
+/** The view's [west, east] × [south, north] in degrees (longitudes possibly past ±180). */
+function bounds(view) {
+  const [w, n] = unproject(view, 0, 0);
+  const [e, s] = unproject(view, canvas.width, canvas.height);
+  return { w, e, s, n };
+}
+
 /** Meridians and parallels every 30° or finer (at least ~80 px apart), labelled. */
 function graticule(view) {
   const step = [30, 10, 5, 2, 1, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01].find((d) => d * view.scale < 160) ?? 0.01;
-  const west = Math.max(-180, Math.ceil((view.lon - canvas.width / 2 / view.scale) / step) * step);
-  const east = Math.min(180, view.lon + canvas.width / 2 / view.scale);
-  const south = Math.max(-90, Math.ceil((view.lat - canvas.height / 2 / view.scale) / step) * step);
-  const north = Math.min(90, view.lat + canvas.height / 2 / view.scale);
+  const b = bounds(view);
   ctx.strokeStyle = "#d5d9de";
   ctx.fillStyle = "#78838c";
+  ctx.lineWidth = 1;
   ctx.font = "11px system-ui, sans-serif";
   ctx.beginPath();
-  for (let lon = west; lon <= east; lon += step) {
+  for (let lon = Math.max(-180, Math.ceil(b.w / step) * step); lon <= Math.min(180, b.e); lon += step) {
     const [x] = project(view, lon, 0);
     ctx.moveTo(x, project(view, 0, 90)[1]);
     ctx.lineTo(x, project(view, 0, -90)[1]);
     ctx.fillText(`${+lon.toFixed(2)}°`, x + 3, canvas.height - 4);
   }
-  for (let lat = south; lat <= north; lat += step) {
+  for (let lat = Math.max(-90, Math.ceil(b.s / step) * step); lat <= Math.min(90, b.n); lat += step) {
     const [, y] = project(view, 0, lat);
     ctx.moveTo(project(view, -180, 0)[0], y);
     ctx.lineTo(project(view, 180, 0)[0], y);
@@ -189,165 +274,296 @@ function graticule(view) {
   ctx.stroke();
 }
 
+/** Adds the outline of cell `id` at `order` to `shapes` (canvas points [x0, y0, x1, ...]),
+ * at every copy of the world (±360°) on the canvas; false when no copy is on it. Pole
+ * vertices widen to the map's edge. */
+function addCell(shapes, view, id, order) {
+  const flat = outline(id, order, order < 4 ? 2 ** (4 - order) : 1);
+  const pts = [];
+  let prev = flat[0];
+  for (let i = 0; i < flat.length; i += 2) {
+    let lon = flat[i];
+    while (lon - prev > 180) lon -= 360;
+    while (lon - prev < -180) lon += 360;
+    prev = lon;
+    pts.push(lon, flat[i + 1]);
+  }
+  const n = pts.length / 2;
+  let on = false;
+  for (const shift of [-360, 0, 360]) {
+    let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
+    const xy = [];
+    for (let i = 0; i < n; i++) {
+      const lat = pts[2 * i + 1];
+      if (Math.abs(lat) >= 90 - 1e-9) { // the pole: from the previous to the next vertex's longitude
+        xy.push(project(view, pts[2 * ((i + n - 1) % n)] + shift, lat), project(view, pts[2 * ((i + 1) % n)] + shift, lat));
+      } else xy.push(project(view, pts[2 * i] + shift, lat));
+    }
+    for (const [x, y] of xy) [x0, x1, y0, y1] = [Math.min(x0, x), Math.max(x1, x), Math.min(y0, y), Math.max(y1, y)];
+    if (x1 < 0 || x0 > canvas.width || y1 < 0 || y0 > canvas.height) continue;
+    on = true;
+    shapes.push(x1 - x0 < 2 && y1 - y0 < 2 ? [x0, y0, Math.max(1, x1 - x0), Math.max(1, y1 - y0)] : xy.flat());
+  }
+  return on;
+}
+
+/** Fills (and strokes, closing the hairline gaps between neighbours) `shapes` in `style`:
+ * a shape of 4 numbers is a rectangle (a cell under 2 px), else a polygon. One path per
+ * cell: a single path of many thousand subpaths is slow to build in Chromium. */
+function fillShapes(shapes, fill, stroke = fill) {
+  ctx.fillStyle = fill;
+  ctx.strokeStyle = stroke;
+  ctx.lineWidth = 1;
+  for (const s of shapes) {
+    if (s.length === 4) { ctx.fillRect(s[0], s[1], s[2], s[3]); continue; }
+    ctx.beginPath();
+    ctx.moveTo(s[0], s[1]);
+    for (let i = 2; i < s.length; i += 2) ctx.lineTo(s[i], s[i + 1]);
+    ctx.closePath();
+    ctx.fill();
+    ctx.stroke();
+  }
+}
+
+/** The range of the values in `chunks` ([min, max]; min > max when none). */
+function range(chunks) {
+  let [min, max] = [Infinity, -Infinity];
+  for (const c of chunks) for (const v of c.values) if (v === v) { if (v < min) min = v; if (v > max) max = v; }
+  return [min, max];
+}
+
+function drawCells(chunks, order, [min, max]) {
+  const bins = Array.from({ length: BINS }, () => []);
+  const span = max > min ? max - min : 0;
+  let drawn = 0;
+  for (const c of chunks) {
+    for (let i = 0; i < c.n; i++) {
+      const v = c.values[i];
+      if (v !== v) continue;
+      const bin = span ? Math.min(BINS - 1, Math.floor(((v - min) / span) * BINS)) : BINS >> 1;
+      if (addCell(bins[bin], state.view, c.ids[i], order)) drawn++;
+    }
+  }
+  bins.forEach((shapes, bin) => fillShapes(shapes, colour((bin + 0.5) / BINS)));
+  return drawn;
+}
+
+function drawCoverage(level) {
+  const shapes = [];
+  const box = bounds(state.view);
+  for (const [, node] of visibleNodes(level, box)) addCell(shapes, state.view, node, level.moc.order);
+  fillShapes(shapes, "#b0bec5", "#90a4ae");
+}
+
+function drawLand(view, fill) {
+  const path = new Path2D();
+  const box = bounds(view);
+  for (const ring of state.land) {
+    for (const shift of [-360, 0, 360]) {
+      if (box.w > 180 + shift || box.e < -180 + shift) continue;
+      for (let i = 0; i < ring.length; i += 2) {
+        const [x, y] = project(view, ring[i] + shift, ring[i + 1]);
+        if (i) path.lineTo(x, y); else path.moveTo(x, y);
+      }
+      path.closePath();
+    }
+  }
+  if (fill) {
+    ctx.fillStyle = "#f3f1ea";
+    ctx.fill(path, "evenodd");
+  } else {
+    ctx.strokeStyle = COAST;
+    ctx.lineWidth = 1.5;
+    ctx.stroke(path);
+  }
+}
+
 function draw() {
-  const { view, data } = state;
+  const { view, plan: p } = state;
   ctx.fillStyle = "#ffffff";
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (!view) return;
-  const [x0, y0] = project(view, -180, 90);
-  const [x1, y1] = project(view, 180, -90);
-  ctx.fillStyle = "#eef0f3";
-  ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
+  ctx.fillStyle = "#e8edf2"; // the sea, on every copy of the world
+  for (const shift of [-360, 0, 360]) {
+    const [x0, y0] = project(view, -180 + shift, 90);
+    const [x1, y1] = project(view, 180 + shift, -90);
+    ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
+  }
+  drawLand(view, true);
   graticule(view);
-  if (!data) return;
-  const offset = state.window * data.cells;
-  const span = data.max > data.min ? data.max - data.min : 1;
-  let drawn = 0;
-  data.shapes.forEach((shape, i) => {
-    const v = data.numbers[offset + i];
-    if (!Number.isFinite(v) || v === data.fill) return;
-    ctx.fillStyle = colour((v - data.min) / span);
-    for (const shift of [-360, 0, 360]) {
-      const pts = shape.map(([lon, lat]) => project(view, lon + shift, lat));
-      const xs = pts.map((p) => p[0]);
-      if (Math.max(...xs) < 0 || Math.min(...xs) > canvas.width) continue;
-      ctx.beginPath();
-      pts.forEach(([x, y], k) => (k ? ctx.lineTo(x, y) : ctx.moveTo(x, y)));
-      ctx.closePath();
-      ctx.fill();
-      ctx.strokeStyle = ctx.fillStyle; // close the hairline gaps between neighbours
-      ctx.stroke();
-    }
-    drawn++;
-  });
-  state.drawn = drawn;
+  if (p) {
+    const coarse = loadedOf(p.coarse);
+    const target = p.target && p.target !== p.coarse ? loadedOf(p.target) : [];
+    const complete = p.target && target.length === p.target.chunks.length;
+    const top = p.target && (complete || !p.coarse) ? p.target : p.coarse; // the legend's order
+    if (!p.coarse || !top) drawCoverage(p.source);
+    const shownChunks = top === p.coarse ? coarse : target;
+    state.order = top?.level.order ?? null;
+    state.legend = range(shownChunks);
+    state.read = top ? loadedOf(top).map((c) => c.k) : [];
+    state.drawn = top ? drawCells(shownChunks, top.level.order, state.legend) : 0;
+    if (top === p.coarse && target.length) drawCells(target, p.target.level.order, range(target)); // the view's order, as read so far
+    legend(state.legend);
+  }
+  drawLand(view, false);
 }
 
-function legend(data) {
+function legend([min, max]) {
   const bar = $("legend-bar");
   bar.width = 220;
   bar.height = 12;
   const g = bar.getContext("2d");
+  const constant = min === max;
   for (let x = 0; x < bar.width; x++) {
-    g.fillStyle = colour(x / (bar.width - 1));
+    g.fillStyle = colour(constant ? 0.5 : x / (bar.width - 1));
     g.fillRect(x, 0, 1, bar.height);
   }
-  const empty = !(data.min <= data.max);
-  for (const [id, v] of [["legend-min", data.min], ["legend-max", data.max]]) {
-    $(id).textContent = empty ? "no data" : Number(v.toPrecision(6)).toString();
-    $(id).dataset.value = empty ? "" : String(v);
-  }
+  const empty = !(min <= max);
+  $("legend-min").textContent = empty ? "no data" : Number(min.toPrecision(6)).toString();
+  $("legend-max").textContent = empty || constant ? (constant ? "(every value)" : "") : Number(max.toPrecision(6)).toString();
+  $("legend-min").dataset.value = empty ? "" : String(min);
+  $("legend-max").dataset.value = empty ? "" : String(max);
 }
 
-/** A view of the cells holding a value (in any window), or of the world. */
-function fit(data) {
+/** The bounds [w, e, s, n] of `boxes`. */
+function extent(boxes) {
   let [w, e, s, n] = [Infinity, -Infinity, Infinity, -Infinity];
-  data.shapes.forEach((shape, i) => {
-    for (let k = i; k < data.numbers.length; k += data.cells) {
-      if (!Number.isFinite(data.numbers[k]) || data.numbers[k] === data.fill) continue;
-      for (const [lon, lat] of shape) {
-        [w, e, s, n] = [Math.min(w, lon), Math.max(e, lon), Math.min(s, lat), Math.max(n, lat)];
-      }
-      break;
-    }
-  });
-  if (!(e - w <= 180)) [w, e, s, n] = [-180, 180, Math.min(s, -60), Math.max(n, 60)];
+  for (const b of boxes) [w, e, s, n] = [Math.min(w, b[0]), Math.max(e, b[1]), Math.min(s, b[2]), Math.max(n, b[3])];
+  return [w, e, s, n];
+}
+
+/** A view of `boxes` ([w, e, s, n] each; across the antimeridian when narrower so), or
+ * of the world. */
+function fit(boxes) {
+  const plain = extent(boxes);
+  const east = extent(boxes.map((b) => (b[1] < 0 ? [b[0] + 360, b[1] + 360, b[2], b[3]] : b)));
+  let [w, e, s, n] = east[1] - east[0] < plain[1] - plain[0] ? east : plain;
+  if (!(e - w <= 300)) [w, e, s, n] = [-180, 180, Math.min(s, -60), Math.max(n, 60)];
   const margin = Math.max(e - w, n - s) * 0.1 + 0.01;
   const scale = Math.min(canvas.width / (e - w + 2 * margin), canvas.height / (n - s + 2 * margin));
   return { lon: (w + e) / 2, lat: (s + n) / 2, scale: Math.max(scale, canvas.width / 400) };
 }
 
-// -- choosing and refining ---------------------------------------------------------------
-
-/** The finest order of `orders` whose cells are still at most MAX_CELLS and, past the
- * coarsest, at least MIN_CELL_PX wide at the current scale. */
-function wantedOrder(orders) {
-  let best = orders[0];
-  for (const order of orders.slice(1)) {
-    const cellDegrees = 58.6 / 2 ** order;
-    const cells = nodes[`${state.product}/o${order}/${state.field}`].shape.at(-1);
-    if (cellDegrees * state.view.scale >= MIN_CELL_PX && cells <= MAX_CELLS) best = order;
+/** The boxes of the cells holding a value in the selected window at the coarsest order
+ * (read whole), else of the covered nodes of the finest order. */
+async function dataBoxes() {
+  const levels = ordersOf(state.product, state.field).map(levelOf);
+  const coarse = levels.find((level) => level.placed);
+  const whole = coarse && chunksFor(coarse, null, budget());
+  if (whole) {
+    await readAll({ level: coarse, chunks: whole }, controller.signal, state.ticket);
+    const boxes = [];
+    for (const k of whole) {
+      const c = coarse.loaded.get(`${state.window}/${k}`);
+      for (let i = 0; i < c.n; i++) if (c.values[i] === c.values[i]) boxes.push(cellBox(c.ids[i], coarse.order));
+    }
+    if (boxes.length) return boxes;
   }
-  return best;
+  const source = levels.at(-1);
+  return Array.from(coveredNodes(source), ([, node]) => cellBox(node, source.moc.order));
 }
 
-async function show(order) {
-  document.body.dataset.state = "loading";
-  status(`reading ${state.product}/o${order}/${state.field}…`);
-  const data = await load(state.product, state.field, order);
-  state.data = data;
-  state.order = order;
-  state.window = Math.min(state.window, Math.max(0, data.labels.length - 1));
-  state.view ??= state.start ?? fit(data);
-  $("window-box").hidden = !data.labels.length;
-  $("window").max = String(Math.max(0, data.labels.length - 1));
-  $("window").value = String(state.window);
-  $("window-label").textContent = data.labels[state.window] ?? "";
-  legend(data);
-  draw();
-  status(`${state.product}/o${order}/${state.field}: ${data.cells} cells, order ${order}` +
-    ` of ${ordersOf(state.product, state.field).join(", ")}`);
-  document.body.dataset.state = "drawn";
-}
-
-async function refine() {
-  if (!state.field) return;
-  const order = wantedOrder(ordersOf(state.product, state.field));
-  if (order !== state.order) await show(order);
-  else draw();
-}
+// -- choosing ---------------------------------------------------------------------------
 
 async function choose(product, field, window = 0) {
-  Object.assign(state, { product, field, window, view: null, order: null, data: null });
-  const start = state.start;
+  Object.assign(state, { product, field, window, view: null, order: null, plan: null, drawn: 0, refused: null });
   $("chosen").textContent = `${product} · ${field}`;
   for (const b of document.querySelectorAll("nav button")) {
     b.classList.toggle("chosen", b.dataset.path.startsWith(`${product}/o`) && b.textContent === field);
   }
-  const group = `${product}/o${ordersOf(product, field)[0]}`;
+  const orders = ordersOf(product, field);
+  const path = `${product}/o${orders[0]}/${field}`;
   for (const d of document.querySelectorAll("nav details")) {
-    d.open ||= group === d.dataset.path || group.startsWith(`${d.dataset.path}/`);
+    d.open ||= path.startsWith(`${d.dataset.path}/`);
   }
-  await show(ordersOf(product, field)[0]);
+  const why = orders.length ? undrawable(path, nodes.get(path)) : "no such field";
+  const levels = why ? [] : orders.map(levelOf);
+  if (why || levels.some((l) => !l)) {
+    state.refused = why ?? "its group carries no coverage_moc (rows cannot be placed without cell_ids)";
+    status(`${product}/${field} is not drawn: ${state.refused}`);
+    draw();
+    document.body.dataset.state = "drawn";
+    return;
+  }
+  document.body.dataset.state = "loading";
+  await sameHierarchy();
+  $("window-box").hidden = !levels[0].windowed;
+  state.labels = [];
+  if (levels[0].windowed) {
+    $("window").max = String(Math.max(0, levels[0].meta.shape[0] - 1));
+    $("window").value = String(window);
+    const labels = `${product}/o${orders[0]}/window`;
+    if (nodes.get(labels)?.node_type === "array") {
+      state.labels = Array.from((await zarr.get(await zarr.open.v3(root.resolve(labels), { kind: "array" }))).data);
+    }
+    $("window-label").textContent = String(state.labels[window] ?? window);
+  }
+  const start = state.start;
   state.start = null; // the address's view applies to the first field shown
-  if (start) await refine();
+  state.view = start ?? fit(await dataBoxes());
+  await refresh(true);
 }
 
 /** Zoom by `factor` about the canvas point (x, y) (default: the centre) and redraw. */
 function zoomView(factor, x = canvas.width / 2, y = canvas.height / 2) {
   const v = state.view;
   if (!v) return;
-  const lon = v.lon + (x - canvas.width / 2) / v.scale;
-  const lat = v.lat - (y - canvas.height / 2) / v.scale;
+  const [lon, lat] = unproject(v, x, y);
   v.scale = Math.min(1e7, Math.max(canvas.width / 400, v.scale * factor));
   v.lon = lon - (x - canvas.width / 2) / v.scale;
   v.lat = lat + (y - canvas.height / 2) / v.scale;
   draw();
 }
 
+/** The cell under canvas point (x, y) at the order shown (or the coarsest): its id, order
+ * and value (undefined when not read, NaN when the fill value). */
+function probe(x, y) {
+  const p = state.plan;
+  if (!p || !state.view) return null;
+  const [lon, lat] = unproject(state.view, x, y);
+  const wrapped = ((lon + 180) % 360 + 360) % 360 - 180;
+  for (const part of [p.target, p.coarse, { level: p.source }]) {
+    if (!part) continue;
+    const level = part.level;
+    const id = cellAt(wrapped, lat, level.order);
+    const row = rowOfCell(level, id);
+    if (row < 0) continue;
+    const chunk = level.loaded?.get(`${state.window}/${Math.floor(row / level.rows)}`);
+    if (!chunk) continue;
+    return { id, order: level.order, value: chunk.values[row - chunk.r0] };
+  }
+  return null;
+}
+
 function interact() {
   let timer;
+  const settle = () => { clearTimeout(timer); timer = setTimeout(() => refresh().catch(fail), 150); };
   canvas.addEventListener("wheel", (event) => {
     event.preventDefault();
     const rect = canvas.getBoundingClientRect();
     zoomView(1.25 ** (-event.deltaY / 100), event.clientX - rect.left, event.clientY - rect.top);
-    clearTimeout(timer);
-    timer = setTimeout(() => refine().catch(fail), 150);
+    settle();
   }, { passive: false });
   let drag = null;
   canvas.addEventListener("pointerdown", (e) => { drag = [e.clientX, e.clientY]; canvas.setPointerCapture(e.pointerId); });
-  canvas.addEventListener("pointerup", () => { drag = null; });
+  canvas.addEventListener("pointerup", () => { if (drag) settle(); drag = null; });
   canvas.addEventListener("pointermove", (e) => {
-    if (!drag || !state.view) return;
-    state.view.lon -= (e.clientX - drag[0]) / state.view.scale;
-    state.view.lat += (e.clientY - drag[1]) / state.view.scale;
-    drag = [e.clientX, e.clientY];
-    draw();
+    if (drag && state.view) {
+      state.view.lon -= (e.clientX - drag[0]) / state.view.scale;
+      state.view.lat += (e.clientY - drag[1]) / state.view.scale;
+      drag = [e.clientX, e.clientY];
+      draw();
+      return;
+    }
+    const rect = canvas.getBoundingClientRect();
+    const got = probe(e.clientX - rect.left, e.clientY - rect.top);
+    $("pointer").textContent = !got ? "" : `cell ${got.id} (order ${got.order}): ` +
+      (got.value === got.value ? Number(got.value.toPrecision(7)).toString() : "no value");
   });
   $("window").addEventListener("input", (e) => {
     state.window = Number(e.target.value);
-    $("window-label").textContent = state.data.labels[state.window] ?? "";
-    draw();
+    $("window-label").textContent = String(state.labels?.[state.window] ?? state.window);
+    refresh().catch(fail);
   });
   window.addEventListener("resize", () => { resize(); draw(); });
 }
@@ -363,7 +579,6 @@ function fail(err) {
 /** The first field of the first product, or ?product=&field=&window= from the address
  * (and &view=lon,lat,pixels-per-degree). */
 function initial() {
-  const params = new URLSearchParams(location.search);
   const view = (params.get("view") ?? "").split(",").map(Number);
   if (view.length === 3 && view.every(Number.isFinite)) {
     state.start = { lon: view[0], lat: view[1], scale: view[2] };
@@ -371,23 +586,36 @@ function initial() {
   if (params.get("product") && params.get("field")) {
     return [params.get("product"), params.get("field"), Number(params.get("window") ?? 0)];
   }
-  const first = Object.keys(nodes).sort().find((p) => isField(p, nodes[p]));
+  const first = [...nodes.keys()].sort().find((p) => nodes.get(p).node_type === "array" && !undrawable(p, nodes.get(p)));
   return first ? [first.replace(/\/o\d+\/[^/]+$/, ""), first.split("/").pop(), 0] : null;
 }
 
 window.viewer = {
-  state, choose,
-  /** Zoom by `factor` about (lon, lat) (default: the view's centre); then refine. */
+  state, choose, stats: net.stats, probe,
+  /** Zoom by `factor` about (lon, lat) (default: the view's centre); then read and draw. */
   zoom: async (factor, lon = state.view.lon, lat = state.view.lat) => {
     zoomView(factor, ...project(state.view, lon, lat));
-    await refine();
+    await refresh();
   },
-  setWindow: (w) => { state.window = w; draw(); },
+  /** The centre of the first cell holding a value at the order shown (else of the first
+   * covered node). */
+  firstCell: () => {
+    for (const c of loadedOf(state.plan.target ?? state.plan.coarse)) {
+      const i = c.values.findIndex((v) => v === v);
+      if (i >= 0) return centre(c.ids[i], c.order);
+    }
+    const { source } = state.plan;
+    return centre(coveredNodes(source).next().value[1], source.moc.order);
+  },
+  /** Canvas point of (lon, lat). */
+  at: (lon, lat) => project(state.view, lon, lat),
+  setWindow: async (w) => { state.window = w; await refresh(); },
 };
 try {
   resize();
   buildTree();
   interact();
+  state.land = await land;
   const start = initial();
   if (start) await choose(...start);
   else { status("no field with a cells dimension"); document.body.dataset.state = "drawn"; }

@@ -1,0 +1,35 @@
+"""The documentation's table of ``MocHiveStore``'s options, rendered from their one
+declaration (``moczarr_store.options.OPTIONS``): ``python docs/gen/options.py`` prints it."""
+
+from __future__ import annotations
+
+from moczarr_store.options import OPTIONS, Option
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _row(o: Option) -> str:
+    what = o.help
+    if o.choices:
+        what += f" Values: {', '.join(f'`{c}`' for c in o.choices)}."
+    if o.note:
+        what += f" {o.note}"
+    flag = f"`{o.flag}`" if o.flag else "none"
+    env = f"`{o.env_name}`" if o.env_name else "none"
+    return f"| `{o.name}` | `{o.default!r}` | {_cell(what)} | {flag} | {env} |"
+
+
+def markdown() -> str:
+    """The options as a Markdown table: keyword, default, what it does, the command line's
+    flag (every subcommand takes it) and the variable ``serve --workers N`` passes it in."""
+    return "\n".join([
+        "| Keyword | Default | What it does | Command line | `serve --workers` variable |",
+        "|---|---|---|---|---|",
+        *map(_row, OPTIONS),
+    ]) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

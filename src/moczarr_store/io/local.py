@@ -1,0 +1,324 @@
+"""A local hive read with plain file I/O (:class:`LocalReader`): objects the page cache
+holds are read inline, others on a worker thread; nothing outside the hive root is read
+unless links are allowed."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import stat
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from .. import mapped
+from ..buffers import BufferPool, uninitialised
+from ..errors import OutsideRootError
+from .ranges import BytesLike, RangeOption, byte_bounds
+from .reader import ObjectStat
+
+DIR_CACHE = 65_536  # real paths of local directories a reader remembers
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
+_NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# an open never waits on a FIFO or becomes a terminal's controlling one
+_OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descriptor
+_HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
+
+
+def _read_open(fd: int, option: RangeOption, wait: bool = True,
+               into: list[memoryview] | None = None,
+               take: Callable[[int], memoryview] = uninitialised,
+               ) -> tuple[memoryview, os.stat_result] | None:
+    """An open local object's bytes (or the part ``option`` names) and its ``fstat``; a
+    file that shrank while read gives the bytes it still had (callers check sizes).
+    ``wait=False`` returns ``None`` unless the page cache holds them all, so the event loop
+    never waits on a disk. ``into``: when the object's size is their total, it is read
+    into these buffers in turn and the first is returned (``None`` unless one read fills
+    them); else it is read whole as usual. Memory: one uninitialised buffer of the span
+    from ``take`` (none when read ``into``)."""
+    if not wait and _NOWAIT is None:
+        return None
+    info = os.fstat(fd)
+    size = info.st_size
+    if into is not None and size == sum(len(buffer) for buffer in into):
+        got = _pread(fd, into, 0, wait)
+        return None if got != size else (into[0], info)
+    start, end = byte_bounds(option, size)
+    buffer, done = take(end - start), 0
+    while done < len(buffer):
+        got = _pread(fd, [buffer[done:]], start + done, wait)
+        if got is None:
+            return None
+        if got == 0:  # the file shrank under us: what is there
+            return buffer[:done], info
+        done += got
+        if not wait and done < len(buffer):
+            return None
+    return buffer, info
+
+
+def _pread(fd: int, buffers: list[memoryview], offset: int, wait: bool) -> int | None:
+    """``preadv``; ``None`` when ``wait=False`` and the page cache lacks the bytes."""
+    try:
+        return os.preadv(fd, buffers, offset, 0 if wait else _NOWAIT or 0)
+    except OSError as err:
+        if wait or err.errno not in _NO_NOWAIT:
+            raise
+        return None
+
+
+def _check_relative(path: str) -> None:
+    padded = f"/{path}/"
+    if "//" in padded or "/./" in padded or "/../" in padded:
+        raise ValueError(f"{path!r} is not a path below the hive root")
+
+
+class LocalReader:
+    """A local hive read with plain file I/O: inline when the page cache holds an object
+    (``preadv`` with ``RWF_NOWAIT``), else on a worker thread.
+
+    Unless ``follow_links``, an object or directory whose real path leaves the root is
+    refused with :class:`OutsideRootError`. The real paths of directories found inside are
+    remembered (up to ``DIR_CACHE``). An object in a directory not yet known is opened
+    under the root and its real path, as the kernel resolved it (``/proc/self/fd``), is
+    checked before a byte is read: one ``readlink`` per new directory instead of one
+    ``lstat`` per path component (without ``/proc``: the ``lstat`` per component, before the
+    open). Objects are opened with ``O_NOFOLLOW`` (a final link is resolved and checked
+    apart). A tree changed while it is read may be seen as resolved before.
+    """
+
+    options: dict[str, Any] = {}
+    whole = False  # a file is read by range
+    store = None  # not read with obstore
+
+    def __init__(self, root: str, follow_links: bool = False) -> None:
+        self.buffers = BufferPool()  # what objects are read into
+        self.root = root.rstrip("/") or "/"
+        self.name = "file://" + root
+        self.follow_links = follow_links
+        self._real_root = os.path.realpath(self.root)
+        self._flags = 0 if follow_links else _NOFOLLOW
+        self._dirs: dict[str, str] = {}  # hive-relative directory -> its real path, inside
+        self._ready = False
+
+    def ready(self) -> None:
+        if not self._ready:
+            if not os.path.isdir(self.root):
+                from ..hints import missing_root
+
+                raise missing_root(self.root)
+            self._ready = True
+
+    def _inside(self, real: str) -> bool:
+        root = self._real_root
+        return real == root or real.startswith(root.rstrip("/") + "/")
+
+    def _remember(self, rel: str, real: str) -> None:
+        if len(self._dirs) >= DIR_CACHE:
+            self._dirs.clear()
+        self._dirs[rel] = real
+
+    def _dir(self, rel: str) -> str:
+        """The real path of directory ``rel`` ('' is the root), checked: links resolved one
+        component at a time (one ``lstat`` per directory not yet known)."""
+        if self.follow_links:
+            return f"{self.root}/{rel}" if rel else self.root
+        if not rel:
+            return self._real_root
+        real = self._dirs.get(rel)
+        if real is None:
+            parent, _, name = rel.rpartition("/")
+            full = f"{self._dir(parent)}/{name}"
+            real = os.path.realpath(full) if os.path.islink(full) else full
+            if not self._inside(real):
+                raise OutsideRootError(f"{rel}: a link leads out of the hive root (refused; "
+                                       "pass follow_links=True to read through links)")
+            self._remember(rel, real)
+        return real
+
+    def _known(self, path: str) -> str | None:
+        """The file system path of object ``path`` through its directory's checked real
+        path, ``None`` while that directory is not known."""
+        parent, _, name = path.rpartition("/")
+        real = self._dirs.get(parent) if parent else self._real_root
+        return None if real is None else f"{real}/{name}"
+
+    def _where(self, path: str) -> str:
+        """The file system path of object ``path`` (a relative path, checked by the caller),
+        its directory checked."""
+        if self.follow_links:
+            return f"{self.root}/{path}"
+        parent, _, name = path.rpartition("/")
+        return f"{self._dir(parent)}/{name}"
+
+    def _vet(self, path: str, fd: int) -> None:
+        """Refuse open object ``path`` unless its real path is inside the root; remember its
+        directory's real path (the object itself is no link: ``O_NOFOLLOW``)."""
+        parent = path.rpartition("/")[0]
+        try:
+            real = os.readlink(f"{_FD_PATHS}/{fd}")
+        except OSError:  # /proc not readable here: check the directories one by one
+            self._dir(parent)
+            return
+        if not self._inside(real):
+            self._dir(parent)  # names the directory that leads out
+            raise OutsideRootError(f"{path}: a link leads out of the hive root (refused; "
+                                   "pass follow_links=True to read through links)")
+        if parent:
+            self._remember(parent, real.rpartition("/")[0])
+
+    def _through_link(self, path: str, full: str) -> str:
+        """The real path of an object that is itself a link, if it stays inside the root."""
+        real = os.path.realpath(full)
+        if not self._inside(real):
+            raise OutsideRootError(f"{path}: the object is a link out of the hive root "
+                                   "(refused; pass follow_links=True to read through links)")
+        return real
+
+    def _open(self, path: str) -> int:
+        """Object ``path`` opened for reading: through its directory's checked real path,
+        or, while that is not known, under the root with the open file's real path vetted;
+        a final link resolved and checked (``O_NOFOLLOW`` refuses to open one)."""
+        _check_relative(path)
+        full, vet = None if self.follow_links else self._known(path), False
+        if full is None and (self.follow_links or not _HAS_FD_PATHS):
+            full = self._where(path)
+        elif full is None:
+            full, vet = f"{self._real_root}/{path}", True
+        try:
+            fd = os.open(full, _OPEN | self._flags)
+        except OSError as err:
+            if vet and err.errno in (errno.ENOENT, errno.ENOTDIR):
+                self._dir(path.rpartition("/")[0])  # a link out of the root: refused, not
+                raise  # missing (as when the directory is checked before the open)
+            if err.errno != errno.ELOOP or self.follow_links:
+                raise
+            return os.open(self._through_link(path, full), _OPEN)
+        if vet:
+            try:
+                self._vet(path, fd)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
+
+    def _open_read(self, path: str, option: RangeOption, wait: bool,
+                   into: list[memoryview] | None = None):
+        """:func:`_read_open` of object ``path``, opened by :meth:`_open`."""
+        fd = self._open(path)
+        try:
+            return _read_open(fd, option, wait, into, self.buffers.take)
+        finally:
+            os.close(fd)
+
+    def mapped_span(self, parts: list[tuple[str, bytes]],
+                    step: int) -> tuple[memoryview, int] | None:
+        """:func:`.mapped.span` of these objects, each opened by :meth:`_open`."""
+        self.ready()
+        key = (self._real_root, self.follow_links, tuple(path for path, _ in parts))
+        return mapped.span(key, parts, step, self._open, self._identity)
+
+    def _identity(self, path: str) -> tuple[int, ...] | None:
+        """:func:`.mapped.identity` of object ``path`` through its directory's checked
+        real path; ``None`` while that is not known, or the object is not there."""
+        full = f"{self.root}/{path}" if self.follow_links else self._known(path)
+        try:
+            return None if full is None else mapped.identity(
+                os.stat(full, follow_symlinks=self.follow_links))
+        except OSError:
+            return None
+
+    def answered_whole(self, err: Exception) -> bool:
+        return False
+
+    def now(self, path: str, option: RangeOption,
+            with_stat: bool) -> tuple[BytesLike, ObjectStat | int] | None:
+        """The object's bytes (or the part ``option`` names) and its stat (or size) if the
+        page cache holds them all, else ``None``: never waits."""
+        got = self._open_read(path, option, False)
+        if got is None:
+            return None
+        data, info = got
+        return data, (local_stat(info) if with_stat else info.st_size)
+
+    def read_cached(self, reads: list[tuple[str, list[memoryview]]]
+                    ) -> list[BytesLike | None] | None:
+        """Whole objects read in one pass from the page cache, each straight into its
+        buffers (in turn) when its size is their total (``None`` in its place), else as
+        its bytes. ``None`` when any object is not all in the page cache, missing or
+        unreadable (the buffers may then be partly written)."""
+        self.ready()
+        got: list[BytesLike | None] = []
+        try:
+            for path, into in reads:
+                data = self.cached_into(path, into)
+                if data is None:
+                    return None
+                got.append(None if data is into[0] else data)
+        except Exception:  # read again one by one, where the error is reported
+            return None
+        return got
+
+    def cached_into(self, path: str, into: list[memoryview]) -> BytesLike | None:
+        """The whole object if the page cache holds it all, else ``None`` (no wait): read
+        straight into ``into`` in turn when its size is their total (``into[0]`` is then
+        returned), else as its own bytes."""
+        got = self._open_read(path, None, False, into)
+        return None if got is None else got[0]
+
+    async def _read_info(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
+        got = self._open_read(path, option, False)  # page-cached
+        if got is None:  # not all in the page cache: wait for the disk on a thread
+            loop = asyncio.get_running_loop()
+            got = await loop.run_in_executor(None, self._open_read, path, option, True)
+        return got
+
+    async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
+        data, info = await self._read_info(path, option)
+        return data, info.st_size
+
+    async def read_stat(self, path: str, option: RangeOption) -> tuple[BytesLike, ObjectStat]:
+        data, info = await self._read_info(path, option)
+        return data, local_stat(info)
+
+    async def stat(self, path: str) -> ObjectStat:
+        _check_relative(path)
+        full = self._where(path)
+        info = os.stat(full, follow_symlinks=self.follow_links)
+        if stat.S_ISLNK(info.st_mode):
+            info = os.stat(self._through_link(path, full))
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(path)
+        return local_stat(info)
+
+    async def list(self, prefix: str) -> tuple[list[str], list[str]]:
+        if prefix:
+            _check_relative(prefix)
+        directory = self._dir(prefix)
+        return await asyncio.get_running_loop().run_in_executor(None, _scan, directory)
+
+
+def local_stat(info: os.stat_result) -> ObjectStat:
+    return ObjectStat(info.st_size, None, datetime.fromtimestamp(info.st_mtime, UTC))
+
+
+def _scan(directory: str) -> tuple[list[str], list[str]]:
+    """Sorted ``(directories, files)`` in ``directory`` (links classified by their target;
+    broken links and other kinds of entry are left out)."""
+    dirs, files = [], []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir():
+                        dirs.append(entry.name)
+                    elif entry.is_file():
+                        files.append(entry.name)
+                except OSError:
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return sorted(dirs), sorted(files)

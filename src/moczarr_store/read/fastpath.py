@@ -1,0 +1,96 @@
+"""The fast path of a span: its leaf chunks served from the page cache without a task
+per part, mapped side by side (:mod:`..mapped`) or read straight into one buffer; any
+other read goes the general way (:mod:`.execute`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..chunks import full_shard, reframe
+from ..io.backend import Backend
+from .plan import SAME, Passthrough, Plan, Reframe
+
+if TYPE_CHECKING:
+    from ..session import HiveSession
+
+
+def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
+                     fill: bytes) -> memoryview | None:
+    """A span served from the page cache, each part exactly as :func:`.execute.execute`
+    serves it,
+    when every part is a whole leaf chunk of an immutable version whose encoding is
+    established (a plain chunk, or a shard of uncompressed inner chunks) and every object
+    is there; ``None`` otherwise (the parts are then executed as usual; damage is reported
+    there). Objects whose data fills whole pages, each a plain chunk or a shard written in
+    order with its index at the end, are mapped side by side (:mod:`..mapped`: no copy;
+    kept mapped, a ``stat`` per object). Else one ``preadv`` per object into one buffer, no
+    task, no copy for a plain chunk of the chunk's size or a full shard written in order (its
+    index compared with that layout's bytes, as :func:`reframe` does); a shard laid out
+    otherwise is re-framed from its bytes (one copy)."""
+    backend = session.backend
+    pool = backend.buffers
+    if pool is None:  # not a local hive
+        return None
+    step = len(fill)
+    layouts: list[tuple[Passthrough | Reframe, bytes] | None] = []
+    for plan in parts:
+        if plan is None:  # past the domain's end
+            layouts.append(None)
+            continue
+        if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
+                or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != SAME):
+            return None
+        check = plan.check
+        if isinstance(plan, Passthrough):  # a plain chunk: no index
+            if check.shard_chunks or check.nbytes != step:
+                return None
+            layouts.append((plan, b""))
+            continue
+        layout = full_shard(check)
+        if layout is None or layout[0] - len(layout[1]) != step:
+            return None
+        layouts.append((plan, layout[1]))
+    whole = [layout for layout in layouts if layout is not None]  # no part past the end
+    if len(whole) == len(parts) and all(not want or plan.check.index_at_end
+                                        for plan, want in whole):
+        found = backend.mapped_span([(plan.object, want) for plan, want in whole], step)
+        if found is not None:
+            return found
+    return _read_into(backend, pool.take(step * len(parts)), layouts, fill)
+
+
+def _read_into(backend: Backend, out: memoryview,
+                      layouts: list[tuple[Passthrough | Reframe, bytes] | None],
+                      fill: bytes) -> memoryview | None:
+    """The span of :func:`read_cached_span` read into ``out`` (see there)."""
+    step = len(fill)
+    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
+    reads: list[tuple[str, list[memoryview]]] = []
+    for at, layout in enumerate(layouts):
+        into = out[at * step : (at + 1) * step]
+        if layout is None:
+            into[:] = fill
+            continue
+        plan, want = layout
+        index = bytearray(len(want))
+        pieces = [into] if not want else (
+            [into, memoryview(index)] if plan.check.index_at_end else [memoryview(index), into])
+        slots.append((plan, into, index, want))
+        reads.append((plan.object, pieces))
+    got = backend.read_cached_into(reads) if reads else None
+    if got is None:
+        return None
+    for (plan, into, index, want), data in zip(slots, got, strict=True):
+        check = plan.check
+        if data is None and index == want:  # in place: a plain chunk, or a shard in order
+            continue
+        if not want:  # a plain chunk of another size: read as usual (its error named there)
+            return None
+        if data is None:  # in place, another layout: re-framed from its bytes
+            data = bytes(into) + index if check.index_at_end else bytes(index) + bytes(into)
+        framed = reframe(data, check, plan.object)
+        if framed is None or len(framed) != step:  # no inner chunk stored: executed one by
+            return None  # one (damage is reported)
+        into[:] = framed
+    return out

@@ -1,0 +1,157 @@
+"""Opening reads a constant number of objects, whatever the number of leaves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from support.hives import FIXTURES, copy_leaf
+
+from moczarr_store import HiveWarning, MocHiveStore
+from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
+
+SHARD_ORDER = 5
+
+
+def _coverage_of(n_nodes: int, first: str) -> dict:
+    """A root MOC listing ``n_nodes`` consecutive order-5 nodes from ``first`` on."""
+    ranks = np.arange(decimal_to_rank(first), decimal_to_rank(first) + n_nodes)
+    ranges, start = [], ranks[0]
+    for prev, rank in zip(ranks[:-1], ranks[1:], strict=True):
+        if rank >> 10 != prev >> 10:  # a new base cell starts a new range
+            ranges.append([rank_to_decimal(int(start), 5), rank_to_decimal(int(prev), 5)])
+            start = rank
+    ranges.append([rank_to_decimal(int(start), 5), rank_to_decimal(int(ranks[-1]), 5)])
+    return {"spec": "morton-moc/1", "encoding": "ranges", "order": SHARD_ORDER, "ranges": ranges}
+
+
+def _synthetic_10k(root) -> None:
+    """10,000 listed nodes whose first is a copy of a real leaf; the rest do not exist."""
+    (root / "coverage.moc").write_text(json.dumps(_coverage_of(10_000, "111111")))
+    copy_leaf(root / "4/4/4/1/1/1/444111.zarr", root / "1/1/1/1/1/1/111111.zarr")
+
+
+def _stored_coordinates(root, level) -> int:
+    """How many of ``morton`` / ``cell_ids`` the level's template object stores (their
+    metadata is read at open, to check they are the coordinates the store computes)."""
+    group = root / level.template_data / str(level.cell_order)
+    return sum((group / name / "zarr.json").is_file() for name in ("morton", "cell_ids"))
+
+
+def _open_requests(root, **options) -> tuple[int, MocHiveStore]:
+    store = MocHiveStore(root, **options)
+    xr.open_zarr(store, group="atl06/o7")
+    return store.request_stats.total, store
+
+
+def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
+    root = hive_copy("bare_versioned")
+    few, _ = _open_requests(root)
+    _synthetic_10k(root)
+    many, store = _open_requests(root)
+    product = asyncio.run(store.hive()).products[0].levels[0]
+    assert product.n_nodes == 10_000
+    n, coords = len(product.arrays), _stored_coordinates(root, product)
+    assert coords == 1  # bare_versioned's leaves store morton, not cell_ids
+    # manifest + coverage + one stamp + group zarr.json + one per array and stored coordinate
+    # (named by the stamp's content hashes) and one listing of the group (concurrent with
+    # them: the authority on which arrays exist), then the writer-run sample: the 3 other
+    # stamps of the 4 leaves, and the arrays of 444112's second run (run 2)
+    assert few == 4 + n + coords + 1 + 3 + n
+    # 10,000 nodes: the sample is 7 more stamps (all absent), never more
+    assert many == 4 + n + coords + 1 + 7
+    assert store.request_stats.counts["list"] == 1
+
+
+def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
+    root = hive_copy("bare_versioned")
+    stamp = root / "4/4/4/1/1/1/444111.zarr/zarr.json"
+    doc = json.loads(stamp.read_text())
+    del doc["attributes"]["morton_hive_commit"]["content_hashes"]
+    stamp.write_text(json.dumps(doc))
+    total, store = _open_requests(root)
+    level = asyncio.run(store.hive()).products[0].levels[0]
+    n = len(level.arrays) + _stored_coordinates(root, level)
+    assert total == 5 + n + 3 + len(level.arrays)  # as above
+    assert store.request_stats.counts["list"] == 1
+    expected = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group="atl06/o7")
+    xr.testing.assert_identical(xr.open_zarr(store, group="atl06/o7").load(), expected.load())
+
+
+def _writer_runs(level) -> tuple[int, int]:
+    """``(objects, writer runs)`` of a level of at most 8 objects, read from the fixture on
+    disk: a versioned object's run is its ``current`` run id, an unversioned one its own."""
+    objects = [path for _, _, path in level.object_pairs()]
+    assert len(objects) <= 8  # every object is in the open's writer-run sample
+    runs = set()
+    for path in objects:
+        stamp = json.loads((FIXTURES / "pyramid2" / path / "zarr.json").read_text())
+        current = stamp["attributes"]["morton_hive_commit"].get("current")
+        runs.add(current.rsplit("-", 1)[0] if current else path)
+    return len(objects), len(runs)
+
+
+def _schema_requests(level) -> int:
+    """One stamp, the group's zarr.json, one zarr.json per array and stored coordinate, one
+    listing of the group, then every other object's stamp and one zarr.json per array of
+    each further run."""
+    objects, runs = _writer_runs(level)
+    first = 2 + len(level.arrays) + _stored_coordinates(FIXTURES / "pyramid2", level) + 1
+    return first + (objects - 1) + (runs - 1) * len(level.arrays)
+
+
+def test_overview_levels_are_read_only_when_a_path_needs_them():
+    store = MocHiveStore(FIXTURES / "pyramid2")
+    zarr.open_group(store, path="atl06/o2", mode="r")
+    opened = store.request_stats.total
+    source, *overviews = asyncio.run(store.hive()).products[0].levels
+    o2 = next(level for level in overviews if level.cell_order == 2)
+    # manifest + coverage, the source level's schema, then only o2's
+    assert opened == 2 + _schema_requests(source) + _schema_requests(o2)
+    # the root document consolidates every level: all of them are read for it
+    assert store.request_stats.total == 2 + sum(_schema_requests(lv) for lv in (source, *overviews))
+    # read out of order, the levels still stand in declared order
+    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
+    assert [lv.path for lv in asyncio.run(eager.hive()).products[0].levels] == [
+        lv.path for lv in (source, *overviews)
+    ]
+    children = [asyncio.run(s.view()).children("atl06") for s in (store, eager)]
+    assert children[0] == children[1]
+
+
+def test_xarray_default_open_reads_every_level_once_and_values_do_not_change():
+    lazy = MocHiveStore(FIXTURES / "pyramid2")
+    ds = xr.open_zarr(lazy, group="atl06/o3")  # consolidated: the root document needs all
+    levels = asyncio.run(lazy.hive()).products[0].levels
+    assert lazy.request_stats.total == 2 + sum(_schema_requests(lv) for lv in levels)
+    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
+    xr.testing.assert_equal(ds.load(), xr.open_zarr(eager, group="atl06/o3").load())
+
+
+@pytest.mark.parametrize("key", ["atl06/o3/count/c/0", "atl06/o3/count/zarr.json"])
+def test_a_key_inside_an_unread_level_reads_that_level_first(key):
+    from zarr.buffer import default_buffer_prototype
+
+    cold = MocHiveStore(FIXTURES / "pyramid2")
+    warm = MocHiveStore(FIXTURES / "pyramid2")
+    asyncio.run(warm.hive())
+    prototype = default_buffer_prototype()
+    got, want = (asyncio.run(s.get(key, prototype)) for s in (cold, warm))
+    assert want is not None
+    assert got.to_bytes() == want.to_bytes()
+
+
+def test_reads_beyond_open_touch_only_the_leaves_they_need(hive_copy):
+    root = hive_copy("bare_versioned")
+    _synthetic_10k(root)
+    total, store = _open_requests(root, chunking="leaf")  # a lookup: one leaf per chunk
+    ds = xr.open_zarr(store, group="atl06/o7")
+    with pytest.warns(HiveWarning, match="111112.zarr has no commit stamp"):
+        assert int(ds["count"][:32].sum()) > 0  # rows of the first two nodes
+    # one chunk GET for the template leaf (its stamp is cached), one stamp GET for the
+    # absent second leaf, nothing else
+    assert store.request_stats.total == total + 2

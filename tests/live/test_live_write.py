@@ -1,0 +1,44 @@
+"""zagg writes a hive (new leaves, rewritten leaves, superseded versions removed) while
+the in-process store reads it and ``serve`` serves it to concurrent HTTP clients: every
+answer is a committed state of its leaf, never the fill value, never a mix.
+
+The run is ``benchmarks/live_write.py`` (see there), kept short here; the writer is zagg
+0.61.0 in its own interpreter (``$MOCZARR_ZAGG_PYTHON``; ``.ci/run`` makes one).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from benchmarks.live_write import main
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info < (3, 12), reason="zagg, the writer, needs Python >= 3.12"
+)
+
+
+def _zagg_python() -> str:
+    python = os.environ.get("MOCZARR_ZAGG_PYTHON", "")
+    found = bool(python) and subprocess.run(
+        [python, "-c", "import zagg, mortie"], capture_output=True, check=False
+    ).returncode == 0
+    if not found:
+        why = ("no interpreter with zagg 0.61.0: set MOCZARR_ZAGG_PYTHON "
+               "(.ci/run makes .venv-zagg)")
+        if os.environ.get("MOCZARR_STORE_REQUIRE_WRITER") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return python
+
+
+def test_reads_while_zagg_commits_and_cleans_up_are_committed_states(tmp_path: Path, capsys):
+    status = main(["--seconds", "12", "--zagg-python", _zagg_python(), "--clients", "2",
+                   "--fresh", "4", "--tmp", str(tmp_path)])
+    report = capsys.readouterr().out
+    assert status == 0, report
+    assert '"commits": 0' not in report and '"versions_removed": 0' not in report, report
+    assert '"in-process match"' in report and '"http-0 match"' in report, report
