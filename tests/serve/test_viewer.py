@@ -194,7 +194,8 @@ def test_the_map_shows_coastlines_and_cells_at_two_zoom_levels(tmp_path):
     Earth's coastlines and cells; zoomed in 4 times about a cell, the coastlines of the
     North Atlantic and the finest order's cells. The page reads only ``zarr.json`` and
     chunks of the chosen field."""
-    report = _browse("pyramid2", {"product": "atl06", "field": "count"}, 4.0, {}, tmp_path)
+    report = _browse("pyramid2", {"product": "atl06", "field": "count"}, 4.0,
+                     {"chunking": "leaf"}, tmp_path)  # one chunk per leaf, as counted
     before, after = report["before"], report["state"]
     assert report["errors"] == [] and after["page"] == "drawn"
     assert before["first"]["requests"] == 4  # the root, its tag again, o1's 2 chunks
@@ -331,15 +332,16 @@ def test_a_browser_reloading_after_a_restart_on_a_grown_hive_reads_the_grown_hiv
         got = run_node("cached_fetch.mjs", chromium(), url, str(tmp_path / "profile"), *keys)
         return {key: (got[key]["cache_control"], bytes(got[key]["bytes"])) for key in keys}
 
-    with Served(create_app(root)) as server:
+    with Served(create_app(root, chunking="leaf")) as server:  # chunk k is leaf k
         port = server.port
         before = page(server.url, meta, first)  # the page reads the metadata and chunk 0
     assert json.loads(before[meta][1])["shape"] == [32]
     land()
-    with Served(create_app(root), port=port) as server, warnings.catch_warnings():
+    with Served(create_app(root, chunking="leaf"), port=port) as server, \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reloaded = page(server.url, meta, first, second)
-        store = MocHiveStore(root)
+        store = MocHiveStore(root, chunking="leaf")
         for key, (_, body) in reloaded.items():
             assert body == sync(store.get(key, default_buffer_prototype())).to_bytes(), key
     assert json.loads(reloaded[meta][1])["shape"] == [48]
@@ -423,7 +425,7 @@ def test_a_constant_field_has_a_one_value_legend(tmp_path):
     lon, lat = nested.healpix_to_lonlat(np.array([144], dtype=np.uint64), 2)
     view = f"{lon.deg[0]:.4f},{lat.deg[0]:.4f},20"
     query = {"product": "atl06", "field": "count", "max_cells": "8", "view": view}
-    state = _browse("pyramid2", query, None, {}, tmp_path)["state"]
+    state = _browse("pyramid2", query, None, {"chunking": "leaf"}, tmp_path)["state"]
     assert state["page"] == "drawn" and state["order"] == 3 and state["read"] == [1]
     legend = state["legend"]
     assert legend["min"] == legend["max"] == "6"
