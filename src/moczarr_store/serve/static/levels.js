@@ -62,17 +62,26 @@ export function chunkRows(meta) {
   return (shard ? shard.configuration.chunk_shape : meta.chunk_grid.configuration.chunk_shape).at(-1);
 }
 
-/** [west, east, south, north] of a cell's outline, continuous in longitude. */
-export function cellBox(id, order) {
-  const flat = outline(id, order, order < 6 ? 4 : 1);
-  let [w, e, s, n] = [Infinity, -Infinity, Infinity, -Infinity];
+/** A cell's outline ([lon, lat, ...], `steps` points per edge) with its longitudes made
+ * continuous: no jump of more than 180 degrees between two vertices. */
+export function continuousOutline(id, order, steps) {
+  const flat = outline(id, order, steps);
   let prev = flat[0];
   for (let i = 0; i < flat.length; i += 2) {
     let lon = flat[i];
     while (lon - prev > 180) lon -= 360;
     while (lon - prev < -180) lon += 360;
-    prev = lon;
-    [w, e, s, n] = [Math.min(w, lon), Math.max(e, lon), Math.min(s, flat[i + 1]), Math.max(n, flat[i + 1])];
+    flat[i] = prev = lon;
+  }
+  return flat;
+}
+
+/** [west, east, south, north] of a cell's outline, continuous in longitude. */
+export function cellBox(id, order) {
+  const flat = continuousOutline(id, order, order < 6 ? 4 : 1);
+  let [w, e, s, n] = [Infinity, -Infinity, Infinity, -Infinity];
+  for (let i = 0; i < flat.length; i += 2) {
+    [w, e, s, n] = [Math.min(w, flat[i]), Math.max(e, flat[i]), Math.min(s, flat[i + 1]), Math.max(n, flat[i + 1])];
   }
   if (n > 90 - 1e-6 || s < -90 + 1e-6) [w, e] = [-180, 180]; // a pole's cell: every longitude
   return [w, e, s, n];

@@ -7,9 +7,10 @@
 // are in flight.
 import * as zarr from "zarrita";
 import { landRings } from "./coast.js";
-import { cellAt, centre, outline } from "./healpix.js";
+import { cellAt, centre } from "./healpix.js";
 import {
-  cellBox, chunksFor, coveredNodes, limitedFetch, openLevel, readChunk, rowOfCell, visibleNodes,
+  cellBox, chunksFor, continuousOutline, coveredNodes, limitedFetch, openLevel, readChunk, rowOfCell,
+  visibleNodes,
 } from "./levels.js";
 
 const params = new URLSearchParams(location.search);
@@ -278,16 +279,7 @@ function graticule(view) {
  * at every copy of the world (±360°) on the canvas; false when no copy is on it. Pole
  * vertices widen to the map's edge. */
 function addCell(shapes, view, id, order) {
-  const flat = outline(id, order, order < 4 ? 2 ** (4 - order) : 1);
-  const pts = [];
-  let prev = flat[0];
-  for (let i = 0; i < flat.length; i += 2) {
-    let lon = flat[i];
-    while (lon - prev > 180) lon -= 360;
-    while (lon - prev < -180) lon += 360;
-    prev = lon;
-    pts.push(lon, flat[i + 1]);
-  }
+  const pts = continuousOutline(id, order, order < 4 ? 2 ** (4 - order) : 1);
   const n = pts.length / 2;
   let on = false;
   for (const shift of [-360, 0, 360]) {
