@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]*")  # what redact() finds
 _URL_BODY_RE = re.compile(r"[^\s\"'<>`]*")
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 _PARAM_RE = re.compile(r"([^&;=#]*)(=?)[^&;#]*")
@@ -33,9 +32,10 @@ def redact(text: str) -> str:
     ``s3://key:secret@bucket/hive?X-Amz-Signature=abc`` becomes
     ``s3://***@bucket/hive?X-Amz-Signature=***``; text outside URLs is unchanged.
     """
-    # The matches of _URL_RE, found in linear time: the regex itself retries every letter
-    # of a long run of scheme characters (quadratic); each "://" is looked for once, and
-    # its scheme is the run before it from its first letter (runs end at ":").
+    # A URL is a letter, then letters, digits, "+", "." or "-", then "://" and a body
+    # without space, quote or angle bracket. A regex for it retries every letter of a long
+    # run of scheme characters (quadratic); here each "://" is looked for once, and its
+    # scheme is the run before it from its first letter (runs end at ":").
     out, done, at = [], 0, text.find("://")
     while at >= 0:
         start = at
