@@ -30,12 +30,10 @@ import asyncio
 import contextlib
 import multiprocessing
 import resource
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +41,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.serve_load import free_port
+from benchmarks.serve_load import free_port, running
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("quiet", "idle", "slowloris", "headers", "crowd")
@@ -87,29 +85,9 @@ def server(
     port = free_port()
     command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(hive), "--port",
                str(port), "--stamp-ttl", "600"]
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=sink,
-                                   preexec_fn=_limit(soft or nofile, nofile))  # noqa: PLW1509 - setrlimit only
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/zarr.json",
-                                                timeout=5) as response:
-                        response.read()
-                    break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError("the server did not start") from None
-                    time.sleep(0.1)
-            yield port, process.pid
-        finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+    with running(command, f"http://127.0.0.1:{port}", log=log,
+                 preexec_fn=_limit(soft or nofile, nofile)) as pid:
+        yield port, pid
 
 
 # -- clients -----------------------------------------------------------------------------

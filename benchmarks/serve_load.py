@@ -32,7 +32,7 @@ import time
 import urllib.request
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,12 +67,15 @@ def served(hive: Path, *args: str, log: Path | None = None) -> Iterator[tuple[st
 
 @contextlib.contextmanager
 def running(
-    command: list[str], url: str, env: dict | None = None, log: Path | None = None
+    command: list[str], url: str, env: dict | None = None, log: Path | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Iterator[int]:
-    """``command`` (a server) in a subprocess, once ``url/zarr.json`` answers: its pid;
-    stopped (SIGTERM, then SIGKILL) on exit."""
+    """``command`` (a server) in a subprocess (``preexec_fn`` run in the child before it
+    starts), once ``url/zarr.json`` answers: its pid; stopped (SIGTERM, then SIGKILL) on
+    exit."""
     sink = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
-    process = subprocess.Popen(command, stdout=sink, stderr=sink, env=env)
+    process = subprocess.Popen(command, stdout=sink, stderr=sink, env=env,
+                               preexec_fn=preexec_fn)  # noqa: PLW1509 - setrlimit only
     try:
         deadline = time.monotonic() + 60
         while True:
