@@ -194,6 +194,16 @@ def declared_meta(name: str, template: dict, runs: list[RunEncoding]) -> dict:
 AUTO_MAX_LEAVES = 4096
 """Leaves one chunk of ``chunking="auto"`` joins at most: a chunk's plan and a read of one
 of its cells stay bounded on hives of tiny leaves (one-cell leaves: 4,096 cells a chunk)."""
+AUTO_LOOKUP_LEAVES = 16
+"""Leaves a chunk of ``chunking="auto"`` joins at most while its chunk holds at least
+``AUTO_MIN_BYTES``: a read of one cell reads every leaf of its chunk, each costing about
+6 µs warm (a ``stat`` and a check) against about 0.3 ms for a one-leaf chunk's whole
+read, so 16 leaves keep a lookup within ~1.6x ``"leaf"``'s (``benchmarks/chunk_curve.py``)."""
+AUTO_MIN_BYTES = 512 << 10
+"""Bytes of the level's largest field a chunk of ``chunking="auto"`` holds at least (up to
+``AUTO_MAX_LEAVES``), lookups or not: below it xarray's scans pay dask's per-task cost on
+too few bytes (``benchmarks/chunk_curve.py``: 4,096-cell leaves, 8 leaves a chunk (256 KiB
+of the largest field) scan at ~4.9x the raw reads through xarray, 16 (512 KiB) at ~2.7x)."""
 
 
 def spans(chunking: str | int) -> bool:
@@ -204,17 +214,32 @@ def spans(chunking: str | int) -> bool:
 
 def leaves_per_chunk(level: Level, chunking: str | int) -> int:
     """Leaves joined in one chunk along ``cells``: ``chunking`` when it is a count; for
-    ``"span"`` and ``"auto"`` as many of the level's largest leaf array as fit
-    ``SPAN_BYTES`` (at least one; ``"auto"``: at most ``AUTO_MAX_LEAVES``); 1 for every
-    other chunking. Fields whose leaves cannot be joined byte for byte (compressed,
+    ``"span"`` as many of the level's largest leaf array as fit ``SPAN_BYTES`` (at least
+    one); for ``"auto"`` :func:`auto_leaves` of that leaf array's bytes; 1 for every other
+    chunking. Fields whose leaves cannot be joined byte for byte (compressed,
     variable-length) stay one leaf per chunk whatever this says. No I/O."""
     if isinstance(chunking, int):
         return chunking
     if not spans(chunking):
         return 1
     largest = max((_leaf_nbytes(meta) for meta in level.arrays.values()), default=0)
-    k = max(1, SPAN_BYTES // largest) if largest else 1
-    return min(k, AUTO_MAX_LEAVES) if chunking == "auto" else k
+    if chunking == "auto":
+        return auto_leaves(largest)
+    return max(1, SPAN_BYTES // largest) if largest else 1
+
+
+def auto_leaves(largest: int) -> int:
+    """``chunking="auto"``'s leaves per chunk for leaves whose largest array holds
+    ``largest`` bytes (0: none numeric, one leaf): as many as fit ``SPAN_BYTES`` but no more
+    than ``AUTO_LOOKUP_LEAVES`` (a lookup reads every leaf of its chunk), unless fewer than
+    ``AUTO_MIN_BYTES`` would then be joined (tiny leaves: scans come first); at least one,
+    at most ``AUTO_MAX_LEAVES``. 4,096-cell leaves of 32 KB: 16; 65,536-cell leaves of
+    512 KB: 8; one-cell leaves: 4,096. Measured in ``benchmarks/chunk_curve.py``."""
+    if largest <= 0:
+        return 1
+    k = min(SPAN_BYTES // largest, AUTO_LOOKUP_LEAVES)
+    k = max(k, -(-AUTO_MIN_BYTES // largest), 1)
+    return min(k, AUTO_MAX_LEAVES)
 
 
 def _leaf_nbytes(meta: object) -> int:
