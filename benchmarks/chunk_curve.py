@@ -192,8 +192,11 @@ def main(argv: list[str] | None = None) -> None:
     for spec in args.hives:
         where, _, group = spec.rpartition(":")
         hive = Path(where)
+        start = time.perf_counter()
         want = _reference(hive, args.field)
         floors = _floor_objects(hive, group, args.field)
+        print(f"# {hive.name}: reference values and floor objects in "
+              f"{time.perf_counter() - start:.0f} s", flush=True)
         nodes = len(floors[1])
         counts = [int(c) for c in args.counts.split(",") if int(c) <= nodes]
         for chunking in (*counts, "auto"):

@@ -120,22 +120,23 @@ def test_span_is_chosen_from_the_leaf_size(monkeypatch):
 
 @pytest.mark.parametrize(("largest", "k"), [
     (0, 1),  # no numeric field: one leaf
-    (4096 * 8, 16),  # zagg's grid: 128 fit 4 MiB; 16 bound a lookup, and hold 512 KiB
+    (4096 * 8, 16),  # zagg's grid: 16 leaves hold 512 KiB
     (4096 * 4, 32),  # 16 would hold 256 KiB: 32 reach 512 KiB
     (1024 * 8, 64),  # 512 KiB of 8 KiB leaves
-    (65536 * 8, 8),  # 4 MiB of 512 KiB leaves, under the lookup bound
-    (1 << 20, 4),
-    (5 << 20, 1),  # a leaf past 4 MiB: one
+    (65536 * 8, 16),  # 8 MiB of 512 KiB leaves
+    (1 << 20, 8),  # 16 would hold 16 MiB: 8 MiB
+    (3 << 20, 2),
+    (9 << 20, 1),  # a leaf past 8 MiB: one
     (8, 4096),  # one-cell leaves: 65,536 for 512 KiB, at most 4,096
 ])
-def test_auto_joins_leaves_up_to_4_mib_bounded_for_lookups_above_512_kib(largest, k):
+def test_auto_joins_16_leaves_more_under_512_kib_fewer_over_8_mib(largest, k):
     assert arrays.auto_leaves(largest) == k
 
 
-def test_auto_s_lookup_bound_sets_the_chunks_and_inspect_shows_it(monkeypatch, capsys):
-    """Leaves of 64 cells (512 B of count): the lookup bound, lowered to 2 with no byte
+def test_auto_s_leaf_count_sets_the_chunks_and_inspect_shows_it(monkeypatch, capsys):
+    """Leaves of 64 cells (512 B of count): the leaf count, lowered to 2 with no byte
     floor, makes chunks of 2 leaves, values unchanged; inspect names the choice."""
-    monkeypatch.setattr(arrays, "AUTO_LOOKUP_LEAVES", 2)
+    monkeypatch.setattr(arrays, "AUTO_LEAVES", 2)
     monkeypatch.setattr(arrays, "AUTO_MIN_BYTES", 1)
     store = MocHiveStore(FIXTURES / "sharded")
     level = zarr.open_group(store, path="atl06/o7", mode="r")

@@ -26,11 +26,11 @@ from ..hive.runs import RunEncoding
 from ..io.ranges import BytesLike
 
 SPAN_BYTES = 4 << 20
-"""About the bytes of one chunk of ``chunking="span"`` and ``"auto"`` (of the level's
-largest field): a full scan pays zarr's and dask's per-chunk cost once per this many bytes.
-Measured (``benchmarks/README.md``, "Choosing k"): zarr's own scan stops gaining past
-~1 MiB a chunk, xarray's default path pays ~0.5 ms per dask task and stops gaining at
-~4 MiB, on leaves of 16 KB and of 262 KB alike."""
+"""About the bytes of one chunk of ``chunking="span"`` (of the level's largest field): a
+full scan pays zarr's and dask's per-chunk cost once per this many bytes. Measured
+(``benchmarks/README.md``, "Choosing k"): zarr's own scan stops gaining past ~1 MiB a
+chunk, xarray's default path pays ~0.5 ms per dask task and stops gaining at ~4 MiB, on
+leaves of 16 KB and of 262 KB alike."""
 SPHERE_MAX_CHUNKS = 2**24
 """Chunks along ``cells`` an array of a ``geometry="sphere"`` level may have, at most."""
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -194,16 +194,23 @@ def declared_meta(name: str, template: dict, runs: list[RunEncoding]) -> dict:
 AUTO_MAX_LEAVES = 4096
 """Leaves one chunk of ``chunking="auto"`` joins at most: a chunk's plan and a read of one
 of its cells stay bounded on hives of tiny leaves (one-cell leaves: 4,096 cells a chunk)."""
-AUTO_LOOKUP_LEAVES = 16
-"""Leaves a chunk of ``chunking="auto"`` joins at most while its chunk holds at least
-``AUTO_MIN_BYTES``: a read of one cell reads every leaf of its chunk, each costing about
-6 µs warm (a ``stat`` and a check) against about 0.3 ms for a one-leaf chunk's whole
-read, so 16 leaves keep a lookup within ~1.6x ``"leaf"``'s (``benchmarks/chunk_curve.py``)."""
+AUTO_LEAVES = 16
+"""Leaves a chunk of ``chunking="auto"`` joins when that holds between ``AUTO_MIN_BYTES``
+and ``AUTO_MAX_BYTES`` of the level's largest field. A read of one cell reads every leaf
+of its chunk, each about 6 µs warm (a ``stat`` and a check) against about 0.3 ms for a
+one-leaf chunk: 16 keep a lookup within ~1.6x ``"leaf"``'s, 128 made it ~6x on 4,096-cell
+leaves (``benchmarks/chunk_curve.py``)."""
 AUTO_MIN_BYTES = 512 << 10
-"""Bytes of the level's largest field a chunk of ``chunking="auto"`` holds at least (up to
-``AUTO_MAX_LEAVES``), lookups or not: below it xarray's scans pay dask's per-task cost on
-too few bytes (``benchmarks/chunk_curve.py``: 4,096-cell leaves, 8 leaves a chunk (256 KiB
-of the largest field) scan at ~4.9x the raw reads through xarray, 16 (512 KiB) at ~2.7x)."""
+"""Bytes of the level's largest field a chunk of ``chunking="auto"`` holds at least (more
+than ``AUTO_LEAVES`` leaves, up to ``AUTO_MAX_LEAVES``): below it xarray's scans pay dask's
+per-task cost on too few bytes (``benchmarks/chunk_curve.py``, 4,096-cell leaves: 8 leaves
+a chunk, 256 KiB, scan at ~4.9x the raw reads of their objects through xarray; 16, 512 KiB,
+at ~2.7x)."""
+AUTO_MAX_BYTES = 8 << 20
+"""Bytes of the level's largest field a chunk of ``chunking="auto"`` holds at most (fewer
+than ``AUTO_LEAVES`` leaves, at least one): 65,536-cell leaves (512 KB of ``count``), 16 a
+chunk, scan through xarray at ~3.4x the raw reads, 8 a chunk at ~5.9x, as a plain zarr
+copy with those chunks does (``benchmarks/chunk_curve.py``)."""
 
 
 def spans(chunking: str | int) -> bool:
@@ -230,16 +237,15 @@ def leaves_per_chunk(level: Level, chunking: str | int) -> int:
 
 def auto_leaves(largest: int) -> int:
     """``chunking="auto"``'s leaves per chunk for leaves whose largest array holds
-    ``largest`` bytes (0: none numeric, one leaf): as many as fit ``SPAN_BYTES`` but no more
-    than ``AUTO_LOOKUP_LEAVES`` (a lookup reads every leaf of its chunk), unless fewer than
-    ``AUTO_MIN_BYTES`` would then be joined (tiny leaves: scans come first); at least one,
-    at most ``AUTO_MAX_LEAVES``. 4,096-cell leaves of 32 KB: 16; 65,536-cell leaves of
-    512 KB: 8; one-cell leaves: 4,096. Measured in ``benchmarks/chunk_curve.py``."""
+    ``largest`` bytes (0: none numeric, one leaf): ``AUTO_LEAVES``, more while a chunk would
+    hold under ``AUTO_MIN_BYTES`` (at most ``AUTO_MAX_LEAVES``), fewer while it would hold
+    over ``AUTO_MAX_BYTES`` (at least one). 4,096-cell leaves of 32 KB and 65,536-cell
+    leaves of 512 KB: 16; one-cell leaves: 4,096."""
     if largest <= 0:
         return 1
-    k = min(SPAN_BYTES // largest, AUTO_LOOKUP_LEAVES)
-    k = max(k, -(-AUTO_MIN_BYTES // largest), 1)
-    return min(k, AUTO_MAX_LEAVES)
+    k = max(AUTO_LEAVES, -(-AUTO_MIN_BYTES // largest))
+    k = min(k, AUTO_MAX_BYTES // largest)
+    return min(max(k, 1), AUTO_MAX_LEAVES)
 
 
 def _leaf_nbytes(meta: object) -> int:
