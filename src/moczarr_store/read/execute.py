@@ -84,7 +84,8 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
     if isinstance(plan, Fabricate):
         fabricated = session.view.arrays[plan.array]
         assert isinstance(fabricated, FabricatedArray)
-        return slice_bytes(fabricated.fabricate(plan.coords), plan.byte_range)
+        chunk = fabricated.fabricate(plan.coords, session.coordinate_buffers.take)
+        return slice_bytes(chunk, plan.byte_range)
     if isinstance(plan, Absent):
         if plan.problem is not None:
             session.problems.note(plan.level, plan.problem, plan.obj, plan.source, plan.what)
