@@ -66,6 +66,9 @@ Usage (Python 3.12 venv with zagg 0.61.0)::
     ~N/8.5 ranges) via zagg's ``build_root_coverage``/``write_root_coverage``.
     ``morton_hive.json`` is zagg's. Every other listed shard has no leaf on
     disk (reads as missing with ``verify="lazy"``).
+    ``--scale-cell-order 10`` makes the leaf ONE cell (cell order = shard
+    order, one inner chunk): the hive of one-cell leaves ``benchmarks/onecell.py``
+    measures (1,000,000 shards: about 20 s).
 """
 
 from __future__ import annotations
