@@ -497,11 +497,14 @@ class FabricatedArray:
     """A coordinate array computed from the domain; its chunks never touch storage.
 
     ``produce(start, stop, length)`` gives the values of rows ``[start, stop)`` padded to
-    ``length`` rows; ``tail`` (a shard index, when the array is presented sharded) follows
-    the values of every chunk."""
+    ``length`` rows (``into``: it takes a fourth argument, writable bytes to compute them
+    in); ``tail`` (a shard index, when the array is presented sharded) follows the values
+    of every chunk."""
 
-    def __init__(self, meta: dict, rows: int, produce, tail: bytes = b"") -> None:
+    def __init__(self, meta: dict, rows: int, produce, tail: bytes = b"",
+                 into: bool = False) -> None:
         self.meta, self.rows, self._produce, self._tail = meta, rows, produce, tail
+        self._into = into
         self.path = ""  # set when the view places it
         self.grid = (math.ceil(meta["shape"][0] / rows),) if meta["shape"][0] else (0,)
         self._last: tuple[int, bytes] | None = None  # a shard is read in parts: keep one
@@ -517,8 +520,9 @@ class FabricatedArray:
         start = coords[0] * self.rows
         stop = min(start + self.rows, self.meta["shape"][0])
         if not self._tail:
-            if take is not None and self.meta["data_type"] == "uint64":
-                return self._produce(start, stop, self.rows, take(self.rows * 8))
+            if take is not None and self._into:
+                nbytes = self.rows * np.dtype(self.meta["data_type"]).itemsize
+                return self._produce(start, stop, self.rows, take(nbytes))
             return self._produce(start, stop, self.rows)
         values = self._produce(start, stop, self.rows)
         chunk = bytes(values) + self._tail
@@ -625,7 +629,7 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
     n = domain_nodes(level, sphere) * cells
     if shard_rows is None:
         return FabricatedArray(_coordinate_meta(n, rows, "uint64", 0, _BYTES_LE, "cells", attrs),
-                               rows, produce)
+                               rows, produce, into=True)
     codec = {"name": "sharding_indexed", "configuration": {
         "chunk_shape": [rows], "codecs": [_BYTES_LE],
         "index_codecs": [_BYTES_LE, {"name": "crc32c"}], "index_location": "end"}}
