@@ -162,6 +162,7 @@ async def _established(session: HiveSession, plan: LeafRead) -> tuple[Bytes | No
     if isinstance(plan, Recode):  # its values are read through zarr once its metadata is known
         meta = await _leaf_meta(session, plan, array)
         if meta is None:
+            await _settle_absence(session, plan, plan.meta)
             await _no_array(session, plan, array, None)
             return None, None
         leaf_meta = array.source_meta if meta == SAME else meta
