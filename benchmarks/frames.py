@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import os
 import sys
+import weakref
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -29,7 +30,7 @@ PACKAGE = str(Path(moczarr_store.__file__).resolve().parent)
 WATCHED = ("preadv", "pread", "stat")
 Chain = list[tuple[str, str]]  # (file, function), outermost first
 
-_CREATED: dict[asyncio.Task[Any], Chain] = {}
+_CREATED: weakref.WeakKeyDictionary[asyncio.Task[Any], Chain] = weakref.WeakKeyDictionary()
 
 
 def _stack(frame: FrameType | None) -> Chain:
@@ -63,7 +64,7 @@ def package_frames(chain: Chain) -> Chain:
             if file.startswith(PACKAGE) and not name.startswith("<")]
 
 
-async def _measure(store: MocHiveStore, key: str) -> tuple[str, Chain] | None:
+async def measure(store: MocHiveStore, key: str) -> tuple[str, Chain] | None:
     """The first watched call of a warm ``get(key)`` and its package frames."""
     from zarr.core.buffer import default_buffer_prototype
 
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     for chunking in ("leaf", "auto"):
         store = MocHiveStore(args.hive, chunking=chunking)
-        found = asyncio.run(_measure(store, args.key))
+        found = asyncio.run(measure(store, args.key))
         if found is None:
             print(f"chunking={chunking!r}: no watched system call (a mapped span kept?)")
             continue
