@@ -283,8 +283,8 @@ def test_a_new_store_s_first_read_of_a_span_is_served_in_one_pass(full_span, mon
     its chunks in one pass; each object is read once, as a read leaf by leaf reads it."""
     root, _array, want = full_span
     general, resolved = [], []
-    established, resolve = execute._established, LeafCache.resolve
-    monkeypatch.setattr(execute, "_established",
+    established, resolve = execute.read_leaf, LeafCache.resolve
+    monkeypatch.setattr(execute, "read_leaf",
                         lambda *args: general.append(args) or established(*args))
     monkeypatch.setattr(LeafCache, "resolve",
                         lambda *args: resolved.append(args) or resolve(*args))
