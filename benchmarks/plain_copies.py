@@ -1,0 +1,106 @@
+"""Plain zarr copies of a group, timed for the in-process target rows beside the store.
+
+Two copies of every array of the group (``make_plain_copy.copy_group``): the layout zagg
+wrote (``"shard"``: one chunk per leaf, the leaves' own codecs) and the layout the store
+presents with its default options (its ``zarr.json`` verbatim, its chunks as served).
+A plain copy has no store state: its "first" read differs from its "second" only by
+zarr opening the array's metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from moczarr_store import MocHiveStore
+
+COPIES = {"zagg's layout": "shard", "the store's layout": None}  # name: chunking (None: default)
+
+
+def make_copies(hive: Path, group: str, out: Path) -> dict[str, Path]:
+    """Both copies of ``group`` under ``out`` (written here): ``{name: path}``. Cost: every
+    array of the group read through the store and written once per copy."""
+    from benchmarks.make_plain_copy import copy_group
+
+    copies = {}
+    for i, (name, chunking) in enumerate(COPIES.items()):
+        path = out / f"copy{i}"
+        options = {} if chunking is None else {"chunking": chunking}
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            asyncio.run(copy_group(MocHiveStore(hive, **options), group, path))
+            zarr.consolidate_metadata(zarr.storage.LocalStore(str(path)))
+        copies[name] = path
+    return copies
+
+
+def _open_xr(path: Path) -> xr.Dataset:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return xr.open_zarr(str(path))
+
+
+def time_plain(copies: dict[str, Path], field: str, fields: list[str],
+               want: dict[str, np.ndarray], cells: int, rounds: int = 3) -> dict[str, list]:
+    """Per target row (keyed by the start of its label), each copy's ``(name, seconds,
+    own anchor seconds or None)``: the reads of :func:`benchmarks.targets.measure_targets`
+    on the copies, values checked equal to ``want`` first, each the best of ``rounds``
+    timed in turn; random reads per read."""
+    from benchmarks.run import _random_reads, alternate
+
+    fns: dict[str, object] = {}
+    arrays = {}
+    for name, path in copies.items():
+        arrays[name] = array = zarr.open_array(str(path / field), mode="r")
+        checks = {
+            "first zarr": lambda p=path: zarr.open_array(str(p / field), mode="r")[:],
+            "second zarr": lambda a=array: a[:],
+            "values": lambda p=path: _open_xr(p)[field].values,
+            "load": lambda p=path: _open_xr(p)[field].load().values,
+        }
+        for key, fn in checks.items():
+            np.testing.assert_array_equal(fn(), want[field], err_msg=f"{name} {key}")
+            fns[name, key] = fn
+        loaded = _open_xr(path).load()
+        for n in fields:
+            np.testing.assert_array_equal(loaded[n].values, want[n], err_msg=f"{name} {n}")
+        del loaded
+        fns[name, "all values"] = lambda p=path: [_open_xr(p)[n].values for n in fields]
+        fns[name, "ds load"] = lambda p=path: _open_xr(p).load()
+    took = alternate(fns, rounds)
+    per = _random_reads(want[field], cells, arrays)
+    out: dict[str, list] = {}
+    for name in copies:
+        t = {key: seconds for (copy, key), seconds in took.items() if copy == name}
+        for row, seconds, anchor in (
+            ("first scan (new store), zarr", t["first zarr"], None),
+            ("first scan (new store), xr", t["values"], None),
+            ("second scan (same store), zarr", t["second zarr"], None),
+            ("second scan (same store), xarray", t["values"], None),
+            ("[field].load()", t["load"], t["values"]),
+            ("ds.load()", t["ds load"], t["all values"]),
+            ("random single cell", per["random single cell", name], None),
+            ("random leaf-sized slice", per["random leaf-sized slice", name], None),
+        ):
+            out.setdefault(row, []).append((name, seconds, anchor))
+    return out
+
+
+def attach(rows: list[dict], plain: dict[str, list]) -> None:
+    """Each plain copy's time beside the target row it was timed for: ``row["plain"]``, a
+    list of ``{copy, ms, ratio}`` (the ratio to the row's floor, or to the copy's own
+    anchor where the row compares two reads of one source)."""
+    for row in rows:
+        for start, timed in plain.items():
+            if row["row"].startswith(start):
+                row["plain"] = [
+                    {"copy": name, "ms": round(seconds * 1e3, 2),
+                     "ratio": round(seconds / (anchor if anchor else row["floor_ms"] / 1e3), 2)}
+                    for name, seconds, anchor in timed]
