@@ -6,7 +6,7 @@ client in the harness's process shares no interpreter lock with it).
 
 ``s3``: the tests' keep-alive front for moto's S3 backend (``tests/support/servers.py``),
 bucket ``hive`` readable unsigned; each ``DIR``'s files are put at ``s3://hive/PREFIX/...``
-(those with a path component in ``--skip`` left out), then ``s3://hive/ready/zarr.json``,
+(the chunks of the arrays named by ``--skip`` left out: their ``NAME/c/...``), then ``s3://hive/ready/zarr.json``,
 so a client knows the uploads are done when that object answers. ``static``: GET/HEAD
 with byte ranges of the files below ``DIR``. Both answer ``GET /_requests`` with the
 number of requests they have served (not counting those): a server-side count. Runs
@@ -44,7 +44,8 @@ def _counting(base: type):
 
 
 def _upload(server, root: Path, prefix: str, skip: set[str]) -> int:
-    """``root``'s files at ``s3://hive/{prefix}/...``, straight into moto's backend."""
+    """``root``'s files at ``s3://hive/{prefix}/...`` (but the chunks of the arrays named
+    in ``skip``), straight into moto's backend."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.s3.models import s3_backends
     from support.servers import BUCKET
@@ -53,7 +54,8 @@ def _upload(server, root: Path, prefix: str, skip: set[str]) -> int:
     n = 0
     for path in root.rglob("*"):
         rel = path.relative_to(root)
-        if path.is_file() and not skip.intersection(rel.parts):
+        chunk_of = {a for a, c in zip(rel.parts, rel.parts[1:], strict=False) if c == "c"}
+        if path.is_file() and not skip & chunk_of:
             backend.put_object(BUCKET, f"{prefix}/{rel.as_posix()}", path.read_bytes())
             n += 1
     return n
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trees", nargs="+", help="s3: DIR=PREFIX; static: DIR")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--skip", action="append", default=[],
-                        help="s3: leave out files with this path component (repeatable)")
+                        help="s3: leave out the chunks of arrays of this name (repeatable)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO / "tests"))
     from support import servers

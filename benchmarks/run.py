@@ -1144,16 +1144,21 @@ TARGET_COLUMNS = ["hive", "row", "ours", "floor", "ratio", "target", "met", "bes
 
 
 def measure_all_targets(hives: list[tuple[Path, str]], field: str,
-                        onecell: list[tuple[Path, str]] = (), rounds: int = 3) -> None:
+                        onecell: list[tuple[Path, str]] = (), rounds: int | None = None,
+                        ) -> None:
     """The default options' rows against their floors, per hive: in process
     (``targets.py``), over the wire (``targets_wire.py``: serve, S3, latency), each beside
     the plain zarr copies' (``plain_copies.py``); then ``onecell.py``'s rows, if that module
-    is here; then the whole table again, the copies' best beside each row."""
+    is here; then the whole table again, the copies' best beside each row. ``rounds``:
+    each row the best of that many (None: each module's own default)."""
     from benchmarks import plain_copies, targets, targets_wire
 
     print("| hive | row | ms | floor | ratio | target | met |\n|---|---|---|---|---|---|---|")
     for hive, group in hives:
-        rows = targets.measure_targets(hive, group, field)
+        started = time.perf_counter()
+        rows = targets.measure_targets(hive, group, field, **({} if rounds is None else
+                                                              {"rounds": rounds}))
+        took = {"in process": time.perf_counter() - started}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             names = list(xr.open_zarr(MocHiveStore(hive), group=group).data_vars)
@@ -1163,9 +1168,14 @@ def measure_all_targets(hives: list[tuple[Path, str]], field: str,
             copies = plain_copies.make_copies(hive, group, Path(tmp))
             leaves = zarr.open_array(str(copies["zagg's layout"] / field), mode="r").nchunks
             cells = want[field].shape[0] // leaves
+            took["plain copies made"] = time.perf_counter() - started - sum(took.values())
             plain_copies.attach(rows, plain_copies.time_plain(copies, field, fields, want,
-                                                              cells, rounds))
-            rows += targets_wire.measure_wire(hive, group, field, want[field], copies, rounds)
+                                                              cells, rounds or 3))
+            took["plain copies timed"] = time.perf_counter() - started - sum(took.values())
+            rows += targets_wire.measure_wire(hive, group, field, want[field], copies,
+                                              rounds or 3)
+            took["over the wire"] = time.perf_counter() - started - sum(took.values())
+        print(f"# {hive.name}: seconds " + ", ".join(f"{k} {v:.0f}" for k, v in took.items()))
         TARGET_ROWS.extend(rows)
         targets.KEPT.clear()
         gc.collect()
@@ -1241,6 +1251,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--targets", type=_hive_group, action="append", metavar="HIVE:GROUP",
                         help="the default options' target rows on each hive (repeatable)")
+    parser.add_argument("--rounds", type=int, metavar="N",
+                        help="--targets: each row the best of N rounds (default: 5 in "
+                        "process, 3 for the rest)")
     parser.add_argument("--onecell", type=_hive_group, action="append", default=[],
                         metavar="HIVE:GROUP", help="benchmarks/onecell.py's target rows on a "
                         "hive of one-cell leaves (repeatable)")
@@ -1252,7 +1265,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace,
           argv: list[str] | None) -> int:
     if args.targets or args.onecell:
         print(machine())
-        measure_all_targets(args.targets or [], args.field, args.onecell)
+        measure_all_targets(args.targets or [], args.field, args.onecell, args.rounds)
         if not args.hive and not args.quick:
             write_json(args.json, "python -m benchmarks.run " + " ".join(argv or sys.argv[1:]),
                        ", ".join(hive.name for hive, _ in (args.targets or []) + args.onecell))

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from benchmarks.plain_copies import rounds_for
 from moczarr_store import MocHiveStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -172,7 +173,8 @@ def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
             before = served_count(url)
             np.testing.assert_array_equal(theirs[:], want, err_msg=f"{name} {copy} static")
             plain_counts.append(plain_entry(copy, None, (served_count(url) - before) / leaves))
-            t = alternate({"local": lambda a=ours: a[:], "http": lambda a=theirs: a[:]}, rounds)
+            t = alternate({"local": lambda a=ours: a[:], "http": lambda a=theirs: a[:]},
+                          rounds_for(copy, rounds))
         plain.append(plain_entry(f"{copy}, static HTTP server", t["http"],
                                  t["http"] / t["local"]))
     return [
@@ -238,7 +240,8 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
             np.testing.assert_array_equal(array[:], want, err_msg=f"{name} {copy} S3")
             keys = _chunk_keys(list(copies.values())[i], field)
             t = alternate({"zarr": lambda a=array: a[:],
-                           "raw": lambda k=keys, s=s3: _raw_gets(s, k, cap)}, rounds)
+                           "raw": lambda k=keys, s=s3: _raw_gets(s, k, cap)},
+                          rounds_for(copy, rounds))
             plain.append(plain_entry(f"{copy}, zarr over obstore S3Store", t["zarr"],
                                      t["zarr"] / t["raw"]))
     target = "target: >= 0.8x raw GETs' throughput"
@@ -255,7 +258,7 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
 
 
 def _other_fields(hive: Path, group: str, field: str) -> list[str]:
-    """The group's arrays other than ``field`` (left out of the S3 upload)."""
+    """The group's arrays other than ``field`` (their chunks left out of the S3 upload)."""
     root = zarr.open_group(MocHiveStore(hive), path=group, mode="r")
     return [n for n in root.array_keys() if n != field]
 
@@ -291,7 +294,7 @@ def measure_latency(hive: Path, group: str, field: str, want: np.ndarray,
     plain = []
     for copy, where in copies.items():
         runs = []
-        for _ in range(repeat):
+        for _ in range(rounds_for(copy, repeat)):
             slow = _Slow(zarr.storage.LocalStore(str(where), read_only=True))
             with zarr.config.set({"async.concurrency": CAP}):
                 array = zarr.open_array(slow, path=field, mode="r")
