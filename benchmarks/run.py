@@ -1165,7 +1165,7 @@ def measure_all_targets(hives: list[tuple[Path, str]], field: str,
         fields = [n for n in names if n not in targets.COORDS]
         want = targets._reference(hive, group, [field, *fields])
         with tempfile.TemporaryDirectory(prefix="moczarr-targets-") as tmp:
-            copies = plain_copies.make_copies(hive, group, Path(tmp))
+            copies = plain_copies.make_copies(hive, group, field, Path(tmp))
             leaves = zarr.open_array(str(copies["zagg's layout"] / field), mode="r").nchunks
             cells = want[field].shape[0] // leaves
             took["plain copies made"] = time.perf_counter() - started - sum(took.values())

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from benchmarks.plain_copies import rounds_for
+from benchmarks.plain_copies import slow
 from moczarr_store import MocHiveStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,8 +134,10 @@ class _Slow(zarr.storage.WrapperStore):
 def measure_wire(hive: Path, group: str, field: str, want: np.ndarray,
                  copies: dict[str, Path], rounds: int = 3) -> list[dict]:
     """The serve, S3 and latency rows of one hive (``want``: the oracle's ``field``;
-    ``copies``: the plain copies, :func:`benchmarks.plain_copies.make_copies`)."""
+    ``copies``: the plain copies, :func:`benchmarks.plain_copies.make_copies`, all but
+    zagg's layout timed here)."""
     os.environ.update(S3_ENV)
+    copies = {name: path for name, path in copies.items() if not slow(name)}
     first, chunks = _objects(hive, group, field)
     rows = measure_serve(hive, group, field, want, copies, len(chunks), rounds)
     rows += measure_s3(hive, group, field, want, copies, first, chunks, rounds)
@@ -174,7 +176,7 @@ def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
             np.testing.assert_array_equal(theirs[:], want, err_msg=f"{name} {copy} static")
             plain_counts.append(plain_entry(copy, None, (served_count(url) - before) / leaves))
             t = alternate({"local": lambda a=ours: a[:], "http": lambda a=theirs: a[:]},
-                          rounds_for(copy, rounds))
+                          rounds)
         plain.append(plain_entry(f"{copy}, static HTTP server", t["http"],
                                  t["http"] / t["local"]))
     return [
@@ -241,7 +243,7 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
             keys = _chunk_keys(list(copies.values())[i], field)
             t = alternate({"zarr": lambda a=array: a[:],
                            "raw": lambda k=keys, s=s3: _raw_gets(s, k, cap)},
-                          rounds_for(copy, rounds))
+                          rounds)
             plain.append(plain_entry(f"{copy}, zarr over obstore S3Store", t["zarr"],
                                      t["zarr"] / t["raw"]))
     target = "target: >= 0.8x raw GETs' throughput"
@@ -294,14 +296,14 @@ def measure_latency(hive: Path, group: str, field: str, want: np.ndarray,
     plain = []
     for copy, where in copies.items():
         runs = []
-        for _ in range(rounds_for(copy, repeat)):
-            slow = _Slow(zarr.storage.LocalStore(str(where), read_only=True))
+        for _ in range(repeat):
+            delayed = _Slow(zarr.storage.LocalStore(str(where), read_only=True))
             with zarr.config.set({"async.concurrency": CAP}):
-                array = zarr.open_array(slow, path=field, mode="r")
-                slow.requests = 0  # the scan's, as the store's (opened before)
+                array = zarr.open_array(delayed, path=field, mode="r")
+                delayed.requests = 0  # the scan's, as the store's (opened before)
                 start = time.perf_counter()
                 got = array[:]
-                runs.append((time.perf_counter() - start, slow.requests))
+                runs.append((time.perf_counter() - start, delayed.requests))
             np.testing.assert_array_equal(got, want, err_msg=f"{name} {copy} latency")
         seconds, made = min(runs)
         plain.append(plain_entry(f"{copy} ({made:,} requests)", seconds,
