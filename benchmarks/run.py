@@ -22,6 +22,7 @@ import hashlib
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -1084,6 +1085,8 @@ def write_json(path: Path | None, command: str, hive: str) -> None:
         "xarray": xr.__version__,
         "dask": dask.__version__,
     }
+    # no machine's directories in a committed file: each absolute path shown by its name
+    command = re.sub(r"(?<![\w.])/(?:[^\s:/]+/)+", "", command)
     doc = {"environment": environment, "command": command, "hive": hive,
            "columns": ["measure", "ours", "anchor", "ratio"], "rows": [list(r) for r in ROWS],
            # the default options against their floors (--targets, the targets measure):
