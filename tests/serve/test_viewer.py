@@ -431,6 +431,48 @@ def test_a_joined_chunk_over_the_budget_is_read_by_ranges_to_the_finest_order(tm
         assert _cell_pixels(png, after["map"]) > 20, png
 
 
+@pytest.mark.parametrize("field", ["count", "h_mean"])  # int64, float32
+def test_ranges_of_big_endian_chunks_are_decoded_in_their_byte_order(hive_copy, field, tmp_path):
+    """``bare_versioned`` with every plain leaf array rewritten big-endian (its ``bytes``
+    codec says ``"endian": "big"``, its chunks byteswapped: the same values). Under the
+    default chunking order 7 is one chunk of 4 leaves; with at most 32 cells a view, the
+    zoomed page reads it by a Range request and draws the original fixture's values."""
+    root = hive_copy("bare_versioned")
+    swapped = 0
+    for meta_path in root.rglob("7/*/zarr.json"):
+        meta = json.loads(meta_path.read_text())
+        if meta.get("codecs") != [{"name": "bytes", "configuration": {"endian": "little"}}]:
+            continue
+        little = np.dtype(meta["data_type"]).newbyteorder("<")
+        meta["codecs"][0]["configuration"]["endian"] = "big"
+        meta_path.write_text(json.dumps(meta))
+        for chunk in (meta_path.parent / "c").rglob("*"):
+            chunk.write_bytes(np.frombuffer(chunk.read_bytes(), little).byteswap().tobytes())
+        swapped += 1
+    declared = zarr.open_array(MocHiveStore(root), path=f"atl06/o7/{field}", mode="r")
+    codecs = list(declared.metadata.to_dict()["codecs"])
+    assert swapped and codecs == [{"name": "bytes", "configuration": {"endian": "big"}}]
+    assert declared.chunks == declared.shape == (64,)
+    query = {"product": "atl06", "field": field, "max_cells": "32"}
+    report = _browse("", query, 8.0, {}, tmp_path, root=root, recorder=Recorder)
+    state = report["state"]
+    assert report["errors"] == [] and state["page"] == "drawn", state["status"]
+    assert state["order"] == 7 and state["stats"]["ranged"] > 0
+    assert [r["status"] for r in report["seen"] if r["range"]] == [206] * state["stats"]["ranged"]
+    ids, values = _shown(MocHiveStore(FIXTURES / "bare_versioned"), state, 0)
+    valid = np.isfinite(values)
+    assert 0 < state["drawn"] <= int(valid.sum())
+    assert float(state["legend"]["min"]) == values[valid].min()
+    assert float(state["legend"]["max"]) == values[valid].max()
+    named = re.fullmatch(r"cell (\d+) \(order 7\): (.*)", state["pointer"])
+    row = np.flatnonzero(ids == int(named[1]))
+    assert row.size == 1
+    if named[2] == "no value":
+        assert np.isnan(values[row[0]])
+    else:
+        assert float(named[2]) == pytest.approx(values[row[0]], rel=1e-6)
+
+
 def test_a_browser_reloading_after_a_restart_on_a_grown_hive_reads_the_grown_hive(
     hive_copy, tmp_path
 ):
