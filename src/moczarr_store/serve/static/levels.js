@@ -4,8 +4,9 @@
 // at most MAX_IN_FLIGHT requests in flight. A field whose chunks are plain bytes (the lone
 // `bytes` codec: no compression, no sharding) is read by blocks of at most RANGE_ROWS rows,
 // adjacent blocks of one chunk in one request (a Range request unless they are the whole
-// chunk); any other field by whole chunks (a block is then a chunk). Cost: no request to map rows to cells; one request per run of
-// blocks (two for a sharded array's first chunk: its shard index).
+// chunk); any other field by whole chunks (a block is then a chunk). Cost: no request to
+// map rows to cells; one request per run of blocks (two for a sharded array's first chunk:
+// its shard index).
 import * as zarr from "zarrita";
 import { outline } from "./healpix.js";
 
@@ -331,7 +332,9 @@ async function readRange(level, run, w, signal) {
     : await level.store.getRange(key, { offset, length }, { signal });
   let bytes = got;
   if (got && got.length !== length) { // a server that ignored the Range: the whole chunk
-    if (got.length < offset + length) throw new Error(`${key}: ${got.length} bytes, ${offset + length} expected`);
+    if (got.length < offset + length) {
+      throw new Error(`${key}: ${got.length} bytes, ${offset + length} expected`);
+    }
     bytes = got.subarray(offset, offset + length);
   }
   const values = new Float64Array(rows).fill(NaN);

@@ -191,7 +191,9 @@ async function refresh(checked = false) {
     if (p.coarse) await readAll(p.coarse, signal, ticket);
     if (ticket !== state.ticket) return;
     draw();
-    state.first ??= { ms: Math.round(performance.now() - started), requests: net.stats.requests, bytes: net.stats.bytes };
+    state.first ??= {
+      ms: Math.round(performance.now() - started), requests: net.stats.requests, bytes: net.stats.bytes,
+    };
     if (p.target && p.target !== p.coarse) await readAll(p.target, signal, ticket);
     await sameHierarchy();
   } catch (err) {
