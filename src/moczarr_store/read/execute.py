@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HiveFormatError, LeafSchemaError, TruncatedChunkError
-from ..hive.jsonio import load_json, read_document
+from ..hive.jsonio import load_json, read_document, read_document_now
 from ..hive.level import Level
 from ..hive.paths import short
+from ..io.backend import NOT_NOW
 from ..io.ranges import BytesLike, slice_bytes
 from ..transcode import transcode
 from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
@@ -157,6 +159,7 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
+    _metas_now(session, plan.parts, array)
     direct = read_cached_span(session, plan.parts, array.part_fill)
     if direct is not None:
         return slice_bytes(direct, plan.byte_range)
@@ -199,16 +202,36 @@ async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) ->
     """``SAME``, the leaf array's metadata when its encoding differs, or ``None``."""
 
     async def load() -> Any:
-        payload = await read_document(session.backend, plan.meta)
-        if payload is None:
-            return None
-        meta, coded = _checked_meta(payload, plan.meta)
-        check_dimensions(meta, array, plan.meta)
-        return SAME if coded == array.declared_encoding else meta
+        return _meta_of(await read_document(session.backend, plan.meta), plan, array)
 
     if not plan.immutable:
         return await load()
     return await session.leaf_metas.get(plan.meta, load)
+
+
+def _meta_of(payload: Bytes | None, plan: LeafRead, array: FieldArray) -> Any:
+    """What :func:`_leaf_meta` makes of the leaf array document ``payload``."""
+    if payload is None:
+        return None
+    meta, coded = _checked_meta(payload, plan.meta)
+    check_dimensions(meta, array, plan.meta)
+    return SAME if coded == array.declared_encoding else meta
+
+
+def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldArray) -> None:
+    """The leaf array metadata of a span's leaf chunks of immutable versions established
+    as :func:`_leaf_meta` does, without a task: those the page cache holds, read inline,
+    until one would wait (one request each, as :func:`_leaf_meta` makes; none for those
+    known or being read). Their chunks may then take the fast path."""
+    metas = session.leaf_metas
+    for part in parts:
+        if (not isinstance(part, LeafRead) or not part.immutable
+                or metas.peek(part.meta, _UNKNOWN) is not _UNKNOWN or metas.loading(part.meta)):
+            continue
+        payload = read_document_now(session.backend, part.meta)
+        if payload is NOT_NOW or payload is None:  # an absent one: read where it is judged
+            return
+        metas.put(part.meta, _meta_of(payload, part, array))
 
 
 def _checked_meta(payload: Bytes, key: str) -> tuple[dict[str, Any], tuple[Any, ...]]:

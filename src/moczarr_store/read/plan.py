@@ -227,10 +227,11 @@ async def _span(
     session: HiveSession, array: FieldArray, coords: tuple[int, ...],
     byte_range: ByteRequest | None,
 ) -> Span:
-    """A span's plan: each part planned as its leaf's chunk, stamps known to the cache
-    without a task; the others read concurrently. A span planned before is planned again
-    only when the view's array or one of its leaves' cached stamps is another object than
-    it was planned under (a cache look per part instead of planning it)."""
+    """A span's plan: each part planned as its leaf's chunk, stamps known to the cache or
+    in the page cache without a task; the others read concurrently. A span planned before
+    is planned again only when the view's array or one of its leaves' cached stamps is
+    another object than it was planned under (a cache look per part instead of planning
+    it)."""
     key = (array.path, coords)
     known = session.span_plans.get(key)
     if known is not None and known.array is array and all(
@@ -244,7 +245,7 @@ async def _span(
             parts.append(None)
             continue
         part, located, path = found
-        leaf = None if path is None else session.leaves.hit(path)
+        leaf = None if path is None else session.leaves.resolve_now(path, session.backend)
         if path is None:
             parts.append(_UNCOVERED)
         elif leaf is None:
