@@ -66,6 +66,9 @@ Usage (Python 3.12 venv with zagg 0.61.0)::
     ~N/8.5 ranges) via zagg's ``build_root_coverage``/``write_root_coverage``.
     ``morton_hive.json`` is zagg's. Every other listed shard has no leaf on
     disk (reads as missing with ``verify="lazy"``).
+    ``--scale-cell-order 10`` makes the leaf ONE cell (cell order = shard
+    order, one inner chunk): the hive of one-cell leaves ``benchmarks/onecell.py``
+    measures (1,000,000 shards: about 20 s).
 """
 
 from __future__ import annotations
@@ -431,6 +434,16 @@ SCALE_S, SCALE_C, SCALE_K = 10, 12, 11
 SCALE_TEMPLATE = "1" + "1" * SCALE_S
 
 
+def scale_grid(cell_order: int) -> tuple[int, int]:
+    """(cell order, ``chunk_inner``) of the scale leaf: ``SCALE_C``/``SCALE_K`` by default;
+    a cell order of ``SCALE_S`` gives one-cell leaves (one inner chunk of one cell)."""
+    if cell_order == SCALE_C:
+        return SCALE_C, SCALE_K
+    if not SCALE_S <= cell_order <= 29:
+        sys.exit(f"--scale-cell-order must be {SCALE_S}..29, got {cell_order}")
+    return cell_order, max(SCALE_S, cell_order - 1)
+
+
 def scale_shards(n: int, seed: int = 1) -> np.ndarray:
     """Packed words of ``n`` order-``SCALE_S`` shards, template first: runs of
     1..16 consecutive ranks separated by gaps of 1..8 (seeded), from rank 0 of
@@ -473,16 +486,18 @@ def scale_main(args) -> int:
     t0 = time.time()
     # 1. the ONE real leaf, written by zagg's real write path (same synthetic
     #    source and settings as full mode, every cell observed).
+    cells, inner = scale_grid(args.scale_cell_order)
     leaf_args = argparse.Namespace(
         outdir=str(out),
         shard_order=SCALE_S,
-        cell_order=SCALE_C,
-        chunk_inner=SCALE_K,
+        cell_order=cells,
+        chunk_inner=inner,
+        fields=args.fields,
         icechunk=False,  # a one-leaf companion repo would benchmark nothing
         pyramid=False,
         threads=1,
     )
-    mf._REGISTRY = LazyRegistry(SCALE_C, SCALE_K, 4, args.points_per_cell)
+    mf._REGISTRY = LazyRegistry(cells, inner, 4, args.points_per_cell)
     summary = run_batch(leaf_args, [SCALE_TEMPLATE])
     assert summary["cells_with_data"] == 1 and not summary["cells_error"], summary
     # 2. the root coverage.moc listing N shards (zagg's own builder/writer)
@@ -494,7 +509,7 @@ def scale_main(args) -> int:
     print(
         f"scale hive -> {out}: {args.shards:,} shards listed at order {SCALE_S} "
         f"({len(env['ranges']):,} ranges, coverage.moc {moc_bytes / 2**20:.1f} MiB), "
-        f"1 real leaf {SCALE_TEMPLATE} (c={SCALE_C}, K={4 ** (SCALE_K - SCALE_S)}), "
+        f"1 real leaf {SCALE_TEMPLATE} (c={cells}, K={4 ** (inner - SCALE_S)}), "
         f"{time.time() - t0:.0f}s"
     )
     return 0
@@ -508,6 +523,8 @@ def main(argv=None) -> int:
     ap.add_argument("outdir")
     ap.add_argument("--mode", choices=("full", "scale"), default="full")
     ap.add_argument("--shards", type=int, default=100_000, help="scale mode: shards listed")
+    ap.add_argument("--scale-cell-order", type=int, default=SCALE_C,
+                    help=f"scale mode: cell order ({SCALE_S}: one-cell leaves)")
     ap.add_argument("--leaves", type=int, default=4096, help="full mode: leaves written")
     ap.add_argument("--shard-order", type=int, default=6)
     ap.add_argument("--cell-order", type=int, default=12)

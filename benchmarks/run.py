@@ -22,6 +22,7 @@ import hashlib
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -729,12 +730,15 @@ class SlowBackend(Backend):
 
 
 def _cold_scan(hive: Path, group: str, field: str, cap: int, delay: float,
-               out: NDBuffer | None = None) -> tuple[float, int, np.ndarray]:
-    """Seconds, requests and values of a full scan of ``field`` through a fresh store, into
-    a new array (``[:]``) or into ``out``; zarr starts twice ``cap`` chunk reads at once
-    (a cold leaf chunk has one request in flight, its stamp, then two), as the README
-    advises: more chunk tasks waiting only add event-loop work."""
-    store = MocHiveStore(hive, chunking=DEFAULT, max_concurrency=cap)
+               out: NDBuffer | None = None, chunking: str | None = DEFAULT,
+               ) -> tuple[float, int, np.ndarray]:
+    """Seconds, requests and values of a full scan of ``field`` through a fresh store
+    (``chunking``, None: the store's default), into a new array (``[:]``) or into ``out``;
+    zarr starts twice ``cap`` chunk reads at once (a cold leaf chunk has one request in
+    flight, its stamp, then two), as the README advises: more chunk tasks waiting only add
+    event-loop work."""
+    options = {} if chunking is None else {"chunking": chunking}
+    store = MocHiveStore(hive, max_concurrency=cap, **options)
     store.backend.__class__ = SlowBackend
     store.backend.delay = delay
     with zarr.config.set({"async.concurrency": 2 * cap}):
@@ -1074,16 +1078,22 @@ def write_json(path: Path | None, command: str, hive: str) -> None:
 
     environment = {
         "cores": os.cpu_count(),
+        "RAM GiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "load average (1, 5, 15 min) at the end": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
         "python": platform.python_version(),
         "zarr": zarr.__version__,
         "xarray": xr.__version__,
         "dask": dask.__version__,
     }
+    # no machine's directories in a committed file: each absolute path shown by its name
+    command = re.sub(r"(?<![\w.])/(?:[^\s:/]+/)+", "", command)
     doc = {"environment": environment, "command": command, "hive": hive,
            "columns": ["measure", "ours", "anchor", "ratio"], "rows": [list(r) for r in ROWS],
            # the default options against their floors (--targets, the targets measure):
-           # {hive, row, ms, floor, floor_ms, ratio, target, met} each
-           "targets": TARGET_ROWS}
+           # {hive, row, ms, floor, floor_ms, ratio, target, met, plain} each, and as the
+           # table printed (the docs render it)
+           "targets": TARGET_ROWS, "targets_columns": TARGET_COLUMNS,
+           "targets_table": [target_cells(r) for r in TARGET_ROWS]}
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
@@ -1133,16 +1143,86 @@ def run(
 
 
 TARGET_ROWS: list[dict] = []
+TARGET_COLUMNS = ["hive", "row", "ours", "floor", "ratio", "target", "met", "best plain copy"]
 
 
-def measure_all_targets(hives: list[tuple[Path, str]], field: str) -> None:
-    """The default options' rows against their floors (``benchmarks/targets.py``), per hive."""
-    from benchmarks.targets import measure_targets
+def measure_all_targets(hives: list[tuple[Path, str]], field: str,
+                        onecell: list[tuple[Path, str]] = (), rounds: int | None = None,
+                        ) -> None:
+    """The default options' rows against their floors, per hive: in process
+    (``targets.py``), over the wire (``targets_wire.py``: serve, S3, latency), each beside
+    the plain zarr copies' (``plain_copies.py``); then ``onecell.py``'s rows, if that module
+    is here; then the whole table again, the copies' best beside each row. ``rounds``:
+    each row the best of that many (None: each module's own default)."""
+    from benchmarks import plain_copies, targets, targets_wire
 
     print("| hive | row | ms | floor | ratio | target | met |\n|---|---|---|---|---|---|---|")
     for hive, group in hives:
-        TARGET_ROWS.extend(measure_targets(hive, group, field))
+        started = time.perf_counter()
+        rows = targets.measure_targets(hive, group, field, **({} if rounds is None else
+                                                              {"rounds": rounds}))
+        took = {"in process": time.perf_counter() - started}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            names = list(xr.open_zarr(MocHiveStore(hive), group=group).data_vars)
+        fields = [n for n in names if n not in targets.COORDS]
+        want = targets._reference(hive, group, [field, *fields])
+        with tempfile.TemporaryDirectory(prefix="moczarr-targets-") as tmp:
+            copies = plain_copies.make_copies(hive, group, field, Path(tmp))
+            leaves = zarr.open_array(str(copies["zagg's layout"] / field), mode="r").nchunks
+            cells = want[field].shape[0] // leaves
+            took["plain copies made"] = time.perf_counter() - started - sum(took.values())
+            plain_copies.attach(rows, plain_copies.time_plain(copies, field, fields, want,
+                                                              cells, rounds or 3))
+            took["plain copies timed"] = time.perf_counter() - started - sum(took.values())
+            rows += targets_wire.measure_wire(hive, group, field, want[field], copies,
+                                              rounds or 3)
+            took["over the wire"] = time.perf_counter() - started - sum(took.values())
+        print(f"# {hive.name}: seconds " + ", ".join(f"{k} {v:.0f}" for k, v in took.items()))
+        TARGET_ROWS.extend(rows)
+        targets.KEPT.clear()
         gc.collect()
+    for hive, group in onecell:
+        TARGET_ROWS.extend(measure_onecell(hive, group))
+    print_targets(TARGET_ROWS)
+
+
+def measure_onecell(hive: Path, group: str) -> list[dict]:
+    """``benchmarks/onecell.py``'s rows (a hive of one-cell leaves), or none without it."""
+    try:
+        from benchmarks.onecell import measure_onecell as measure  # type: ignore[import-not-found]
+    except ModuleNotFoundError as err:
+        if err.name != "benchmarks.onecell":
+            raise
+        print(f"# --onecell {hive}:{group}: no benchmarks/onecell.py here, no rows")
+        return []
+    return measure(hive, group)
+
+
+def print_targets(rows: list[dict]) -> None:
+    """The target rows as one table, the best plain copy beside each."""
+    print("\n# the default options' targets, the best plain zarr copy beside each row\n")
+    print("| " + " | ".join(TARGET_COLUMNS) + " |\n|" + "---|" * len(TARGET_COLUMNS))
+    for r in rows:
+        print("| " + " | ".join(target_cells(r)) + " |")
+
+
+def target_cells(r: dict) -> list[str]:
+    """A target row's cells as printed (and rendered in the docs): ours, its floor, ratio,
+    target, met, and the plain copy with the lowest ratio."""
+    ms = "-" if r.get("ms") is None else f"{r['ms']:,.1f} ms"
+    floor = str(r.get("floor", "-"))
+    if r.get("floor_ms") is not None:
+        floor += f" {r['floor_ms']:,.1f} ms"
+    x = "" if r.get("ms") is None and r.get("floor_ms") is None else "x"  # a count: no "x"
+    plain = min(r.get("plain") or [], key=lambda p: p["ratio"], default=None)
+    beside = "-" if plain is None else (
+        f"{plain['ratio']:.2f}{x} ({plain['copy']}"
+        + ("" if plain.get("ms") is None else f", {plain['ms']:,.1f} ms") + ")")
+    target = (f">= {r['ratio_min']}{x}" if r.get("ratio_min") is not None
+              else f"<= {r.get('target')}{x}")
+    return [str(r.get("hive")), str(r.get("row")), ms, floor, f"{r.get('ratio')}{x}", target,
+            "met" if r.get("met") else "MISSED", beside]
 
 
 def _hive_group(text: str) -> tuple[Path, str]:
@@ -1174,18 +1254,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--targets", type=_hive_group, action="append", metavar="HIVE:GROUP",
                         help="the default options' target rows on each hive (repeatable)")
+    parser.add_argument("--rounds", type=int, metavar="N",
+                        help="--targets: each row the best of N rounds (default: 5 in "
+                        "process, 3 for the rest)")
+    parser.add_argument("--onecell", type=_hive_group, action="append", default=[],
+                        metavar="HIVE:GROUP", help="benchmarks/onecell.py's target rows on a "
+                        "hive of one-cell leaves (repeatable)")
     args = parser.parse_args(argv)
     return _main(parser, args, argv)
 
 
 def _main(parser: argparse.ArgumentParser, args: argparse.Namespace,
           argv: list[str] | None) -> int:
-    if args.targets:
+    if args.targets or args.onecell:
         print(machine())
-        measure_all_targets(args.targets, args.field)
+        measure_all_targets(args.targets or [], args.field, args.onecell, args.rounds)
         if not args.hive and not args.quick:
             write_json(args.json, "python -m benchmarks.run " + " ".join(argv or sys.argv[1:]),
-                       ", ".join(hive.name for hive, _ in args.targets))
+                       ", ".join(hive.name for hive, _ in (args.targets or []) + args.onecell))
             return 0
     if unknown := set(args.only) - set(MEASURES):
         parser.error(f"--only: unknown measures {sorted(unknown)}")

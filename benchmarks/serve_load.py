@@ -68,16 +68,16 @@ def served(hive: Path, *args: str, log: Path | None = None) -> Iterator[tuple[st
 @contextlib.contextmanager
 def running(
     command: list[str], url: str, env: dict | None = None, log: Path | None = None,
-    preexec_fn: Callable[[], None] | None = None,
+    preexec_fn: Callable[[], None] | None = None, timeout: float = 60,
 ) -> Iterator[int]:
     """``command`` (a server) in a subprocess (``preexec_fn`` run in the child before it
-    starts), once ``url/zarr.json`` answers: its pid; stopped (SIGTERM, then SIGKILL) on
-    exit."""
+    starts), once ``url/zarr.json`` answers (within ``timeout`` seconds): its pid; stopped
+    (SIGTERM, then SIGKILL) on exit."""
     sink = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     process = subprocess.Popen(command, stdout=sink, stderr=sink, env=env,
                                preexec_fn=preexec_fn)  # noqa: PLW1509 - setrlimit only
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 with urllib.request.urlopen(f"{url}/zarr.json", timeout=5) as response:

@@ -8,8 +8,9 @@ with ``clients/js/browse.mjs`` (Debian's Chromium through puppeteer-core, ``npm 
 ``clients/js``) and prints one JSON line: the time from the page's start to its first
 picture and the requests it had sent by then (the page's own count), the requests until
 the view was complete, the most in flight (the browser's count), the order shown, the
-cells drawn; with ``--zoom`` the same after zooming in about a cell with a value. The
-screenshots go to ``--out``. Times are printed, never asserted.
+cells drawn, the Range requests and the body bytes received (the page's count); with
+``--zoom`` the same after zooming in about a cell with a value, and the time that took.
+The screenshots go to ``--out``. Times are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -43,21 +44,29 @@ def browse(url: str, out: Path, zoom: float | None) -> dict:
 
 
 def summary(report: dict) -> dict:
-    def one(state: dict, requests: int) -> dict:
-        return {"status": state["status"], "order": state["order"], "drawn": state["drawn"],
-                "chunks_read": len(state["read"] or []), "requests": requests}
+    def one(state: dict, since: dict | None = None) -> dict:
+        """A view: its order and cells; when it was complete, how long its reading took,
+        and the requests, Range requests and bytes the page sent for it (since ``since``)."""
+        done = state.get("complete") or {}
+        out = {"status": state["status"], "order": state["order"], "drawn": state["drawn"],
+               "blocks_read": len(state["read"] or []), "block_rows": state.get("unit"),
+               "complete_ms": done.get("ms"), "view_ms": done.get("view_ms")}
+        for k in ("requests", "ranged", "bytes"):
+            out[k] = done.get(k, 0) - (since or {}).get(k, 0)
+        return out
 
     first = report.get("before") or report["state"]
     out = {
         "first_picture_ms": first["first"]["ms"] if first["first"] else None,
         "first_picture_requests": first["first"]["requests"] if first["first"] else None,
-        "view": one(first, first.get("requests", report["requests"])),
+        "first_picture_bytes": first["first"].get("bytes") if first["first"] else None,
+        "view": one(first),
         "max_in_flight": report["max_in_flight"],
         "errors": len(report["errors"]), "failed": len(report["failed"]),
         "wall_s": report["wall_s"],
     }
     if report.get("before"):
-        out["zoomed"] = one(report["state"], report["requests"])
+        out["zoomed"] = one(report["state"], first.get("complete"))
     return out
 
 

@@ -33,11 +33,11 @@ try {
   await page.goto(url, { waitUntil: "load" });
   await settled(page);
   const describe = () => page.evaluate(() => {
-    const { product, field, order, window: w, drawn, read, first, labels, refused, view } = window.viewer?.state ?? {};
+    const { product, field, order, window: w, drawn, read, unit, first, complete, labels, refused, view } = window.viewer?.state ?? {};
     const text = (id) => document.getElementById(id).textContent;
     return {
       page: document.body.dataset.state, status: text("status"), product, field, order,
-      window: w, drawn, read, first, refused, labels: Array.from(labels ?? []), view,
+      window: w, drawn, read, unit, first, complete, refused, labels: Array.from(labels ?? []), view,
       stats: { ...window.viewer?.stats },
       legend: {
         min: document.getElementById("legend-min").dataset.value,

@@ -43,6 +43,11 @@ class AsyncCache(Generic[V]):
         """The cached value (not counted as a use), or ``default``."""
         return self._done.get(key, default)
 
+    def loading(self, key: Hashable) -> bool:
+        """Whether a load of ``key`` is under way on the running event loop (a caller that
+        would read it itself waits for that one instead)."""
+        return (id(asyncio.get_running_loop()), key) in self._pending
+
     def clear(self) -> None:
         self._done.clear()
 

@@ -22,6 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .buffers import BufferPool
 from .cache import AsyncCache
 from .diagnostics import Problems
 from .errors import HiveFormatError, MocHiveError, OutsideRootError
@@ -61,6 +62,8 @@ class HiveSession:
         self.windows: AsyncCache[list[str]] = AsyncCache(bound["version_groups"])
         self.problems = Problems()
         self.span_plans = SpanPlans(bound["span_parts"])
+        # what coordinate chunks are computed into: the local reader's pool, else a new one
+        self.coordinate_buffers = backend.buffers or BufferPool()
         self._hive: Hive | None = None
         self._view: View | None = None
         self._opened: AsyncCache[None] = AsyncCache(1)

@@ -8,6 +8,7 @@ its caches and its view. See ``ARCHITECTURE.md`` beside this module for one key'
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import itertools
@@ -28,7 +29,6 @@ from zarr.abc.store import (
 from .diagnostics import Problem
 from .hive.roster import Hive
 from .io.backend import Backend
-from .io.ranges import BytesLike
 from .options import (
     CHUNKINGS,
     DEFAULT_MAX_CONCURRENCY,
@@ -229,15 +229,13 @@ class MocHiveStore(Store):
             byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}.")
-        data = await planned(self.session, key, self._execute, byte_range)
+        data = await planned(self.session, key, functools.partial(execute, self.session),
+                             byte_range)
         if data is None and key.endswith("/zarr.json"):  # a node the hierarchy lacks
             from .hints import hint_missing
 
             hint_missing(self, key)
         return None if data is None else prototype.buffer.from_bytes(memoryview(data))
-
-    async def _execute(self, plan: Plan) -> BytesLike | None:
-        return await execute(self.session, plan)
 
     async def get_partial_values(
         self,

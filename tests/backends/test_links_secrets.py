@@ -271,6 +271,25 @@ def test_a_missing_object_behind_a_link_out_of_the_root_is_refused_not_missing(
     _refused(err, LEAF, outside)
 
 
+def test_a_directory_linked_out_beside_directories_read_is_refused(hive_copy, tmp_path,
+                                                                    link_checks):
+    """A read teaches the reader the directories on its way (each one step from a known
+    one is then checked with one ``lstat``): a field's directory beside them that is a
+    link out of the root is refused all the same, one that stays inside reads."""
+    root = hive_copy("bare_versioned")
+    backend = Backend(root)
+    assert sync(backend.get(_chunk(root))) == (root / _chunk(root)).read_bytes()
+    count = _chunk(root, "count").removesuffix("/c/0")
+    outside = _outside(tmp_path, root, count)
+    with pytest.raises(OutsideRootError) as err:
+        sync(backend.get(f"{count}/zarr.json"))
+    _refused(err, count, outside)
+    h_min = _chunk(root, "h_min").removesuffix("/c/0")
+    shutil.move(root / h_min, root / LEAF / "moved")
+    os.symlink(root / LEAF / "moved", root / h_min)
+    assert sync(backend.get(f"{h_min}/zarr.json")) == (root / h_min / "zarr.json").read_bytes()
+
+
 # -- secrets -----------------------------------------------------------------------------------
 
 SECRETS = ("AKIDSECRET", "KEYSECRET", "TOKENSECRET", "PWSECRET", "SIGSECRET", "QSECRET")

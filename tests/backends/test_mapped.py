@@ -197,6 +197,23 @@ def test_a_warm_span_of_whole_page_sized_shards_is_mapped_and_read_again_with_no
                                   want[rows * MAPPED_CHUNK : rows * (MAPPED_CHUNK + 1)])
 
 
+def test_a_new_store_serves_a_span_another_store_of_the_process_mapped():
+    """A span kept mapped is the process's: a new store's first read of it checks each
+    file (one ``stat``) and maps, or opens, none of its objects again."""
+    _warm(FIXTURES / "paged")
+    assert len(mapped._KEPT) == 1
+    store = MocHiveStore(FIXTURES / "paged", chunking=2)
+    array = zarr.open_array(store, path=ARRAY, mode="r")
+    store.request_stats.reset()
+    got = asyncio.run(store.get(f"{ARRAY}/c/{MAPPED_CHUNK}", default_buffer_prototype()))
+    assert dict(store.request_stats.counts) == {"get_range": 4}  # 2 stamps, 2 array docs
+    assert len(mapped._KEPT) == 1
+    rows = array.chunks[0]
+    want = zarr.open_array(MocHiveStore(FIXTURES / "paged"), path=ARRAY, mode="r")[:]
+    np.testing.assert_array_equal(got.as_numpy_array().view("<f4"),
+                                  want[rows * MAPPED_CHUNK : rows * (MAPPED_CHUNK + 1)])
+
+
 def test_an_unpickled_copy_reads_spans_into_buffers_and_serve_maps_as_its_store():
     """A copy is read where it was sent, often a dask worker whose memory monitor counts a
     mapped span's pages and pauses the worker at its limit (a worker limited to 1 GiB
@@ -207,6 +224,7 @@ def test_an_unpickled_copy_reads_spans_into_buffers_and_serve_maps_as_its_store(
     from moczarr_store.serve.generations import store_factory
 
     store, array, want = _warm(FIXTURES / "paged")
+    mapped.release()  # the store's own first read mapped (its leaves' metadata is page-cached)
     shipped = pickle.dumps(store)
     for _ in range(2):  # the second copy knows every version's metadata: warm
         copy = pickle.loads(shipped)

@@ -145,27 +145,55 @@ def node_sets(draw):
     return order, depth, nodes, start, stop
 
 
+SENTINEL = np.uint64(0xDEADBEEF)
+
+
 @SETTINGS
-@given(node_sets())
-@example((5, 5, ["411113", "-411111"], 3, 40))  # a few rows of a big subtree: per row
-@example((5, 2, ["411113", "-411111", "-411112"], 5, 47))  # rows over small subtrees: broadcast
-def test_child_ranks_match_mortie_children(case):
+@given(node_sets(), st.booleans())
+@example((5, 5, ["411113", "-411111"], 3, 40), False)  # a part of one subtree
+@example((5, 2, ["411113", "-411111", "-411112"], 5, 47), True)  # head, whole ones, tail
+@example((7, 0, ["-41111111", "21111111", "61111111"], 0, 3), False)  # one-cell subtrees
+def test_child_values_into_match_mortie_children(case, nested):
     order, depth, nodes, start, stop = case
     node_words = _u64([m_word(s) for s in nodes])
-    node_ranks = ids.words_to_ranks(node_words, order)
-    assert node_ranks.tolist() == [ids.decimal_to_rank(s) for s in nodes]
     expected = np.concatenate(
         [np.atleast_1d(mortie.generate_morton_children(w, order + depth)) for w in node_words]
-    ).astype(np.uint64)
-    assert expected.size == len(nodes) * 4**depth
-    ranks = ids.child_ranks(node_ranks, depth, start, stop)
-    assert ranks.dtype == np.uint64
-    words = ids.ranks_to_words(ranks, order + depth)
-    np.testing.assert_array_equal(words, expected[start:stop])
-    if stop > start:
-        nested = ids.ranks_to_nested(ranks, order + depth)
-        assert nested.dtype == np.uint64
-        np.testing.assert_array_equal(nested, m_nested(expected[start:stop]))
+    ).astype(np.uint64)[start:stop]
+    if nested and expected.size:
+        expected = m_nested(expected)
+    out = np.full(stop - start + 3, SENTINEL, dtype="<u8")  # rows past stop stay untouched
+    got = ids.child_values_into(out, ids.words_to_ranks(node_words, order), depth, start,
+                                stop, order + depth, nested)
+    assert got.dtype == np.uint64 and (not got.size or np.shares_memory(got, out))
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(out[stop - start :], [SENTINEL] * 3)
+
+
+@SETTINGS
+@given(st.integers(0, 10).flatmap(lambda o: st.tuples(
+    st.just(o), st.integers(11, MAX_ORDER - o), st.lists(decimals(order=o), min_size=1,
+                                                         max_size=2))),
+    st.integers(0, 2**40), st.integers(0, 64), st.booleans())
+def test_child_values_into_parts_of_large_subtrees_match_mortie(case, at, count, nested):
+    """Subtrees of more than 4**10 cells (computed per row, no table): rows are the
+    node's decimal followed by the child's base-4 digits, as mortie reads them."""
+    order, depth, nodes = case
+    per = 4**depth
+    start = at % (len(nodes) * per)
+    stop = min(start + count, len(nodes) * per)
+    digits = [nodes[r // per] + paths_digits(r % per, depth) for r in range(start, stop)]
+    expected = _u64([m_word(d) for d in digits])
+    if nested and expected.size:
+        expected = m_nested(expected)
+    out = np.full(stop - start, SENTINEL, dtype="<u8")
+    node_ranks = ids.words_to_ranks(_u64([m_word(s) for s in nodes]), order)
+    got = ids.child_values_into(out, node_ranks, depth, start, stop, order + depth, nested)
+    np.testing.assert_array_equal(got, expected)
+
+
+def paths_digits(child: int, depth: int) -> str:
+    """``child`` (0 .. 4**depth - 1) as ``depth`` morton digits 1-4, most significant first."""
+    return "".join("1234"[(child >> (2 * (depth - 1 - i))) & 3] for i in range(depth))
 
 
 @SETTINGS

@@ -212,3 +212,20 @@ def test_getsize_and_exists_of_a_recommitted_leaf_follow_its_new_version(hive_co
         commit(leaf, 1.0)
     assert run(store.getsize(key)) == len(_get(MocHiveStore(root, chunking="shard"), key))
     assert run(store.exists(key))
+
+
+def test_a_recoded_chunk_read_first_after_its_leaf_moved_follows_it(hive_copy):
+    """A ragged field (decoded and encoded again, one chunk per leaf) read for the first
+    time after its leaf was committed again: the old version's missing array metadata
+    re-reads the stamp, and the chunk comes from the new version, neither warned as a
+    dangling version nor read as the fill value."""
+    root = hive_copy("ragged")
+    keys = ["atl06/o6/h_tdigest/c/0", "atl06/o6/h_tdigest/c/1"]
+    want = [_get(MocHiveStore(root, chunking="leaf"), key) for key in keys]
+    store = MocHiveStore(root, chunking="leaf")
+    _read(store, "atl06/o6")  # count, h_mean: every stamp cached, h_tdigest not read
+    for leaf in _leaves(root):
+        commit(leaf, 1.0)  # h_tdigest holds no floats: its values stay as they were
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HiveWarning)
+        assert [_get(store, key) for key in keys] == want

@@ -84,6 +84,11 @@ PAGES = [
     ("sharded", {}, None, {"chunking": "span"}),
     ("paged", {"max_cells": "1024"}, 16.0, {"chunking": "inner"}),
     ("pyramid1", {"product": "atl06", "field": "count"}, 4.0, {"geometry": "sphere"}),
+    # the default chunking joins each order's leaves in one chunk, over these budgets
+    ("pyramid1", {"product": "atl06", "field": "count", "max_cells": "32"}, 4.0, {}),
+    ("windowed", {"product": "atl06", "field": "h_max", "window": "1", "max_cells": "32"},
+     8.0, {}),
+    ("paged", {"max_cells": "1024"}, 16.0, {}),
 ]
 MAX_IN_FLIGHT = 6  # viewer's levels.js
 COAST = (64, 64, 64)  # viewer.js's COAST
@@ -107,7 +112,8 @@ def _coast_pixels(png, box: dict) -> int:
 
 def _shown(local: MocHiveStore, state: dict, window: int) -> tuple[np.ndarray, np.ndarray]:
     """The ids and values (NaN: fill) of the rows the page read at the order it shows:
-    the chunks it names, at the array's declared chunk grid."""
+    the blocks it names, of the rows it says a block holds (a chunk's, or fewer where it
+    reads plain chunks in part)."""
     group = f"{state['product']}/o{state['order']}"
     array = zarr.open_array(local, path=f"{group}/{state['field']}", mode="r")
     ids = zarr.open_array(local, path=f"{group}/cell_ids", mode="r")
@@ -115,7 +121,7 @@ def _shown(local: MocHiveStore, state: dict, window: int) -> tuple[np.ndarray, n
     if values.ndim == 2:
         values = values[window]
     values[values == float(array.metadata.fill_value)] = np.nan
-    inner = array.chunks[-1]  # the inner chunk of a sharded array, as zarrita's
+    inner = state["unit"]
     taken = np.concatenate([np.arange(k * inner, min((k + 1) * inner, values.size))
                             for k in state["read"]]) if state["read"] else np.array([], int)
     return ids[...][taken], values[taken]
@@ -125,13 +131,52 @@ def _absent(store: MocHiveStore, key: str) -> bool:
     return sync(store.get(key, default_buffer_prototype())) is None
 
 
-def _browse(fixture: str, query: dict, zoom, options: dict, tmp_path, root=None) -> dict:
+class Recorder:
+    """ASGI middleware: per request its key, ``Range`` header, status and body bytes, and
+    the most requests for keys of the hierarchy (not the page nor ``/.static/``) the server
+    was answering at once: what the server saw and sent, whatever the browser reports."""
+
+    def __init__(self, app) -> None:
+        self.app, self.seen = app, []
+        self.in_flight = self.max_in_flight = 0
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        ranged = dict(scope["headers"]).get(b"range")
+        row = {"key": scope["path"][1:], "range": ranged and ranged.decode(), "status": 0,
+               "bytes": 0}
+        self.seen.append(row)
+
+        async def observed(message) -> None:
+            if message["type"] == "http.response.start":
+                row["status"] = message["status"]
+            elif message["type"] == "http.response.body":
+                row["bytes"] += len(message.get("body", b""))
+            await send(message)
+
+        key = int(bool(row["key"]) and not row["key"].startswith(".static/"))
+        self.in_flight += key
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            self.in_flight -= key
+
+
+def _browse(fixture: str, query: dict, zoom, options: dict, tmp_path, root=None,
+            recorder: type[Recorder] | None = None) -> dict:
     png, zoomed = tmp_path / "page.png", tmp_path / "zoomed.png"
-    with Served(create_app(root or FIXTURES / fixture, **options)) as server:
+    app = create_app(root or FIXTURES / fixture, **options)
+    if recorder:
+        app = recorder(app)
+    with Served(app) as server:
         url = server.url + "/?" + "&".join(f"{k}={v}" for k, v in query.items())
         args = [chromium(), url, str(png), *([str(zoom), str(zoomed)] if zoom else [])]
         report = run_node("browse.mjs", *args)
     report["png"], report["zoomed"] = png, zoomed
+    report["seen"] = app.seen if recorder else None
+    report["server_in_flight"] = app.max_in_flight if recorder else None
     return report
 
 
@@ -143,10 +188,12 @@ def test_viewer_draws_the_stores_values(fixture, query, zoom, options, tmp_path)
     it shows (after zooming in, a finer one or the same); the legend spans those values'
     range; the cell under the pointer is named with the store's value."""
     local = MocHiveStore(FIXTURES / fixture, **options)
-    report = _browse(fixture, query, zoom, options, tmp_path)
+    report = _browse(fixture, query, zoom, options, tmp_path, recorder=Recorder)
     state = report["state"]
     assert report["errors"] == [] and report["failed"] == []
-    assert 0 < report["max_in_flight"] <= MAX_IN_FLIGHT
+    # counted by the server and by the page: the browser's events may report a request
+    # sent before the one whose body freed its slot is reported finished
+    assert 0 < report["server_in_flight"] <= MAX_IN_FLIGHT
     assert state["stats"]["maxInFlight"] <= MAX_IN_FLIGHT
     assert not [k for k in report["keys"] if "cell_ids" in k or "morton" in k]
     assert state["page"] == "drawn", state["status"]
@@ -314,6 +361,127 @@ def test_an_absent_chunk_asked_as_the_viewer_asks_is_204(tmp_path):
         status, body = get(f"{server.url}/{present}?absent=204")
         stored = sync(local.get(present, default_buffer_prototype()))
         assert status == 200 and body == stored.to_bytes()
+
+
+def test_a_joined_chunk_asked_by_range_answers_its_bytes_and_absence_as_204():
+    """Under the default chunking a chunk joins leaves byte for byte, with the fill value
+    where a leaf is absent. A Range request of it answers 206 and those bytes of the whole
+    chunk, also within the absent leaf (``windowed``: node 9256 has no leaf in window
+    2019); a chunk with no leaf (``pyramid1`` on the sphere: its middle chunk) asked with
+    ``?absent=204`` answers 204 with a Range header as without."""
+    from support.serving import fetch
+
+    def stored(store: MocHiveStore, key: str) -> bytes:
+        return sync(store.get(key, default_buffer_prototype())).to_bytes()
+
+    windowed = MocHiveStore(FIXTURES / "windowed")
+    whole = stored(windowed, "atl06/o7/h_max/c/0/0")
+    assert len(whole) == 48 * 4  # one chunk of the 3 leaves
+    assert np.isnan(np.frombuffer(whole, "<f4")[32:]).all()  # the absent leaf: fill
+    sphere = MocHiveStore(FIXTURES / "pyramid1", geometry="sphere")
+    assert _absent(sphere, "atl06/o7/count/c/1") and not _absent(sphere, "atl06/o7/count/c/0")
+    with Served(create_app(FIXTURES / "windowed")) as server:
+        for first, last in ((0, 3), (64, 127), (100, 191), (128, 191)):
+            status, headers, body = fetch(server, "/atl06/o7/h_max/c/0/0?absent=204",
+                                          Range=f"bytes={first}-{last}")
+            assert (status, body) == (206, whole[first : last + 1])
+            assert headers["content-range"] == f"bytes {first}-{last}/{len(whole)}"
+    with Served(create_app(FIXTURES / "pyramid1", geometry="sphere")) as server:
+        assert fetch(server, "/atl06/o7/count/c/1", Range="bytes=0-7")[0] == 404
+        assert fetch(server, "/atl06/o7/count/c/1?absent=204", Range="bytes=0-7")[::2] == \
+            (204, b"")
+        status, _, body = fetch(server, "/atl06/o7/count/c/0?absent=204", Range="bytes=8-15")
+        assert (status, body) == (206, stored(sphere, "atl06/o7/count/c/0")[8:16])
+
+
+def test_a_range_of_a_joined_chunk_reads_only_the_leaves_it_falls_in(hive_copy):
+    """``pyramid1``'s order 7 is one chunk of 3 leaves (16 cells each) under the default
+    chunking. With the third leaf's chunk truncated, the whole chunk is an error (502),
+    while a Range request of the first two leaves' bytes reads only those (206, the
+    store's values): a view's rows cost the leaves they are in, not the chunk's."""
+    from support.serving import fetch
+
+    root = hive_copy("pyramid1")
+    leaf = next(root.glob("-4/1/1/3/3/1/-411331.zarr/run-*/7/count/c/0"))
+    leaf.write_bytes(leaf.read_bytes()[:-8])
+    expected = zarr.open_array(MocHiveStore(FIXTURES / "pyramid1"), path="atl06/o7/count",
+                               mode="r")[:32]
+    with Served(create_app(root)) as server:
+        assert fetch(server, "/atl06/o7/count/c/0")[0] == 502
+        status, _, body = fetch(server, "/atl06/o7/count/c/0?absent=204", Range="bytes=0-255")
+        assert status == 206
+        np.testing.assert_array_equal(np.frombuffer(body, "<i8"), expected)
+        assert fetch(server, "/atl06/o7/count/c/0", Range="bytes=248-263")[0] == 502
+
+
+def test_a_joined_chunk_over_the_budget_is_read_by_ranges_to_the_finest_order(tmp_path):
+    """``pyramid1`` served with the default chunking: each order's leaves are joined in
+    one chunk (order 7: 3 leaves, 48 cells). The page's budget is lowered to 32 cells
+    (``max_cells``) so that this chunk exceeds it, as a chunk of 128 leaves exceeds the
+    default budget on a large hive. Zoomed in 4 times, the page reads order 7, the finest,
+    by Range requests of the visible leaves' rows only: the server sees Range headers on
+    order 7's chunk and sends at most 32 cells' bytes of it, no chunk request sends more;
+    at most 6 requests in flight; coastlines and cells drawn at both zoom levels."""
+    joined = zarr.open_array(MocHiveStore(FIXTURES / "pyramid1"), path="atl06/o7/count",
+                             mode="r")
+    assert joined.chunks == joined.shape == (48,)
+    query = {"product": "atl06", "field": "count", "max_cells": "32"}
+    report = _browse("pyramid1", query, 4.0, {}, tmp_path, recorder=Recorder)
+    before, after, seen = report["before"], report["state"], report["seen"]
+    assert report["errors"] == [] and report["failed"] == [] and after["page"] == "drawn"
+    assert before["order"] < 7 == after["order"]
+    finest = [r for r in seen if r["key"].startswith("atl06/o7/count/c/")]
+    assert finest and all(r["range"] and r["status"] == 206 for r in finest)
+    assert sum(r["bytes"] for r in finest) <= 32 * joined.dtype.itemsize
+    assert all(r["bytes"] <= 32 * 8 for r in seen if "/c/" in r["key"])
+    assert after["stats"]["ranged"] == sum(bool(r["range"]) for r in seen) == len(finest)
+    assert 0 < report["server_in_flight"] <= MAX_IN_FLIGHT
+    assert after["stats"]["maxInFlight"] <= MAX_IN_FLIGHT
+    for png in (report["png"], report["zoomed"]):
+        assert _coast_pixels(png, after["map"]) > 300, png
+        assert _cell_pixels(png, after["map"]) > 20, png
+
+
+@pytest.mark.parametrize("field", ["count", "h_mean"])  # int64, float32
+def test_ranges_of_big_endian_chunks_are_decoded_in_their_byte_order(hive_copy, field, tmp_path):
+    """``bare_versioned`` with every plain leaf array rewritten big-endian (its ``bytes``
+    codec says ``"endian": "big"``, its chunks byteswapped: the same values). Under the
+    default chunking order 7 is one chunk of 4 leaves; with at most 32 cells a view, the
+    zoomed page reads it by a Range request and draws the original fixture's values."""
+    root = hive_copy("bare_versioned")
+    swapped = 0
+    for meta_path in root.rglob("7/*/zarr.json"):
+        meta = json.loads(meta_path.read_text())
+        if meta.get("codecs") != [{"name": "bytes", "configuration": {"endian": "little"}}]:
+            continue
+        little = np.dtype(meta["data_type"]).newbyteorder("<")
+        meta["codecs"][0]["configuration"]["endian"] = "big"
+        meta_path.write_text(json.dumps(meta))
+        for chunk in (meta_path.parent / "c").rglob("*"):
+            chunk.write_bytes(np.frombuffer(chunk.read_bytes(), little).byteswap().tobytes())
+        swapped += 1
+    declared = zarr.open_array(MocHiveStore(root), path=f"atl06/o7/{field}", mode="r")
+    codecs = list(declared.metadata.to_dict()["codecs"])
+    assert swapped and codecs == [{"name": "bytes", "configuration": {"endian": "big"}}]
+    assert declared.chunks == declared.shape == (64,)
+    query = {"product": "atl06", "field": field, "max_cells": "32"}
+    report = _browse("", query, 8.0, {}, tmp_path, root=root, recorder=Recorder)
+    state = report["state"]
+    assert report["errors"] == [] and state["page"] == "drawn", state["status"]
+    assert state["order"] == 7 and state["stats"]["ranged"] > 0
+    assert [r["status"] for r in report["seen"] if r["range"]] == [206] * state["stats"]["ranged"]
+    ids, values = _shown(MocHiveStore(FIXTURES / "bare_versioned"), state, 0)
+    valid = np.isfinite(values)
+    assert 0 < state["drawn"] <= int(valid.sum())
+    assert float(state["legend"]["min"]) == values[valid].min()
+    assert float(state["legend"]["max"]) == values[valid].max()
+    named = re.fullmatch(r"cell (\d+) \(order 7\): (.*)", state["pointer"])
+    row = np.flatnonzero(ids == int(named[1]))
+    assert row.size == 1
+    if named[2] == "no value":
+        assert np.isnan(values[row[0]])
+    else:
+        assert float(named[2]) == pytest.approx(values[row[0]], rel=1e-6)
 
 
 def test_a_browser_reloading_after_a_restart_on_a_grown_hive_reads_the_grown_hive(

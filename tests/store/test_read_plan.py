@@ -149,3 +149,17 @@ def test_identical_malformed_leaf_metadata_is_refused_for_each_leaf(hive_copy):
     for plan in plans.values():
         with pytest.raises(MalformedMetadataError, match=plan.meta):
             asyncio.run(execute(store.session, plan))
+
+
+@pytest.mark.parametrize("chunking", ["leaf", "auto"])
+def test_the_frames_benchmark_follows_a_warm_read_from_get_to_the_system_call(chunking):
+    """``benchmarks/frames.py`` (the chunk path's depth) finds the chain it counts."""
+    from benchmarks.frames import measure
+
+    store = MocHiveStore(FIXTURES / "pyramid1", chunking=chunking)
+    found = asyncio.run(measure(store, "atl06/o7/h_mean/c/0"))
+    assert found is not None
+    call, frames = found
+    assert call == "preadv"
+    assert frames[0][1] == "get" and frames[0][0].endswith("store.py")
+    assert frames[-1][0].endswith("local.py") and len(frames) > 4

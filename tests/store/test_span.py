@@ -29,6 +29,7 @@ from moczarr_store import (
     buffers,
 )
 from moczarr_store.cli import build_parser, main
+from moczarr_store.hive.leaves import LeafCache
 from moczarr_store.read import execute, plan
 from moczarr_store.refs import export_refs
 from moczarr_store.view import arrays
@@ -305,6 +306,31 @@ def test_a_warm_span_of_whole_shards_is_read_straight_into_one_buffer(full_span,
                         lambda *args: joined.append(read_cached_span(*args)) or joined[-1])
     np.testing.assert_array_equal(array[:], want)
     assert len(joined) == 1 and joined[0] is not None
+
+
+def test_a_new_store_s_first_read_of_a_span_is_served_in_one_pass(full_span, monkeypatch):
+    """A new store's first read of a local span: its leaves' stamps and array metadata are
+    read from the page cache while it is planned and served, without a task per leaf, and
+    its chunks in one pass; each object is read once, as a read leaf by leaf reads it."""
+    root, _array, want = full_span
+    general, resolved = [], []
+    established, resolve = execute.read_leaf, LeafCache.resolve
+    monkeypatch.setattr(execute, "read_leaf",
+                        lambda *args: general.append(args) or established(*args))
+    monkeypatch.setattr(LeafCache, "resolve",
+                        lambda *args: resolved.append(args) or resolve(*args))
+    counts = {}
+    for chunking in (3, "leaf"):
+        store = MocHiveStore(root, chunking=chunking)
+        array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+        store.request_stats.reset()
+        general.clear(), resolved.clear()  # the open resolves the template leaf's stamp
+        np.testing.assert_array_equal(array[:], want)
+        counts[chunking] = dict(store.request_stats.counts)
+        if chunking == 3:
+            assert general == [] and resolved == []
+    # 3 chunks; the stamp and array document of the 2 leaves the open did not read
+    assert counts[3] == counts["leaf"] == {"get_range": 4, "get": 3}
 
 
 @pytest.mark.parametrize("chunking", ["leaf", 2])

@@ -105,35 +105,51 @@ def nested_in_place(ranks: np.ndarray, order: int) -> np.ndarray:
     return ranks
 
 
-def child_ranks(node_ranks: np.ndarray, depth: int, start: int, stop: int) -> np.ndarray:
-    """Ranks of rows ``[start, stop)`` of the concatenated node subtrees, as a fresh,
-    contiguous uint64 array (callers may compute in it).
-
-    Row ``r`` is child ``r % 4**depth`` of node ``r // 4**depth``. Cost: one broadcast of
-    the nodes' first children over their child steps (a few passes over ``stop - start``
-    uint64 values); per row (shifts and masks) when the rows cover a small part of few
-    large subtrees.
+def child_values_into(out: np.ndarray, node_ranks: np.ndarray, depth: int, start: int,
+                      stop: int, order: int, nested: bool) -> np.ndarray:
+    """Rows ``[start, stop)`` of the concatenated node subtrees (row ``r`` is child
+    ``r % 4**depth`` of node ``r // 4**depth``) as packed words of ``order`` (``nested``:
+    NESTED ids), written into ``out[: stop - start]`` (contiguous uint64) and returned.
+    A row is ``high(node) | low(child)``: whole subtrees are one OR of the nodes' bits
+    with a kept table of the children's (read-only, up to 1 Mi rows), a part of one a
+    slice of it. Cost: one pass over the rows, no temporary as large as them.
     """
-    per, bits = 4**depth, _U64(2 * depth)
-    first, last = start // per, -(-stop // per)  # the nodes the rows fall in
-    if (last - first) * per > 2 * (stop - start) + 64:
-        rows = np.arange(start, stop, dtype=_U64)
-        nodes = np.asarray(node_ranks, dtype=_U64)[(rows >> bits).astype(np.intp)]
-        return (nodes << bits) | (rows & _U64(per - 1))
-    block = (np.asarray(node_ranks, dtype=_U64)[first:last, None] << bits) | _steps(per)
-    return block.ravel()[start - first * per : stop - first * per]
+    per, bits = 4**depth, 2 * depth
+    low_shift = 0 if nested else shift(order)
+    first, last = start // per, -(-stop // per)
+    nodes = np.asarray(node_ranks[first:last], dtype=_U64)
+    if nested:  # a node's NESTED id: its rank less the order's leading one
+        high = (nodes - _U64(4 ** (order - depth))) << _U64(bits)
+    else:
+        high = nodes << _U64(bits + low_shift)
+    tag = 0 if nested else order
+    at, row = 0, start  # where the next row goes in out, and its row number
+    while row < stop:
+        node, child = divmod(row, per)
+        take = min(per - child, stop - row)
+        into, h = out[at : at + take], high[node - first]
+        if take == per and per <= 1 << 20:  # whole subtrees: all of them in one OR
+            whole = (stop - row) // per
+            block = out[at : at + whole * per].reshape(whole, per)
+            np.bitwise_or(high[node - first : node - first + whole, None],
+                          _low_table(per, low_shift, tag), out=block)
+            at, row = at + whole * per, row + whole * per
+            continue
+        if per <= 1 << 20:
+            np.bitwise_or(h, _low_table(per, low_shift, tag)[child : child + take], out=into)
+        else:  # a part of a subtree too large to keep a table of
+            np.left_shift(np.arange(child, child + take, dtype=_U64), _U64(low_shift), out=into)
+            into |= h | _U64(tag)
+        at, row = at + take, row + take
+    return out[:at]
 
 
 @functools.lru_cache(maxsize=8)
-def _child_steps(per: int) -> np.ndarray:
-    steps = np.arange(per, dtype=_U64)
-    steps.flags.writeable = False
-    return steps
-
-
-def _steps(per: int) -> np.ndarray:
-    """``arange(per)`` as uint64: kept (read-only) up to 1 Mi rows (8 MB), else made."""
-    return _child_steps(per) if per <= 1 << 20 else np.arange(per, dtype=_U64)
+def _low_table(per: int, low_shift: int, tag: int) -> np.ndarray:
+    """``(arange(per) << low_shift) | tag`` as uint64, read-only (kept: at most 8 MB)."""
+    table = (np.arange(per, dtype=_U64) << _U64(low_shift)) | _U64(tag)
+    table.flags.writeable = False
+    return table
 
 
 def ancestor_ranks(ranks: npt.ArrayLike, depth: int) -> np.ndarray:

@@ -36,6 +36,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# one decoder (``json.loads`` with options builds one per call)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def load_json(
     payload: bytes | bytearray | memoryview,
     where: str,
@@ -54,7 +58,7 @@ def load_json(
         raise error(f"{where}: the document is larger than the {max_bytes:,}-byte limit")
     try:
         text = str(payload, "utf-8")  # decoded from the buffer itself: no copy of the bytes
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = _DECODER.decode(text)
     except UnicodeDecodeError as err:
         raise error(f"{where}: not UTF-8 ({err})") from None
     except RecursionError:
@@ -88,6 +92,12 @@ async def read_document(backend, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYT
     """The bytes of object ``key`` (``None``: absent), at most ``max_bytes + 1`` of them:
     one ranged GET, so a huge object is never downloaded whole."""
     return await backend.get(key, RangeByteRequest(0, max_bytes + 1))
+
+
+def read_document_now(backend, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES):
+    """:func:`read_document` without an await (``backend.get_now``): its answer, or
+    ``NOT_NOW`` (nothing read) when the object is not local and all in the page cache."""
+    return backend.get_now(key, RangeByteRequest(0, max_bytes + 1))
 
 
 def load_object(payload, where: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> dict:

@@ -19,9 +19,10 @@ from zarr.abc.store import RangeByteRequest
 
 from ..cache import AsyncCache
 from ..errors import OutsideRootError
+from ..io.backend import NOT_NOW
 from ..tunables import config
 from .ids import DECIMAL_RE
-from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json
+from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json, read_document_now
 from .paths import short, split_leaf_name, validate_current
 
 STAMP_KEY = "morton_hive_commit"
@@ -35,6 +36,7 @@ _KEPT = 128  # characters of a provenance string kept (longer ones match nothing
 _GROUPS_KEPT = 64  # cell orders of a column's "groups" kept (zagg writes a few)
 REREADS_KEPT = 4096  # leaves whose last re-read (and when it began) is remembered
 _TICKS = itertools.count()
+_LINKED = object()
 
 
 def tick() -> int:
@@ -85,6 +87,8 @@ class Leaf:
         return self.path
 
     def slim(self) -> Leaf:
+        if self.attrs is None:  # slim already (frozen: itself)
+            return self
         return Leaf(self.path, self.state, self.current, None, self.provenance, self.hashed,
                     self.misplaced)
 
@@ -103,7 +107,7 @@ def _scalar(value: object) -> object:
 
 
 def _provenance(attrs: dict) -> Provenance | None:
-    if not any(key in attrs for key in PROVENANCE):
+    if attrs.keys().isdisjoint(PROVENANCE):
         return None
 
     def fields(block: object, keys: tuple[str, ...]) -> tuple | None:
@@ -146,7 +150,7 @@ def _hashed(stamp: dict) -> frozenset[str] | None:
     arrays = hashes.get("arrays") if isinstance(hashes, dict) else None
     if not isinstance(arrays, dict):
         return None
-    return _interned(frozenset(name for name in arrays if isinstance(name, str)))
+    return _interned(frozenset(arrays))  # a JSON object's names are strings
 
 
 def misplaced(path: str, stamp: dict) -> str | None:
@@ -165,7 +169,7 @@ def misplaced(path: str, stamp: dict) -> str | None:
     if isinstance(coverage, dict) and coverage.get("spec") == "morton-moc/1":
         box = coverage.get("box")
         for cell in box[:4] if isinstance(box, list) else ():
-            if isinstance(cell, str) and DECIMAL_RE.match(cell) and not cell.startswith(node):
+            if isinstance(cell, str) and not cell.startswith(node) and DECIMAL_RE.match(cell):
                 return (f"was written for another node: its commit stamp's coverage box "
                         f"names cell {cell}, outside node {node}")
     label = stamp.get("window")
@@ -220,6 +224,25 @@ class LeafCache(AsyncCache[Leaf]):
         most the document cap."""
 
         return await self.get(path, lambda: _load(path, read))
+
+    def resolve_now(self, path: str, backend) -> Leaf | None:
+        """The leaf at ``path`` as :meth:`resolve` gives it (its cached, slim form), without
+        an await: cached, or read inline when its stamp is local and all in the page cache
+        (``backend.get_now``; one request, as :meth:`resolve` makes). ``None`` when that
+        read would wait or one is under way: :meth:`resolve` it then."""
+        leaf = self.hit(path)
+        if leaf is not None or self.loading(path):
+            return leaf
+        try:
+            payload = read_document_now(backend, f"{path}/zarr.json")
+        except OutsideRootError:  # that object is refused, not the hive
+            payload = _LINKED
+        if payload is NOT_NOW:
+            return None
+        leaf = Leaf(path, "linked") if payload is _LINKED else parse_leaf(path, payload)
+        self.put(path, leaf)
+        kept = self.hit(path)  # the very object a plan is kept under (``_span``)
+        return leaf.slim() if kept is None else kept
 
     async def resolve_full(self, path: str, read) -> Leaf:
         """Like :meth:`resolve`, with the stamp's attributes: the cache keeps slim leaves,

@@ -31,6 +31,8 @@ from .redact import first_paragraph, scrub
 from .remote import RANGE_REFUSED, ObstoreReader
 from .urls import normalize_url
 
+NOT_NOW = object()  # what ``Backend.get_now`` answers when it would have to wait
+
 
 @dataclass
 class RequestStats:
@@ -175,6 +177,26 @@ class Backend:
         if got is not None:
             self._tally(kind)
         return got
+
+    def get_now(self, path: str, byte_range: RangeByteRequest | None = None) -> Any:
+        """What :meth:`get` answers (the bytes, or ``None``: absent), when the object (or
+        the range, which must not be empty) is local and all in the page cache: read
+        inline, no await, one request counted; else :data:`NOT_NOW`, nothing read or
+        counted. Its errors are :meth:`get`'s."""
+        if byte_range is not None and (unusual(byte_range) or byte_range.end <= byte_range.start):
+            return NOT_NOW
+        self._reader.ready()
+        try:
+            option = range_option(byte_range)
+            kind = "get" if option is None or self.ignores_ranges else "get_range"
+            got = self._now(kind, path, option, False)
+        except MISSING:
+            return None
+        except Exception as err:
+            failure = self._failure(err, path)
+        else:
+            return NOT_NOW if got is None else got[0]
+        raise failure
 
     @property
     def buffers(self) -> BufferPool | None:

@@ -168,7 +168,38 @@ class LocalReader:
             raise OutsideRootError(f"{path}: a link leads out of the hive root (refused; "
                                    "pass follow_links=True to read through links)")
         if parent:
-            self._remember(parent, real.rpartition("/")[0])
+            real_parent = real.rpartition("/")[0]
+            self._remember(parent, real_parent)
+            if real_parent == f"{self._real_root}/{parent}":
+                self._remember_ancestors(parent)
+
+    def _remember_ancestors(self, parent: str) -> None:
+        """Remember the directories above ``parent``, whose real path is the root's with
+        ``parent`` appended: a real path holds no link, so each of them is where its name
+        says (the next object below one of them costs one ``lstat``, not a vetted open)."""
+        while "/" in parent:
+            parent = parent.rpartition("/")[0]
+            if parent in self._dirs:
+                return
+            self._remember(parent, f"{self._real_root}/{parent}")
+
+    def _next_dir(self, path: str) -> str | None:
+        """The file system path of object ``path`` when its directory is a plain directory
+        (no link) in one already known, checked with one ``lstat`` and remembered; else
+        ``None``."""
+        parent, _, name = path.rpartition("/")
+        grand, _, base = parent.rpartition("/")
+        known = self._dirs.get(grand) if grand else self._real_root
+        if known is None:
+            return None
+        real = f"{known}/{base}"
+        try:
+            if not stat.S_ISDIR(os.lstat(real).st_mode):
+                return None
+        except OSError:
+            return None
+        self._remember(parent, real)
+        return f"{real}/{name}"
 
     def _through_link(self, path: str, full: str) -> str:
         """The real path of an object that is itself a link, if it stays inside the root."""
@@ -187,7 +218,9 @@ class LocalReader:
         if full is None and (self.follow_links or not _HAS_FD_PATHS):
             full = self._where(path)
         elif full is None:
-            full, vet = f"{self._real_root}/{path}", True
+            full = self._next_dir(path)
+            if full is None:
+                full, vet = f"{self._real_root}/{path}", True
         try:
             fd = os.open(full, _OPEN | self._flags)
         except OSError as err:
@@ -223,12 +256,12 @@ class LocalReader:
 
     def _identity(self, path: str) -> tuple[int, ...] | None:
         """:func:`.mapped.identity` of object ``path`` through its directory's checked
-        real path; ``None`` while that is not known, or the object is not there."""
-        full = f"{self.root}/{path}" if self.follow_links else self._known(path)
+        real path (an ``lstat`` per directory not yet known: a span another store of this
+        process mapped is then served again, not mapped anew); ``None`` when the object is
+        not there, or is refused."""
         try:
-            return None if full is None else mapped.identity(
-                os.stat(full, follow_symlinks=self.follow_links))
-        except OSError:
+            return mapped.identity(os.stat(self._where(path), follow_symlinks=self.follow_links))
+        except (OSError, OutsideRootError):
             return None
 
     def answered_whole(self, err: Exception) -> bool:

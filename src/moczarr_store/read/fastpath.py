@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..chunks import full_shard, reframe
 from ..io.backend import Backend
-from .plan import SAME, Passthrough, Plan, Reframe
+from .plan import SAME, LeafRead, Plan
 
 if TYPE_CHECKING:
     from ..session import HiveSession
@@ -33,16 +33,17 @@ def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
     if pool is None:  # not a local hive
         return None
     step = len(fill)
-    layouts: list[tuple[Passthrough | Reframe, bytes] | None] = []
+    layouts: list[tuple[LeafRead, bytes] | None] = []
     for plan in parts:
         if plan is None:  # past the domain's end
             layouts.append(None)
             continue
-        if (not isinstance(plan, Passthrough | Reframe) or not plan.immutable
+        if (not isinstance(plan, LeafRead) or plan.cut not in ("object", "reframed")
+                or not plan.immutable
                 or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != SAME):
             return None
         check = plan.check
-        if isinstance(plan, Passthrough):  # a plain chunk: no index
+        if plan.cut == "object":  # a plain chunk: no index
             if check.shard_chunks or check.nbytes != step:
                 return None
             layouts.append((plan, b""))
@@ -61,11 +62,11 @@ def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
 
 
 def _read_into(backend: Backend, out: memoryview,
-                      layouts: list[tuple[Passthrough | Reframe, bytes] | None],
+                      layouts: list[tuple[LeafRead, bytes] | None],
                       fill: bytes) -> memoryview | None:
     """The span of :func:`read_cached_span` read into ``out`` (see there)."""
     step = len(fill)
-    slots: list[tuple[Passthrough | Reframe, memoryview, bytearray, bytes]] = []
+    slots: list[tuple[LeafRead, memoryview, bytearray, bytes]] = []
     reads: list[tuple[str, list[memoryview]]] = []
     for at, layout in enumerate(layouts):
         into = out[at * step : (at + 1) * step]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
 from ..chunks import ChunkCheck
 from ..hive.leaves import Leaf
@@ -73,8 +73,14 @@ class LeafRead:
 
     ``object`` is the hive-relative key read; ``meta`` the key of the leaf array's own
     ``zarr.json`` (the authority for the bytes); ``immutable`` says the object lives in a
-    ``run-*`` version, so what is learned about it may be cached for good.
+    ``run-*`` version, so what is learned about it may be cached for good. ``cut`` (of the
+    kind) says what of the object the chunk is, when the leaf is encoded as declared:
+    ``"object"`` its bytes as they are, ``"reframed"`` a whole shard's inner chunks joined,
+    ``"inner"`` one inner chunk its index locates, ``"values"`` none (its values are
+    decoded and encoded again).
     """
+
+    cut: ClassVar[str] = "object"
 
     array: str
     coords: tuple[int, ...]
@@ -100,11 +106,14 @@ class Passthrough(LeafRead):
 class Reframe(LeafRead):
     """A shard object read whole; its inner chunks concatenated into one chunk."""
 
+    cut: ClassVar[str] = "reframed"
+
 
 @dataclass(frozen=True, slots=True)
 class InnerRange(LeafRead):
     """Inner chunk ``part`` of a shard object, located by its index."""
 
+    cut: ClassVar[str] = "inner"
     part: int = 0
 
 
@@ -113,13 +122,7 @@ class Recode(LeafRead):
     """A shard object of variable-length inner chunks presented as one chunk: its values
     decoded under the leaf array's own metadata and encoded as the view declares."""
 
-
-@dataclass(frozen=True, slots=True)
-class Transcode(LeafRead):
-    """The leaf array's values decoded under its own metadata and re-encoded as the
-    virtual array declares (the leaf's encoding differs from the declared one)."""
-
-    leaf_meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    cut: ClassVar[str] = "values"
 
 
 @dataclass(frozen=True)
@@ -224,10 +227,11 @@ async def _span(
     session: HiveSession, array: FieldArray, coords: tuple[int, ...],
     byte_range: ByteRequest | None,
 ) -> Span:
-    """A span's plan: each part planned as its leaf's chunk, stamps known to the cache
-    without a task; the others read concurrently. A span planned before is planned again
-    only when the view's array or one of its leaves' cached stamps is another object than
-    it was planned under (a cache look per part instead of planning it)."""
+    """A span's plan: each part planned as its leaf's chunk, stamps known to the cache or
+    in the page cache without a task; the others read concurrently. A span planned before
+    is planned again only when the view's array or one of its leaves' cached stamps is
+    another object than it was planned under (a cache look per part instead of planning
+    it)."""
     key = (array.path, coords)
     known = session.span_plans.get(key)
     if known is not None and known.array is array and all(
@@ -241,7 +245,7 @@ async def _span(
             parts.append(None)
             continue
         part, located, path = found
-        leaf = None if path is None else session.leaves.hit(path)
+        leaf = None if path is None else session.leaves.resolve_now(path, session.backend)
         if path is None:
             parts.append(_UNCOVERED)
         elif leaf is None:

@@ -9,7 +9,7 @@ nothing (the fill value).
   order (one contiguous range); otherwise the re-framed bytes, inline.
 - ``Recode`` (``"leaf"``, sharded variable-length values such as ragged digests): the
   values encoded anew as one chunk, inline.
-- ``Transcode`` (a leaf encoded otherwise than the view declares, e.g. a mixed writer run):
+- a leaf encoded otherwise than the view declares (e.g. a mixed writer run), any kind:
   the bytes the store serves, re-encoded as declared, inline. A reference cannot carry a
   re-encoding, and refusing would make mixed-writer hives unexportable.
 - ``Fabricate`` (``morton``, ``cell_ids``, windows): the computed bytes, inline; the

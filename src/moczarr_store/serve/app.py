@@ -189,7 +189,8 @@ class KeyServer:
             return Response(None, 304, headers={"ETag": tag, **cache})
         ranged = headers.get("range")
         body = request.method == "GET" and ranged is None
-        found = await find(generation, plan, tag, body=body)
+        found = await find(generation, plan, tag, body=body,
+                           part=request.method == "GET" and ranged is not None)
         if found is None:
             return self._not_found(generation, now)
         if none_match(if_none_match, found.etag):

@@ -13,8 +13,10 @@ Entity tags are strong and name what the bytes are:
   leaf's chunk is read whole on every request anyway).
 
 Cost: a HEAD, or a ranged GET, of a whole passthrough object whose leaf encoding is
-established asks the backend for its size only (one HEAD per object and generation);
-every other representation is computed or read whole.
+established asks the backend for its size only (one HEAD per object and generation); a
+ranged GET of a span of immutable leaf versions reads only the leaf chunks the range falls
+in (all of them when those are all absent, to tell an absent chunk); every other
+representation is computed or read whole.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..errors import TruncatedChunkError
 from ..read.execute import execute, size_known
 from ..read.plan import Absent, Document, LeafRead, Plan
 from ..read.plan import Span as SpanPlan
+from ..view.arrays import FieldArray
 from .generations import Generation
 from .representation import ByteRange, content_tag, recipe_tag
 
@@ -84,10 +87,17 @@ def _bytes(data) -> memoryview:
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-async def find(generation: Generation, plan: Plan, tag: str | None, *, body: bool) -> Found | None:
+async def find(generation: Generation, plan: Plan, tag: str | None, *, body: bool,
+               part: bool = False) -> Found | None:
     """The representation ``plan`` names (``tag``: its ``leaf_tag``), or ``None`` when it
-    has no bytes (404). With ``body=False`` the size alone is read where one HEAD gives it."""
+    has no bytes (404). With ``body=False`` the size alone is read where one HEAD gives it;
+    with ``part`` (a ranged GET: its bytes are read by :func:`read_range`) a span of
+    immutable leaf versions is sized from its parts, nothing read."""
     session = generation.store.session
+    if part and tag is not None and isinstance(plan, SpanPlan):
+        array = session.view.arrays[plan.array]
+        assert isinstance(array, FieldArray)
+        return Found(plan, len(plan.parts) * len(array.part_fill), tag, None)
     if not body and tag is not None and size_known(session, plan):
         assert isinstance(plan, LeafRead)
         key = plan.object
@@ -107,6 +117,8 @@ async def read_range(generation: Generation, found: Found,
     object (``None`` if the object is gone since its size was read)."""
     if found.data is not None:
         return found.data[selected.start : selected.end]
+    if isinstance(found.plan, SpanPlan):
+        return await _span_range(generation, found.plan, selected)
     assert isinstance(found.plan, LeafRead)  # only a leaf object's size is read alone
     plan = replace(found.plan, byte_range=RangeByteRequest(selected.start, selected.end))
     data = await execute(generation.store.session, plan)
@@ -118,6 +130,27 @@ async def read_range(generation: Generation, found: Found,
             f"{plan.object}: {len(view)} bytes at {selected.start} where its size "
             f"({found.size}) promised {selected.end - selected.start}"
         )
+    return view
+
+
+async def _span_range(generation: Generation, plan: SpanPlan,
+                      selected: ByteRange) -> memoryview | None:
+    """Bytes ``selected`` of a span, reading only the parts they fall in; when those are
+    all absent, the whole span (``None``: every part is absent, the chunk is)."""
+    session = generation.store.session
+    array = session.view.arrays[plan.array]
+    assert isinstance(array, FieldArray)
+    step = len(array.part_fill)  # every part is one leaf chunk of fixed size
+    first, stop = selected.start // step, -(-selected.end // step)
+    at = RangeByteRequest(selected.start - first * step, selected.end - first * step)
+    data = await execute(session, replace(plan, parts=plan.parts[first:stop], byte_range=at))
+    if data is None:
+        data = await execute(session, plan)
+        return None if data is None else _bytes(data)[selected.start : selected.end]
+    view, asked = _bytes(data), selected.end - selected.start
+    if len(view) != asked:
+        key = f"{plan.array}/c/{'/'.join(map(str, plan.coords))}"
+        raise TruncatedChunkError(f"{key}: {len(view)} bytes where {asked} were asked")
     return view
 
 

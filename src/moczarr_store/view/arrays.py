@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -18,7 +19,7 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 
 from ..chunks import chunk_check, fill_number, full_shard_index, plain_bytes
 from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
-from ..hive.ids import child_ranks, nested_in_place, words_in_place
+from ..hive.ids import child_values_into
 from ..hive.jsonio import is_int
 from ..hive.level import Level
 from ..hive.paths import short
@@ -527,23 +528,34 @@ class FabricatedArray:
     """A coordinate array computed from the domain; its chunks never touch storage.
 
     ``produce(start, stop, length)`` gives the values of rows ``[start, stop)`` padded to
-    ``length`` rows; ``tail`` (a shard index, when the array is presented sharded) follows
-    the values of every chunk."""
+    ``length`` rows (``into``: it takes a fourth argument, writable bytes to compute them
+    in); ``tail`` (a shard index, when the array is presented sharded) follows the values
+    of every chunk."""
 
-    def __init__(self, meta: dict, rows: int, produce, tail: bytes = b"") -> None:
+    def __init__(self, meta: dict, rows: int, produce, tail: bytes = b"",
+                 into: bool = False) -> None:
         self.meta, self.rows, self._produce, self._tail = meta, rows, produce, tail
+        self._into = into
         self.path = ""  # set when the view places it
         self.grid = (math.ceil(meta["shape"][0] / rows),) if meta["shape"][0] else (0,)
         self._last: tuple[int, bytes] | None = None  # a shard is read in parts: keep one
 
-    def fabricate(self, coords: tuple[int, ...]) -> bytes | memoryview:
+    def fabricate(self, coords: tuple[int, ...],
+                  take: Callable[[int], memoryview] | None = None) -> bytes | memoryview:
+        """The bytes of chunk ``coords``; a chunk of fixed-size values without a shard index
+        is computed into ``take(nbytes)`` when given (a pool's buffer, whose pages are
+        already mapped: new memory costs a page fault per 4 KiB)."""
         last = self._last
         if last is not None and last[0] == coords[0]:
             return last[1]
         start = coords[0] * self.rows
-        values = self._produce(start, min(start + self.rows, self.meta["shape"][0]), self.rows)
+        stop = min(start + self.rows, self.meta["shape"][0])
         if not self._tail:
-            return values
+            if take is not None and self._into:
+                nbytes = self.rows * np.dtype(self.meta["data_type"]).itemsize
+                return self._produce(start, stop, self.rows, take(nbytes))
+            return self._produce(start, stop, self.rows)
+        values = self._produce(start, stop, self.rows)
         chunk = bytes(values) + self._tail
         self._last = (coords[0], chunk)
         return chunk
@@ -622,34 +634,33 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
                     sphere: bool = False, shard_rows: int | None = None) -> FabricatedArray:
     """``morton`` (packed words) or ``cell_ids`` (NESTED ids) of every row, chunked by
     ``rows`` (a divisor or a multiple of the cells per node, as the fields are chunked):
-    the ranks of each node's cells (``ids.child_ranks``) as words or NESTED ids. With
+    each node's cells as words or NESTED ids (``ids.child_values_into``). With
     ``shard_rows`` (the fields pass their leaves' shards through) the array is sharded as
     they are: shards of ``shard_rows``, inner chunks of ``rows``, every inner chunk
     present (the index is the same for every shard). Cost: the rows of a chunk in numpy,
     no I/O; nothing per node is kept on the sphere.
     """
     cells = level.cells_per_node
-    to_values = words_in_place if kind == "morton" else nested_in_place
 
-    def produce(start: int, stop: int, length: int) -> memoryview:
+    def produce(start: int, stop: int, length: int, into: memoryview | None = None):
+        """Rows ``[start, stop)`` padded with zeros to ``length``, into ``into`` (bytes of
+        ``length`` rows) or new memory: one pass over the rows (``ids.child_values_into``)."""
+        out = np.empty(length, "<u8") if into is None else np.frombuffer(into, "<u8", length)
         first, last = start // cells, -(-stop // cells)  # the nodes the rows fall in
         if sphere:
             nodes = np.arange(first, last, dtype=np.uint64) + np.uint64(4**level.node_order)
         else:
             nodes = level.node_ranks[first:last]
         skip = first * cells
-        values = to_values(child_ranks(nodes, level.depth, start - skip, stop - skip),
-                           level.cell_order)
-        if values.size == length:
-            return values.data.cast("B")
-        out = np.zeros(length, dtype="<u8")  # past the domain's end (the last chunk): zero
-        out[: values.size] = values
+        done = child_values_into(out, nodes, level.depth, start - skip, stop - skip,
+                                 level.cell_order, kind != "morton").size
+        out[done:] = 0  # past the domain's end (the last chunk): zero
         return out.data.cast("B")
 
     n = domain_nodes(level, sphere) * cells
     if shard_rows is None:
         return FabricatedArray(_coordinate_meta(n, rows, "uint64", 0, _BYTES_LE, "cells", attrs),
-                               rows, produce)
+                               rows, produce, into=True)
     codec = {"name": "sharding_indexed", "configuration": {
         "chunk_shape": [rows], "codecs": [_BYTES_LE],
         "index_codecs": [_BYTES_LE, {"name": "crc32c"}], "index_location": "end"}}

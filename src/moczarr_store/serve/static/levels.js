@@ -1,20 +1,33 @@
 // What the map reads: one order of a product ("level") as the server presents it, its rows
 // mapped to cells by the group's coverage_moc (the level's nodes, cells_per_node rows
-// each), the chunks of a field that cover a view, read through a fetch that keeps at most
-// MAX_IN_FLIGHT requests in flight. Cost: no request to map rows to cells; one request per
-// chunk read (two for a sharded array's first chunk: its shard index).
+// each), the blocks of rows of a field that cover a view, read through a fetch that keeps
+// at most MAX_IN_FLIGHT requests in flight. A field whose chunks are plain bytes (the lone
+// `bytes` codec: no compression, no sharding) is read by blocks of at most RANGE_ROWS rows,
+// adjacent blocks of one chunk in one request (a Range request unless they are the whole
+// chunk); any other field by whole chunks (a block is then a chunk). Cost: no request to
+// map rows to cells; one request per run of blocks (two for a sharded array's first chunk:
+// its shard index).
 import * as zarr from "zarrita";
 import { outline } from "./healpix.js";
 
 export const MAX_IN_FLIGHT = 6;
+export const RANGE_ROWS = 1024; // the most rows of a block of a plain-bytes field
+
+/** DataView getter and bytes of each numeric data type a plain chunk is decoded from. */
+const GETTERS = {
+  int8: ["getInt8", 1], uint8: ["getUint8", 1], int16: ["getInt16", 2], uint16: ["getUint16", 2],
+  int32: ["getInt32", 4], uint32: ["getUint32", 4], int64: ["getBigInt64", 8],
+  uint64: ["getBigUint64", 8], float32: ["getFloat32", 4], float64: ["getFloat64", 8],
+};
 
 /** A fetch for zarrita's FetchStore: at most MAX_IN_FLIGHT requests in flight (a request
  * holds its slot until its body is read), absent chunks asked as 204 (an expected absence,
  * so the browser logs no error) and handed to zarrita as 404. A queued request whose
- * `signal` was aborted is dropped before it is sent. `stats` counts what was sent. */
+ * `signal` was aborted is dropped before it is sent. `stats` counts the requests sent,
+ * those with a Range header, and the bytes of the chunks received. */
 export function limitedFetch() {
   const queue = [];
-  const stats = { requests: 0, inFlight: 0, maxInFlight: 0 };
+  const stats = { requests: 0, ranged: 0, bytes: 0, inFlight: 0, maxInFlight: 0 };
   const pump = () => {
     while (stats.inFlight < MAX_IN_FLIGHT && queue.length) queue.shift()();
   };
@@ -23,12 +36,14 @@ export function limitedFetch() {
       if (signal?.aborted) return reject(new DOMException("view changed", "AbortError"));
       stats.inFlight++;
       stats.requests++;
+      if (request.headers.has("range")) stats.ranged++;
       stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
       try {
         const url = new URL(request.url);
         if (!url.pathname.endsWith("/zarr.json")) url.searchParams.set("absent", "204");
         const response = await fetch(url, { method: request.method, headers: request.headers, cache: request.cache });
         const body = await response.arrayBuffer();
+        if (!url.pathname.endsWith("/zarr.json")) stats.bytes += body.byteLength;
         const status = response.status === 204 ? 404 : response.status;
         resolve(new Response(status === 404 || status === 304 ? null : body,
           { status, headers: response.headers }));
@@ -60,6 +75,32 @@ export function parseMoc(text) {
 export function chunkRows(meta) {
   const shard = meta.codecs?.find((c) => c.name === "sharding_indexed");
   return (shard ? shard.configuration.chunk_shape : meta.chunk_grid.configuration.chunk_shape).at(-1);
+}
+
+/** How a chunk of array `meta` can be read in part: its values as plain bytes (a lone
+ * `bytes` codec of a numeric type) as { get, size, little }; null for any other chunk
+ * (compressed, sharded, variable-length: read whole). */
+export function plainLayout(meta) {
+  const codecs = meta.codecs ?? [];
+  const getter = GETTERS[meta.data_type];
+  if (codecs.length !== 1 || codecs[0].name !== "bytes" || !getter) return null;
+  return { get: getter[0], size: getter[1], little: codecs[0].configuration?.endian !== "big" };
+}
+
+/** k when n is 4 ** k, else NaN. */
+function log4(n) {
+  let k = 0;
+  for (; n > 1 && n % 4 === 0; n /= 4) k++;
+  return n === 1 ? k : NaN;
+}
+
+/** Rows of the level's blocks: a whole chunk's, or for a plain chunk the largest power
+ * of 4 up to RANGE_ROWS that tiles both the chunk and a MOC cell (its rows). */
+function blockRows(level) {
+  if (!level.plain) return level.rows;
+  let u = 1;
+  while (u * 4 <= RANGE_ROWS && level.cpm % (u * 4) === 0 && level.rows % (u * 4) === 0) u *= 4;
+  return u;
 }
 
 /** A cell's outline ([lon, lat, ...], `steps` points per edge) with its longitudes made
@@ -109,7 +150,7 @@ export function openLevel(nodes, root, product, order, field) {
   for (const [a, b] of moc.runs) { starts.push(count); count += b - a + 1; }
   const sphere = cells === 12 * 4 ** order; // rows are the NESTED ids of the whole sphere
   const cpm = 4 ** (order - moc.order); // cells per MOC cell
-  return {
+  const level = {
     product, order, field, meta, moc, starts, nodes: count, cpm,
     placed: sphere || cpm === info.cells_per_node,
     path: `${product}/o${order}/${field}`,
@@ -119,10 +160,15 @@ export function openLevel(nodes, root, product, order, field) {
     rows: chunkRows(meta),
     windowed: meta.dimension_names?.[0] === "window",
     fill: meta.fill_value === "NaN" ? NaN : Number(meta.fill_value),
+    plain: plainLayout(meta),
+    store: root.store,
     array: zarr.open.v3(root.resolve(`${product}/o${order}/${field}`), { kind: "array" }),
     boxes: new Map(), // node id -> its box
-    chunks: new Map(), // "windowChunk/k" -> promise of a read chunk
+    loaded: new Map(), // "window/block" -> a read block
+    pending: new Map(), // "window/block" -> { promise, signal } of its read
   };
+  level.unit = blockRows(level);
+  return level;
 }
 
 /** Each covered node as [index, nested id at the node order]. */
@@ -179,62 +225,137 @@ function firstRow(level, index, node) {
   return (level.sphere ? node : index) * level.cpm;
 }
 
-/** The chunk indices (ascending) whose rows hold cells of covered nodes meeting `view`
- * (all covered nodes when `view` is null); null as soon as they would hold more than
- * `limit` cells. Cost: one box per covered node (cached), and below a node one box per
- * visible block of a chunk's size when chunks are smaller. */
-export function chunksFor(level, view, limit = Infinity) {
+/** The block indices (ascending; a block is level.unit rows) holding cells of covered
+ * nodes meeting `view` (all covered nodes when `view` is null); null as soon as they
+ * would hold more than `limit` cells. Cost: one box per covered node (cached), and below
+ * a node one box per visible block when blocks are smaller. */
+export function blocksFor(level, view, limit = Infinity) {
   const out = new Set();
-  const R = level.rows;
-  const inner = Math.log(level.cpm / R) / Math.log(4); // block order below the node order
+  const U = level.unit;
+  const inner = log4(level.cpm / U); // block order below the node order (NaN: none)
   for (const [index, node] of visibleNodes(level, view)) {
-    if (out.size * level.rows > limit) return null;
+    if (out.size * U > limit) return null;
     const r0 = firstRow(level, index, node);
-    if (!view || R >= level.cpm || !Number.isInteger(inner)) {
-      for (let k = Math.floor(r0 / R); k <= Math.floor((r0 + level.cpm - 1) / R); k++) out.add(k);
+    if (!view || U >= level.cpm || !Number.isInteger(inner)) {
+      for (let b = Math.floor(r0 / U); b <= Math.floor((r0 + level.cpm - 1) / U); b++) out.add(b);
       continue;
     }
     const descend = (id, order) => { // id at `order`, below `node`
       if (order > level.moc.order && !meets(cellBox(id, order), view)) return;
       if (order === level.moc.order + inner) {
-        out.add(Math.floor(r0 / R) + (id - node * 4 ** inner));
+        out.add(r0 / U + (id - node * 4 ** inner));
         return;
       }
       for (let c = 0; c < 4; c++) descend(id * 4 + c, order + 1);
     };
     descend(node, level.moc.order);
   }
-  return out.size * level.rows > limit ? null : [...out].sort((a, b) => a - b);
+  return out.size * U > limit ? null : [...out].sort((a, b) => a - b);
 }
 
-/** Chunk `k` of the level's field (for window `w`): its first row, and per row the cell id
- * and the value (NaN where the fill value). Read once; a read dropped by `signal` is
- * forgotten so that a later view asks again. */
-export function readChunk(level, k, w, signal) {
-  const array = level.array;
-  const key = `${w}/${k}`;
-  if (level.chunks.has(key)) return level.chunks.get(key);
-  const promise = (async () => {
-    const arr = await array;
-    const windowRows = level.windowed ? arr.chunks[0] : 1;
-    const coords = level.windowed ? [Math.floor(w / windowRows), k] : [k];
-    const chunk = await arr.getChunk(coords, { signal });
-    const R = level.rows;
-    const r0 = k * R;
-    const n = Math.max(0, Math.min(R, level.cells - r0));
-    const offset = level.windowed ? (w % windowRows) * chunk.stride[0] : 0;
-    const values = new Float64Array(n);
+/** Reads the blocks `blocks` (ascending) of the level's field for window `w` that are
+ * not read yet nor being read for a live view, into level.loaded ("w/block" -> its first
+ * row r0, its rows n, per row the cell id and the value, NaN where the fill value), calling
+ * `onBlock` as each arrives. A plain field: one request per run of adjacent blocks of one
+ * chunk (a Range request unless the run is the whole chunk); any other: one chunk a block.
+ * A read dropped by `signal` is forgotten, so that a later view asks again. */
+export async function readBlocks(level, blocks, w, signal, onBlock = () => {}) {
+  const U = level.unit;
+  const R = level.rows;
+  const runs = [];
+  const waits = [];
+  let run = null;
+  for (const b of blocks) {
+    const key = `${w}/${b}`;
+    if (level.loaded.has(key)) continue;
+    const pending = level.pending.get(key);
+    if (pending && !pending.signal?.aborted) { waits.push(pending.promise); continue; }
+    const k = Math.floor((b * U) / R);
+    if (run && run.k === k && run.last === b - 1) run.last = b;
+    else runs.push((run = { k, first: b, last: b }));
+  }
+  for (const r of runs) {
+    const promise = (level.plain ? readRange(level, r, w, signal) : readChunk(level, r.k, w, signal))
+      .then((got) => {
+        for (const block of got) {
+          level.loaded.set(`${w}/${block.k}`, block);
+          onBlock(block);
+        }
+      });
+    const entry = { promise, signal };
+    for (let b = r.first; b <= r.last; b++) level.pending.set(`${w}/${b}`, entry);
+    const forget = () => {
+      for (let b = r.first; b <= r.last; b++) {
+        if (level.pending.get(`${w}/${b}`) === entry) level.pending.delete(`${w}/${b}`);
+      }
+    };
+    promise.then(forget, forget);
+    waits.push(promise);
+  }
+  await Promise.all(waits);
+}
+
+/** Blocks `first`..`last` of the level's values `values` (rows from `r0`; NaN where the
+ * fill value or no covered node). */
+function blocksOf(level, first, last, r0, values) {
+  const out = [];
+  for (let b = first; b <= last; b++) {
+    const start = b * level.unit;
+    const n = Math.max(0, Math.min(level.unit, level.cells - start));
+    const part = values.subarray(start - r0, start - r0 + n);
     const ids = new Float64Array(n);
     let present = 0;
     for (let i = 0; i < n; i++) {
-      const v = Number(chunk.data[offset + i * chunk.stride.at(-1)]);
-      ids[i] = cellOfRow(level, r0 + i);
-      values[i] = v === level.fill || ids[i] < 0 ? NaN : v;
-      if (values[i] === values[i]) present++;
+      ids[i] = cellOfRow(level, start + i);
+      if (part[i] === level.fill || ids[i] < 0) part[i] = NaN;
+      if (part[i] === part[i]) present++;
     }
-    return { k, r0, n, ids, values, present, order: level.order };
-  })();
-  level.chunks.set(key, promise);
-  promise.catch(() => level.chunks.delete(key));
-  return promise;
+    out.push({ k: b, r0: start, n, ids, values: part, present, order: level.order });
+  }
+  return out;
+}
+
+/** Run `run` ({k, first, last}: blocks of chunk k) of a plain field: its rows' bytes, by
+ * a Range request unless the run is the whole chunk; an absent chunk is the fill value. */
+async function readRange(level, run, w, signal) {
+  const { get, size, little } = level.plain;
+  const R = level.rows;
+  const c0 = run.k * R;
+  const r0 = run.first * level.unit;
+  const rows = Math.max(0, Math.min((run.last + 1) * level.unit, level.cells) - r0);
+  const windowRows = level.windowed ? level.meta.chunk_grid.configuration.chunk_shape[0] : 1;
+  const offset = ((level.windowed ? w % windowRows : 0) * R + r0 - c0) * size;
+  const length = rows * size;
+  const key = `/${level.path}/c/${level.windowed ? `${Math.floor(w / windowRows)}/` : ""}${run.k}`;
+  const whole = offset === 0 && length === R * windowRows * size;
+  const got = whole ? await level.store.get(key, { signal })
+    : await level.store.getRange(key, { offset, length }, { signal });
+  let bytes = got;
+  if (got && got.length !== length) { // a server that ignored the Range: the whole chunk
+    if (got.length < offset + length) {
+      throw new Error(`${key}: ${got.length} bytes, ${offset + length} expected`);
+    }
+    bytes = got.subarray(offset, offset + length);
+  }
+  const values = new Float64Array(rows).fill(NaN);
+  if (bytes) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let i = 0; i < rows; i++) values[i] = Number(view[get](i * size, little));
+  }
+  return blocksOf(level, run.first, run.last, r0, values);
+}
+
+/** Chunk `k` of the level's field (for window `w`), read whole through zarrita (its
+ * codecs), as its one block. */
+async function readChunk(level, k, w, signal) {
+  const arr = await level.array;
+  const windowRows = level.windowed ? arr.chunks[0] : 1;
+  const coords = level.windowed ? [Math.floor(w / windowRows), k] : [k];
+  const chunk = await arr.getChunk(coords, { signal });
+  const r0 = k * level.rows;
+  const n = Math.max(0, Math.min(level.rows, level.cells - r0));
+  const offset = level.windowed ? (w % windowRows) * chunk.stride[0] : 0;
+  const values = new Float64Array(n);
+  for (let i = 0; i < n; i++) values[i] = Number(chunk.data[offset + i * chunk.stride.at(-1)]);
+  return blocksOf(level, k, k, r0, values);
 }

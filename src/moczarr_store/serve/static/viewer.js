@@ -2,14 +2,14 @@
 // chosen product and field, an equirectangular map of its HEALPix cells coloured by value,
 // over Natural Earth's coastlines. It draws the product's coarsest order whole when that
 // order is small, else the coverage (the nodes of the finest order), and for the view reads
-// only the chunks of the finest order whose cells are at least MIN_CELL_PX wide and whose
-// visible chunks hold at most budget() cells (levels.js); at most MAX_IN_FLIGHT requests
-// are in flight.
+// only the blocks of rows of the finest order whose cells are at least MIN_CELL_PX wide and
+// whose visible blocks hold at most budget() cells (levels.js: by Range requests where the
+// chunks are plain bytes, else whole chunks); at most MAX_IN_FLIGHT requests are in flight.
 import * as zarr from "zarrita";
 import { landRings } from "./coast.js";
 import { cellAt, centre } from "./healpix.js";
 import {
-  cellBox, chunksFor, continuousOutline, coveredNodes, limitedFetch, openLevel, readChunk, rowOfCell,
+  blocksFor, cellBox, continuousOutline, coveredNodes, limitedFetch, openLevel, readBlocks, rowOfCell,
   visibleNodes,
 } from "./levels.js";
 
@@ -46,7 +46,8 @@ const land = landRings("./.static/vendor/world-atlas/land-110m.json");
 
 const state = {
   product: null, field: null, order: null, window: 0, view: null, drawn: 0, mode: null,
-  legend: null, read: [], first: null, ticket: 0, levels: new Map(), plan: null, land: [],
+  legend: null, read: [], unit: null, first: null, complete: null, ticket: 0, levels: new Map(),
+  plan: null, land: [],
 };
 const canvas = $("map");
 const ctx = canvas.getContext("2d");
@@ -142,40 +143,35 @@ function levelOf(order) {
 
 /** What to read for the current view: the coarsest order whole when it holds at most
  * budget() cells, and the finest order whose cells are at least MIN_CELL_PX wide with at
- * most budget() cells in the chunks covering the view (null: none; the coverage is drawn). */
+ * most budget() cells in the blocks covering the view (null: none; the coverage is drawn). */
 function plan() {
   const all = ordersOf(state.product, state.field).map(levelOf);
   const levels = all.filter((level) => level.placed);
   const coarse = levels[0];
-  const whole = coarse && chunksFor(coarse, null, budget());
+  const whole = coarse && blocksFor(coarse, null, budget());
   const box = bounds(state.view);
   let target = null;
-  let chunks = [];
+  let blocks = [];
   for (const level of [...levels].reverse()) {
     if (level !== coarse && (58.6 / 2 ** level.order) * state.view.scale < MIN_CELL_PX) continue;
-    const ks = chunksFor(level, box, budget());
-    if (ks) { [target, chunks] = [level, ks]; break; }
+    const bs = blocksFor(level, box, budget());
+    if (bs) { [target, blocks] = [level, bs]; break; }
   }
-  const first = whole ? { level: coarse, chunks: whole } : null;
+  const first = whole ? { level: coarse, blocks: whole } : null;
   return {
     coarse: first,
-    target: first && target === coarse ? first : target && { level: target, chunks },
+    target: first && target === coarse ? first : target && { level: target, blocks },
     source: all.at(-1), // its nodes are the coverage
   };
 }
 
-/** The chunks of `part` read so far (by the current window), in `loaded` order. */
+/** The blocks of `part` read so far (by the current window), in block order. */
 function loadedOf(part) {
-  return part ? part.chunks.map((k) => part.level.loaded?.get(`${state.window}/${k}`)).filter(Boolean) : [];
+  return part ? part.blocks.map((b) => part.level.loaded.get(`${state.window}/${b}`)).filter(Boolean) : [];
 }
 
 async function readAll(part, signal, ticket) {
-  part.level.loaded ??= new Map();
-  await Promise.all(part.chunks.map(async (k) => {
-    const chunk = await readChunk(part.level, k, state.window, signal);
-    part.level.loaded.set(`${state.window}/${k}`, chunk);
-    if (ticket === state.ticket) later();
-  }));
+  await readBlocks(part.level, part.blocks, state.window, signal, () => ticket === state.ticket && later());
 }
 
 /** Reads what the view needs (dropping what earlier views queued) and draws as it goes;
@@ -185,6 +181,7 @@ async function refresh(checked = false) {
   controller = new AbortController();
   const { signal } = controller;
   const ticket = ++state.ticket;
+  const begun = performance.now();
   document.body.dataset.state = "loading";
   const p = plan();
   state.plan = p;
@@ -194,7 +191,9 @@ async function refresh(checked = false) {
     if (p.coarse) await readAll(p.coarse, signal, ticket);
     if (ticket !== state.ticket) return;
     draw();
-    state.first ??= { ms: Math.round(performance.now() - started), requests: net.stats.requests };
+    state.first ??= {
+      ms: Math.round(performance.now() - started), requests: net.stats.requests, bytes: net.stats.bytes,
+    };
     if (p.target && p.target !== p.coarse) await readAll(p.target, signal, ticket);
     await sameHierarchy();
   } catch (err) {
@@ -203,6 +202,11 @@ async function refresh(checked = false) {
   }
   if (ticket !== state.ticket) return;
   draw();
+  const now = performance.now();
+  state.complete = { // the view drawn whole: when, how long it took, what was sent until then
+    ms: Math.round(now - started), view_ms: Math.round(now - begun), requests: net.stats.requests,
+    ranged: net.stats.ranged, bytes: net.stats.bytes,
+  };
   const shown = p.target ?? p.coarse;
   const orders = ordersOf(state.product, state.field);
   status(shown
@@ -386,13 +390,14 @@ function draw() {
   if (p) {
     const coarse = loadedOf(p.coarse);
     const target = p.target && p.target !== p.coarse ? loadedOf(p.target) : [];
-    const complete = p.target && target.length === p.target.chunks.length;
+    const complete = p.target && target.length === p.target.blocks.length;
     const top = p.target && (complete || !p.coarse) ? p.target : p.coarse; // the legend's order
     if (!p.coarse || !top) drawCoverage(p.source);
     const shownChunks = top === p.coarse ? coarse : target;
     state.order = top?.level.order ?? null;
     state.legend = range(shownChunks);
     state.read = top ? loadedOf(top).map((c) => c.k) : [];
+    state.unit = top?.level.unit ?? null;
     state.drawn = top ? drawCells(shownChunks, top.level.order, state.legend) : 0;
     if (top === p.coarse && target.length) drawCells(target, p.target.level.order, range(target)); // the view's order, as read so far
     legend(state.legend);
@@ -441,12 +446,12 @@ function fit(boxes) {
 async function dataBoxes() {
   const levels = ordersOf(state.product, state.field).map(levelOf);
   const coarse = levels.find((level) => level.placed);
-  const whole = coarse && chunksFor(coarse, null, budget());
+  const whole = coarse && blocksFor(coarse, null, budget());
   if (whole) {
-    await readAll({ level: coarse, chunks: whole }, controller.signal, state.ticket);
+    await readAll({ level: coarse, blocks: whole }, controller.signal, state.ticket);
     const boxes = [];
-    for (const k of whole) {
-      const c = coarse.loaded.get(`${state.window}/${k}`);
+    for (const b of whole) {
+      const c = coarse.loaded.get(`${state.window}/${b}`);
       for (let i = 0; i < c.n; i++) if (c.values[i] === c.values[i]) boxes.push(cellBox(c.ids[i], coarse.order));
     }
     if (boxes.length) return boxes;
@@ -520,7 +525,7 @@ function probe(x, y) {
     const id = cellAt(wrapped, lat, level.order);
     const row = rowOfCell(level, id);
     if (row < 0) continue;
-    const chunk = level.loaded?.get(`${state.window}/${Math.floor(row / level.rows)}`);
+    const chunk = level.loaded.get(`${state.window}/${Math.floor(row / level.unit)}`);
     if (!chunk) continue;
     return { id, order: level.order, value: chunk.values[row - chunk.r0] };
   }

@@ -1,0 +1,314 @@
+"""The target rows over the wire, each beside the plain zarr copies' best: one field
+through ``moczarr-store serve``, from S3 (moto on loopback), and with 50 ms added to every
+request; values checked equal to the oracle's in every configuration.
+
+Servers run in processes of their own (``serve``, ``benchmarks/loopback_server.py``) so
+the timed client shares no interpreter lock with them. A time ratio ``t / t_anchor`` is
+each row's ratio; a throughput target (at least ``x`` times the anchor's) is the time
+target ``1/x``. A request count per leaf has ``ms`` None and its count as ``ratio``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from benchmarks.plain_copies import slow
+from moczarr_store import MocHiveStore
+
+REPO = Path(__file__).resolve().parents[1]
+DELAY, CAP = 0.05, 128  # the latency-bound row: seconds added per request, requests in flight
+S3_ENV = {"AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def target_row(hive: str, label: str, seconds: float | None, floor: str,
+               floor_seconds: float | None, limit: float, ratio: float | None = None,
+               plain: list[dict] | None = None) -> dict:
+    """One row in :func:`benchmarks.targets.measure_targets`'s format (``plain``: the
+    copies' ``{copy, ms, ratio}``), printed."""
+    if ratio is None:
+        ratio = seconds / floor_seconds if seconds and floor_seconds else float("nan")
+    met = bool(ratio <= limit)
+    row = {"hive": hive, "row": label,
+           "ms": None if seconds is None else round(seconds * 1e3, 2), "floor": floor,
+           "floor_ms": None if floor_seconds is None else round(floor_seconds * 1e3, 2),
+           "ratio": round(ratio, 2), "target": limit, "met": met, "plain": plain or []}
+    from benchmarks.run import target_cells
+
+    print("| " + " | ".join(target_cells(row)[:7]) + " |", flush=True)
+    return row
+
+
+def plain_entry(copy: str, seconds: float | None, ratio: float) -> dict:
+    return {"copy": copy, "ms": None if seconds is None else round(seconds * 1e3, 2),
+            "ratio": round(ratio, 2)}
+
+
+def _env() -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, **S3_ENV, "PYTHONPATH": path}
+
+
+@contextlib.contextmanager
+def loopback(kind: str, *args: str) -> Iterator[str]:
+    """``benchmarks/loopback_server.py`` ``kind`` in a subprocess: its URL, once ready."""
+    from benchmarks.serve_load import free_port, running
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    ready = f"{url}/hive/ready" if kind == "s3" else url
+    command = [sys.executable, "-m", "benchmarks.loopback_server", kind, "--port", str(port),
+               *args]
+    with running(command, ready, env=_env(), timeout=600):
+        yield url
+
+
+def served_count(url: str) -> int:
+    """Requests a :func:`loopback` server has served so far (its own count)."""
+    with urllib.request.urlopen(f"{url}/_requests", timeout=30) as response:
+        return int(response.read())
+
+
+def _access_lines(log: Path) -> int:
+    return sum(1 for line in log.read_text().splitlines() if "serve.access" in line)
+
+
+def _objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str]]:
+    """The keys (relative to ``hive``) a first scan of ``field`` reads (each leaf's stamp,
+    its version's array ``zarr.json``, the chunk) and a second scan reads (the chunks)."""
+    from benchmarks.run import _record_reads
+
+    store = MocHiveStore(hive, chunking="leaf")
+    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+    reads = _record_reads(store)
+    array[:]
+    first = [path for path, _ in reads]
+    reads.clear()
+    array[:]
+    return first, [path for path, _ in reads]
+
+
+def _raw_gets(objects, keys: list[str], cap: int) -> int:
+    """``keys`` fetched whole with obstore, at most ``cap`` in flight: bytes read."""
+    import obstore
+
+    async def all_of() -> int:
+        limit = asyncio.Semaphore(cap)
+
+        async def one(key: str) -> int:
+            async with limit:
+                got = await obstore.get_async(objects, key)
+                return len(await got.bytes_async())
+
+        return sum(await asyncio.gather(*(one(k) for k in keys)))
+
+    return asyncio.run(all_of())
+
+
+def _chunk_keys(path: Path, field: str) -> list[str]:
+    return sorted(p.relative_to(path).as_posix() for p in (path / field / "c").rglob("*")
+                  if p.is_file())
+
+
+class _Slow(zarr.storage.WrapperStore):
+    """A plain zarr store with ``DELAY`` added to every read, counted."""
+
+    requests = 0
+
+    async def get(self, key, prototype, byte_range=None):
+        self.requests += 1
+        await asyncio.sleep(DELAY)
+        return await self._store.get(key, prototype, byte_range)
+
+
+def measure_wire(hive: Path, group: str, field: str, want: np.ndarray,
+                 copies: dict[str, Path], rounds: int = 3) -> list[dict]:
+    """The serve, S3 and latency rows of one hive (``want``: the oracle's ``field``;
+    ``copies``: the plain copies, :func:`benchmarks.plain_copies.make_copies`, all but
+    zagg's layout timed here)."""
+    os.environ.update(S3_ENV)
+    copies = {name: path for name, path in copies.items() if not slow(name)}
+    first, chunks = _objects(hive, group, field)
+    rows = measure_serve(hive, group, field, want, copies, len(chunks), rounds)
+    rows += measure_s3(hive, group, field, want, copies, first, chunks, rounds)
+    rows += measure_latency(hive, group, field, want, copies)
+    return rows
+
+
+def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
+                  copies: dict[str, Path], leaves: int, rounds: int) -> list[dict]:
+    """One field through ``moczarr-store serve`` with its defaults, by zarr over obstore's
+    HTTPStore, against zarr in process on a store with default options (both warm: the
+    first remote scan is the cold one, its HTTP requests counted in the access log); the
+    plain copies through a static file server against zarr on them in process."""
+    import tempfile
+
+    from benchmarks.run import alternate
+    from benchmarks.serve_load import http_store, served
+
+    name, path = hive.name, f"{group}/{field}"
+    local = zarr.open_array(MocHiveStore(hive), path=path, mode="r")
+    np.testing.assert_array_equal(local[:], want, err_msg=f"{name} in process")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "serve.log"
+        with served(hive, log=log) as (url, _pid):
+            remote = zarr.open_array(http_store(url), path=path, mode="r")
+            before = _access_lines(log)
+            np.testing.assert_array_equal(remote[:], want, err_msg=f"{name} serve")
+            http_cold = _access_lines(log) - before
+            took = alternate({"local": lambda: local[:], "serve": lambda: remote[:]}, rounds)
+    plain, plain_counts = [], []
+    for copy, where in copies.items():
+        with loopback("static", str(where)) as url:
+            ours = zarr.open_array(str(where / field), mode="r")
+            theirs = zarr.open_array(http_store(url), path=field, mode="r")
+            before = served_count(url)
+            np.testing.assert_array_equal(theirs[:], want, err_msg=f"{name} {copy} static")
+            plain_counts.append(plain_entry(copy, None, (served_count(url) - before) / leaves))
+            t = alternate({"local": lambda a=ours: a[:], "http": lambda a=theirs: a[:]},
+                          rounds)
+        plain.append(plain_entry(f"{copy}, static HTTP server", t["http"],
+                                 t["http"] / t["local"]))
+    return [
+        target_row(name, "serve (defaults): one field by zarr over obstore HTTPStore vs in "
+                   "process (target: >= 0.5x its throughput)", took["serve"], "in process",
+                   took["local"], 2, plain=plain),
+        target_row(name, "serve (defaults): cold scan, HTTP requests per leaf (serve's access "
+                   "log)", None, f"{leaves:,} leaves", None, 3, http_cold / leaves,
+                   plain=plain_counts),
+    ]
+
+
+def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
+               copies: dict[str, Path], first: list[str], chunks: list[str],
+               rounds: int) -> list[dict]:
+    """One field from moto's S3 on loopback (unsigned): the store's first scan (a new
+    store) against raw concurrent GETs of every object it reads, and its second scan
+    against raw GETs of the chunks, at the store's cap on requests in flight; ``serve``
+    in front of that S3, its cold scan's requests counted at the S3 server; each plain
+    copy by zarr over obstore's S3Store against raw GETs of its chunks."""
+    import obstore.store
+    from zarr.storage import ObjectStore
+
+    from benchmarks.run import alternate
+    from benchmarks.serve_load import http_store, served
+    from moczarr_store.options import DEFAULT_MAX_CONCURRENCY
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from support.servers import BUCKET, REGION, s3_options
+
+    name, path, leaves = hive.name, f"{group}/{field}", len(chunks)
+    others = _other_fields(hive, group, field)
+    trees = [f"{hive}=pre/hive", *(f"{p}=pre/copy{i}" for i, p in enumerate(copies.values()))]
+    skip = [a for n in others for a in ("--skip", n)]
+    with loopback("s3", *trees, *skip) as endpoint:
+        options = {"storage_options": s3_options(endpoint, anonymous=True)}
+        url = f"s3://{BUCKET}/pre/hive"
+
+        def new_store() -> zarr.Array:
+            return zarr.open_array(MocHiveStore(url, **options), path=path, mode="r")
+
+        warm = new_store()
+        np.testing.assert_array_equal(warm[:], want, err_msg=f"{name} S3")
+        objects = MocHiveStore(url, **options).backend.store
+        cap = DEFAULT_MAX_CONCURRENCY
+        fresh = _FreshRead(new_store)
+        reads = {"first": fresh, "raw first": lambda: _raw_gets(objects, first, cap),
+                 "second": lambda: warm[:], "raw second": lambda: _raw_gets(objects, chunks, cap)}
+        took = alternate(reads, rounds)
+        # serve in front of the S3 server: the storage requests of its cold scan
+        args = ("--endpoint", endpoint, "--region", REGION, "--anon")
+        with served(url, *args) as (served_url, _pid):  # type: ignore[arg-type]
+            remote = zarr.open_array(http_store(served_url), path=path, mode="r")
+            before = served_count(endpoint)
+            np.testing.assert_array_equal(remote[:], want, err_msg=f"{name} serve over S3")
+            storage = (served_count(endpoint) - before) / leaves
+        plain = []
+        for i, copy in enumerate(copies):
+            s3 = obstore.store.S3Store(BUCKET, prefix=f"pre/copy{i}", endpoint=endpoint,
+                                       region=REGION, skip_signature=True,
+                                       client_options={"allow_http": True})
+            array = zarr.open_array(ObjectStore(s3, read_only=True), path=field, mode="r")
+            np.testing.assert_array_equal(array[:], want, err_msg=f"{name} {copy} S3")
+            keys = _chunk_keys(list(copies.values())[i], field)
+            t = alternate({"zarr": lambda a=array: a[:],
+                           "raw": lambda k=keys, s=s3: _raw_gets(s, k, cap)},
+                          rounds)
+            plain.append(plain_entry(f"{copy}, zarr over obstore S3Store", t["zarr"],
+                                     t["zarr"] / t["raw"]))
+    target = "target: >= 0.8x raw GETs' throughput"
+    return [
+        target_row(name, f"S3 (moto, loopback): first scan (new store) vs raw concurrent GETs "
+                   f"of its objects ({target})", took["first"], "raw GETs", took["raw first"],
+                   1.25, plain=plain),
+        target_row(name, f"S3 (moto, loopback): second scan (same store) vs raw concurrent "
+                   f"GETs of the chunks ({target})", took["second"], "raw GETs",
+                   took["raw second"], 1.25, plain=plain),
+        target_row(name, "serve (defaults) reading S3: cold scan, storage requests per leaf "
+                   "(counted at the S3 server)", None, f"{leaves:,} leaves", None, 3, storage),
+    ]
+
+
+def _other_fields(hive: Path, group: str, field: str) -> list[str]:
+    """The group's arrays other than ``field`` (their chunks left out of the S3 upload)."""
+    root = zarr.open_group(MocHiveStore(hive), path=group, mode="r")
+    return [n for n in root.array_keys() if n != field]
+
+
+class _FreshRead:
+    """A read on a new store each time (made untimed, in ``prepare``)."""
+
+    def __init__(self, make) -> None:
+        self.make, self.array = make, None
+
+    def prepare(self) -> None:
+        self.array = self.make()
+
+    def __call__(self):
+        return self.array[:]
+
+
+def measure_latency(hive: Path, group: str, field: str, want: np.ndarray,
+                    copies: dict[str, Path], repeat: int = 2) -> list[dict]:
+    """A cold scan with ``DELAY`` added to every request, ``CAP`` in flight, against the
+    ideal (its requests in rounds of ``CAP``, ``DELAY`` each): the store with its default
+    chunking (``benchmarks.run``'s latency backend), and each plain copy through a zarr
+    store adding the same delay, zarr's concurrency ``CAP``. Best of ``repeat``."""
+    from benchmarks.run import _cold_scan
+
+    name = hive.name
+    ours = []
+    for _ in range(repeat):
+        took, requests, got = _cold_scan(hive, group, field, CAP, DELAY, chunking=None)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} latency")
+        ours.append((took, requests))
+    took, requests = min(ours)
+    plain = []
+    for copy, where in copies.items():
+        runs = []
+        for _ in range(repeat):
+            delayed = _Slow(zarr.storage.LocalStore(str(where), read_only=True))
+            with zarr.config.set({"async.concurrency": CAP}):
+                array = zarr.open_array(delayed, path=field, mode="r")
+                delayed.requests = 0  # the scan's, as the store's (opened before)
+                start = time.perf_counter()
+                got = array[:]
+                runs.append((time.perf_counter() - start, delayed.requests))
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {copy} latency")
+        seconds, made = min(runs)
+        plain.append(plain_entry(f"{copy} ({made:,} requests)", seconds,
+                                 seconds / (math.ceil(made / CAP) * DELAY)))
+    ideal = math.ceil(requests / CAP) * DELAY
+    return [target_row(name, f"latency-bound: cold scan, {DELAY * 1e3:.0f} ms per request, "
+                       f"{CAP} in flight ({requests:,} requests) vs ideal", took, "ideal",
+                       ideal, 1.1, plain=plain)]
