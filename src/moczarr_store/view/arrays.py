@@ -28,10 +28,9 @@ from ..io.ranges import BytesLike
 
 SPAN_BYTES = 4 << 20
 """About the bytes of one chunk of ``chunking="span"`` (of the level's largest field): a
-full scan pays zarr's and dask's per-chunk cost once per this many bytes. Measured
-(``benchmarks/README.md``, "Choosing k"): zarr's own scan stops gaining past ~1 MiB a
-chunk, xarray's default path pays ~0.5 ms per dask task and stops gaining at ~4 MiB, on
-leaves of 16 KB and of 262 KB alike."""
+full scan pays zarr's and dask's per-chunk cost once per this many bytes: zarr's own scan
+stops gaining past ~1 MiB a chunk, xarray's pays ~0.4 ms per dask task and gains up to a
+few MiB (``benchmarks/chunk_curve.py`` measures the curve)."""
 SPHERE_MAX_CHUNKS = 2**24
 """Chunks along ``cells`` an array of a ``geometry="sphere"`` level may have, at most."""
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
