@@ -13,7 +13,7 @@ and random single cells and leaf-sized slices against ``"leaf"``'s (as ``run._ra
 Each figure is the best of ``rounds``; ratios are to the floors and ``"leaf"`` of the same
 block. ``--clock cpu`` times in this process's CPU seconds: on a machine shared with other
 work the ratios then move less with its load. Every configuration's values are checked
-equal to ``moczarr.open_hive``'s first (on 2,100 leaves that takes minutes).
+equal to ``moczarr.open_hive``'s first (``targets._reference``).
 """
 
 from __future__ import annotations
@@ -22,109 +22,23 @@ import argparse
 import gc
 import json
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 import zarr
 
+from benchmarks.targets import _Fresh, _open_xr, _reference, floor_objects
 from moczarr_store import MocHiveStore, mapped
-
-
-def _open_xr(store: MocHiveStore, group: str) -> xr.Dataset:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return xr.open_zarr(store, group=group)
-
-
-def _reference(hive: Path, field: str) -> np.ndarray:
-    """The oracle's values of ``field`` (``moczarr.open_hive``)."""
-    import moczarr
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds = moczarr.open_hive(str(hive))
-    out = np.asarray(ds[field].values)
-    del ds
-    gc.collect()
-    return out
-
-
-def _floor_objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str]]:
-    """The objects a first scan reads (stamp, version metadata, chunk) and a second scan
-    reads (the chunks), recorded at the local reader of a ``"leaf"`` store."""
-    from benchmarks.run import _record_reads
-
-    store = MocHiveStore(hive, chunking="leaf")
-    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
-    reads = _record_reads(store)
-    array[:]
-    first = [f"{hive}/{path}" for path, _ in reads]
-    reads.clear()
-    array[:]
-    return first, [f"{hive}/{path}" for path, _ in reads]
-
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 """``cpu``: this process's CPU time (every thread): on a machine shared with other work it
 counts our cost, not the others' (a read's waits and its use of a second core not counted)."""
 
 
-def _alternate(fns: dict, rounds: int, clock) -> dict[str, float]:
-    """The best of ``rounds`` times of each of ``fns`` (``prepare()`` untimed first), timed
-    in turn within each round."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            if hasattr(fn, "prepare"):
-                fn.prepare()
-            start = clock()
-            fn()
-            times[name].append(clock() - start)
-    return {name: min(seconds) for name, seconds in times.items()}
-
-
-def _random(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array], rounds: int,
-            clock) -> dict[tuple[str, str], float]:
-    """Seconds per read of 300 random single cells and 100 random leaf-sized slices (as
-    ``run._random_reads``: the same seed, values checked first), with ``clock``."""
-    rng = np.random.default_rng(0)
-    points = [int(i) for i in rng.integers(0, want.shape[0], 300)]
-    starts = [int(s) * cells for s in rng.integers(0, want.shape[0] // cells, 100)]
-    fns, counts = {}, {}
-    for kind, (at, size) in {"random single cell": (points, 1),
-                             "random leaf-sized slice": (starts, cells)}.items():
-        for name, array in arrays.items():
-            def read(array=array, at=at, size=size):
-                return [array[i : i + size] for i in at]
-            for i, got in zip(at, read(), strict=True):
-                np.testing.assert_array_equal(got, want[i : i + size], err_msg=name)
-            fns[kind, name], counts[kind, name] = read, len(at)
-    took = _alternate(fns, rounds, clock)
-    return {key: seconds / counts[key] for key, seconds in took.items()}
-
-
-class _Fresh:
-    """A timed read on a new store each time (the store made untimed, in ``prepare``)."""
-
-    def __init__(self, hive: Path, chunking: str | int, read) -> None:
-        self.hive, self.chunking, self.read = hive, chunking, read
-        self.store: MocHiveStore | None = None
-
-    def prepare(self) -> None:
-        self.store = MocHiveStore(self.hive, chunking=self.chunking)
-        gc.collect()
-
-    def __call__(self):
-        assert self.store is not None
-        return self.read(self.store)
-
-
 def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: np.ndarray,
                 floors: tuple[list[str], list[str]], rounds: int, clock) -> dict:
     """One point of the curve: ``chunking``'s reads and the floors, timed in turn."""
-    from benchmarks.run import _raw
+    from benchmarks.run import _random_reads, _raw, alternate
 
     mapped.release()
     gc.collect()
@@ -136,7 +50,8 @@ def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: n
     def xr_values(s: MocHiveStore):
         return _open_xr(s, group)[field].values
 
-    first_zarr, first_xr = _Fresh(hive, chunking, zarr_scan), _Fresh(hive, chunking, xr_values)
+    first_zarr = _Fresh(hive, group, zarr_scan, chunking=chunking)
+    first_xr = _Fresh(hive, group, xr_values, chunking=chunking)
     warm = MocHiveStore(hive, chunking=chunking)
     array = zarr.open_array(warm, path=f"{group}/{field}", mode="r")
     for fn in (first_zarr, first_xr):
@@ -144,7 +59,7 @@ def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: n
         np.testing.assert_array_equal(fn(), want, err_msg=f"{chunking} first")
     np.testing.assert_array_equal(array[:], want, err_msg=f"{chunking} zarr")
     np.testing.assert_array_equal(xr_values(warm), want, err_msg=f"{chunking} xarray")
-    took = _alternate({
+    took = alternate({
         "full floor": lambda: _raw(first_paths),
         "chunk floor": lambda: _raw(chunk_paths),
         "first zarr": first_zarr,
@@ -156,7 +71,7 @@ def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: n
     leaf = zarr.open_array(MocHiveStore(hive, chunking="leaf"), path=f"{group}/{field}",
                            mode="r")
     leaf[:]  # stamps warm, as the store under test's
-    per = _random(want, cells, {"leaf": leaf, "k": array}, rounds, clock)
+    per = _random_reads(want, cells, {"leaf": leaf, "k": array}, rounds, clock)
     k = array.chunks[0] // cells
     return {
         "hive": hive.name, "chunking": chunking, "k": k,
@@ -195,8 +110,8 @@ def main(argv: list[str] | None = None) -> None:
         where, _, group = spec.rpartition(":")
         hive = Path(where)
         start = time.perf_counter()
-        want = _reference(hive, args.field)
-        floors = _floor_objects(hive, group, args.field)
+        want = _reference(hive, group, [args.field])[args.field]
+        floors = floor_objects(hive, group, args.field)
         print(f"# {hive.name}: reference values and floor objects in "
               f"{time.perf_counter() - start:.0f} s", flush=True)
         nodes = len(floors[1])

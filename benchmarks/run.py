@@ -55,16 +55,17 @@ def row(measure: str, ours: str, anchor: str, ratio: str) -> None:
     print(f"| {measure} | {ours} | {anchor} | {ratio} |", flush=True)
 
 
-def best(fn, repeat: int = 3) -> tuple[float, object]:
-    """The fastest of ``repeat`` runs of ``fn()`` (seconds; no repeat after a run over 10 s)
-    and its last result; ``fn.prepare()``, if it has one, runs untimed before each."""
+def best(fn, repeat: int = 3, clock=time.perf_counter) -> tuple[float, object]:
+    """The fastest of ``repeat`` runs of ``fn()`` (seconds of ``clock``; no repeat after a
+    run over 10 s) and its last result; ``fn.prepare()``, if it has one, runs untimed before
+    each."""
     times, out = [], None
     for _ in range(repeat):
         if hasattr(fn, "prepare"):
             fn.prepare()
-        start = time.perf_counter()
+        start = clock()
         out = fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
         if times[-1] > 10:
             break
     return min(times), out
@@ -224,13 +225,13 @@ class _OneField:
         return prototype.buffer.from_bytes(json.dumps(doc).encode())
 
 
-def alternate(fns: dict, rounds: int) -> dict:
-    """The best of ``rounds`` seconds for each of ``fns``, timed in turn within each round
-    (so a noisy neighbour slows all of them alike rather than one)."""
+def alternate(fns: dict, rounds: int, clock=time.perf_counter) -> dict:
+    """The best of ``rounds`` seconds (of ``clock``) for each of ``fns``, timed in turn
+    within each round (so a noisy neighbour slows all of them alike rather than one)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            times[name].append(best(fn, 1)[0])
+            times[name].append(best(fn, 1, clock)[0])
     return {name: min(seconds) for name, seconds in times.items()}
 
 
@@ -392,7 +393,7 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
 
 
 def _random_reads(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array],
-                  rounds: int = 3) -> dict[tuple[str, str], float]:
+                  rounds: int = 3, clock=time.perf_counter) -> dict[tuple[str, str], float]:
     """Seconds per read of 300 random single cells and 100 random leaf-sized slices
     (``cells`` rows at a leaf boundary) from each of ``arrays`` (stamps warm: one pass
     first, its values checked against ``want``), the best of ``rounds`` timed in turn."""
@@ -408,7 +409,7 @@ def _random_reads(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array],
             for i, got in zip(at, read(), strict=True):
                 np.testing.assert_array_equal(got, want[i : i + size], err_msg=name)
             fns[kind, name], counts[kind, name] = read, len(at)
-    took = alternate(fns, rounds)
+    took = alternate(fns, rounds, clock)
     return {key: seconds / counts[key] for key, seconds in took.items()}
 
 

@@ -52,9 +52,10 @@ def _reference(hive: Path, group: str, names: list[str]) -> dict[str, np.ndarray
     return {n: kept[n] for n in names}
 
 
-def _floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
-    """(full floor, chunk floor) in seconds, best of 7, and the leaves of the level."""
-    from benchmarks.run import _raw, _record_reads, alternate
+def floor_objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str]]:
+    """The objects a first scan reads (stamp, version metadata, chunk) and a second scan
+    reads (the chunks), recorded at the local reader of a ``"leaf"`` store."""
+    from benchmarks.run import _record_reads
 
     store = MocHiveStore(hive, chunking="leaf")
     array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
@@ -63,7 +64,14 @@ def _floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
     first = [f"{hive}/{path}" for path, _ in reads]
     reads.clear()
     array[:]
-    chunks = [f"{hive}/{path}" for path, _ in reads]
+    return first, [f"{hive}/{path}" for path, _ in reads]
+
+
+def _floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
+    """(full floor, chunk floor) in seconds, best of 7, and the leaves of the level."""
+    from benchmarks.run import _raw, alternate
+
+    first, chunks = floor_objects(hive, group, field)
     took = alternate({"full": lambda: _raw(first), "chunk": lambda: _raw(chunks)}, 7)
     return took["full"], took["chunk"], len(chunks)
 
