@@ -85,24 +85,16 @@ def words_to_ranks(words: np.ndarray, order: int) -> np.ndarray:
 
 
 def ranks_to_words(ranks: np.ndarray, order: int) -> np.ndarray:
-    return words_in_place(np.array(ranks, dtype=_U64), order)
+    words = np.array(ranks, dtype=_U64)  # a fresh array, computed in place
+    words <<= _U64(shift(order))
+    words |= _U64(order)
+    return words
 
 
 def ranks_to_nested(ranks: np.ndarray, order: int) -> np.ndarray:
-    return nested_in_place(np.array(ranks, dtype=_U64), order)
-
-
-def words_in_place(ranks: np.ndarray, order: int) -> np.ndarray:
-    """:func:`ranks_to_words` of a fresh uint64 array, computed in it (no allocation)."""
-    ranks <<= _U64(shift(order))
-    ranks |= _U64(order)
-    return ranks
-
-
-def nested_in_place(ranks: np.ndarray, order: int) -> np.ndarray:
-    """:func:`ranks_to_nested` of a fresh uint64 array, computed in it (no allocation)."""
-    ranks -= _U64(4**order)
-    return ranks
+    nested = np.array(ranks, dtype=_U64)  # a fresh array, computed in place
+    nested -= _U64(4**order)
+    return nested
 
 
 def child_values_into(out: np.ndarray, node_ranks: np.ndarray, depth: int, start: int,
