@@ -12,7 +12,10 @@ layout it must have, read from the mapped file itself), only when each object's 
 a whole number of pages at the start of its file, and only while every page is in the
 page cache (``mincore``): the event loop never waits on a disk. A span kept mapped is
 served again only while each of its files is the one mapped (device, inode, size and
-times unchanged: one ``stat`` each); a changed file is mapped and checked again.
+times unchanged: one ``stat`` each); a changed file is mapped and checked again. On a
+local file system (:mod:`.io.watch`) the kernel reports a change instead: a span whose
+files and directories up to the hive root are watched (inotify) costs one read of the
+event queue a call, not a ``stat`` a file, and is let go when a watch of it fires.
 
 What is kept: up to ``config["mapped.objects"]`` files stay mapped per process (the
 kernel allows ~65,000 mappings), in at most ``config["mapped.bytes"]`` of address space,
@@ -46,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from .io import watch
 from .tunables import config
 
 PAGE = mmap.PAGESIZE
@@ -79,8 +83,10 @@ def _libc() -> Any:
 
 _LIBC = _libc()
 _FAILED = ctypes.c_void_p(-1).value
-# span key -> (its mapped bytes, the identity of each file mapped, in order)
-_KEPT: OrderedDict[Hashable, tuple[np.ndarray, list[tuple[int, ...]]]] = OrderedDict()
+# span key -> (its mapped bytes, the identity of each file mapped, in order, and each
+# file's real path when it may be watched)
+_Made = tuple[np.ndarray, list[tuple[int, ...]], list[str] | None]
+_KEPT: OrderedDict[Hashable, _Made] = OrderedDict()
 _KEPT_TOTALS = [0, 0]  # bytes, files
 _TOUCHED: OrderedDict[Hashable, np.ndarray] = OrderedDict()  # spans served last, in order
 _TOUCHED_TOTAL = [0]  # their bytes
@@ -120,6 +126,7 @@ def span(
     step: int,
     open_object: Callable[[str], int],
     identify: Callable[[str], tuple[int, ...] | None],
+    root: str | None = None,
 ) -> tuple[memoryview, int] | None:
     """The data of ``parts`` side by side, read-only, and how many objects were opened
     for it (0: kept from an earlier call): ``(path, index)`` each, an object whose first
@@ -127,31 +134,62 @@ def span(
     chunk). Mapped now (``open_object(path)`` opens each, its path
     checked as for a read), or kept from an earlier call under ``key`` while
     ``identify(path)`` (:func:`identity` of the file there, or ``None``) says each file is
-    the one mapped. ``None`` when it cannot be mapped, or not all its pages are in the
-    page cache: read it then. Cost: kept, one ``stat`` per object and one ``mincore``;
-    else an open, a ``fstat``, one read of the index and one ``mmap`` per object."""
+    the one mapped. ``root``: the real path of the hive root, when the objects' real paths
+    are checked to be below it (no link followed): their files are then watched where
+    :func:`.io.watch.watch` can, and ``identify`` is not asked again while no watch fired.
+    ``None`` when it cannot be mapped, or not all its pages are in the
+    page cache: read it then. Cost: kept, one read of the event queue, one ``stat`` per
+    object not watched and one ``mincore``; else an open, a ``fstat``, one read of the
+    index and one ``mmap`` per object (and the watches, and one ``stat`` each)."""
     if _LIBC is None or step % PAGE or not parts or config.get("mapped.bytes") <= 0:
         return None
+    trusted = False
     with _LOCK:
+        _notice()
         kept = _KEPT.get(key)
         if kept is not None:
             _KEPT.move_to_end(key)
-    if kept is not None and any(identify(path) != known
-                                for (path, _), known in zip(parts, kept[1], strict=True)):
+            trusted = watch.watched(key)
+    if kept is not None and not trusted and any(
+            identify(path) != known for (path, _), known in zip(parts, kept[1], strict=True)):
         _forget(key)  # a file changed, or was replaced: map it again, checked again
         kept = None
-    made = _map(parts, step, open_object) if kept is None else kept
+    made = _map(parts, step, open_object, root is not None) if kept is None else kept
     if made is None or not _resident(made[0]):
         return None
     if kept is None:
         _keep(key, made)
+        if root is not None and made[2] is not None:
+            _watch(key, made, parts, identify, root)
     _touch(key, made[0])
     return made[0].data, 0 if kept is not None else len(parts)
 
 
-def _map(parts: Sequence[tuple[str, bytes]], step: int,
-         open_object: Callable[[str], int]) -> tuple[np.ndarray, list[tuple[int, ...]]] | None:
-    nbytes, files = step * len(parts), []
+def _notice() -> None:
+    """Let go of the kept spans a watch of which fired (all when any may have); lock held."""
+    changed = watch.changed()
+    for key in list(_KEPT) if changed is None else changed:
+        if key in _KEPT:
+            _drop(key)
+
+
+def _watch(key: Hashable, made: _Made, parts: Sequence[tuple[str, bytes]],
+           identify: Callable[[str], tuple[int, ...] | None], root: str) -> None:
+    """Watch the files of the span kept under ``key``, then check each is still the one
+    mapped (a change between its open and its watch is not reported): unwatched, it is
+    checked with ``stat`` each call as before."""
+    with _LOCK:
+        if _KEPT.get(key) is not made or made[2] is None:
+            return  # let go meanwhile
+        if watch.watch(key, made[2], [known[0] for known in made[1]], root) and any(
+                identify(path) != known
+                for (path, _), known in zip(parts, made[1], strict=True)):
+            watch.unwatch(key)
+
+
+def _map(parts: Sequence[tuple[str, bytes]], step: int, open_object: Callable[[str], int],
+         located: bool = False) -> _Made | None:
+    nbytes, files, reals = step * len(parts), [], []
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
     base = _LIBC.mmap(None, nbytes, _PROT_NONE, flags, -1, 0)  # reserved, not backed
     if base is None or base == _FAILED:
@@ -161,6 +199,11 @@ def _map(parts: Sequence[tuple[str, bytes]], step: int,
         for at, (path, index) in enumerate(parts):
             fd = open_object(path)
             try:
+                if located:  # where the kernel opened it (for its watch)
+                    try:
+                        reals.append(os.readlink(f"/proc/self/fd/{fd}"))
+                    except OSError:  # no /proc: checked with stat
+                        located = False
                 info = os.fstat(fd)
                 files.append(identity(info))
                 if info.st_size != step + len(index):
@@ -176,7 +219,7 @@ def _map(parts: Sequence[tuple[str, bytes]], step: int,
                 os.close(fd)
     except Exception:  # unreadable, refused: read as usual, where the error is reported
         return None
-    return np.asarray(region), files
+    return np.asarray(region), files, reals if located else None
 
 
 def _index_is(fd: int, index: bytes, at: int) -> bool:
@@ -209,7 +252,7 @@ def release() -> None:
             _drop(next(iter(_KEPT)))
 
 
-def _keep(key: Hashable, made: tuple[np.ndarray, list[tuple[int, ...]]]) -> None:
+def _keep(key: Hashable, made: _Made) -> None:
     """Keep a span under ``key``, letting the least recently used go past the limits."""
     with _LOCK:
         if key in _KEPT:
@@ -249,7 +292,8 @@ def _forget(key: Hashable) -> None:
 
 def _drop(key: Hashable) -> None:
     """Let the span under ``key`` go (unmapped once nothing refers to it); lock held."""
-    array, files = _KEPT.pop(key)
+    array, files, _ = _KEPT.pop(key)
+    watch.unwatch(key)
     _KEPT_TOTALS[0] -= array.nbytes
     _KEPT_TOTALS[1] -= len(files)
     if _TOUCHED.pop(key, None) is not None:

@@ -252,7 +252,8 @@ class LocalReader:
         """:func:`.mapped.span` of these objects, each opened by :meth:`_open`."""
         self.ready()
         key = (self._real_root, self.follow_links, tuple(path for path, _ in parts))
-        return mapped.span(key, parts, step, self._open, self._identity)
+        return mapped.span(key, parts, step, self._open, self._identity,
+                           None if self.follow_links else self._real_root)
 
     def _identity(self, path: str) -> tuple[int, ...] | None:
         """:func:`.mapped.identity` of object ``path`` through its directory's checked
