@@ -26,7 +26,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "objects": 1 << 14,  # files kept mapped (the kernel allows ~65,000 mappings)
         # inotify watches of kept spans' files and directories (io/watch.py; at most a
         # quarter of the system's max_user_watches); past it, files are checked by stat
-        "watches": 1 << 14,
+        "watches": 1 << 15,
         # pages of the spans served last that stay resident: an eighth of the memory, at
         # most 4 GiB (handed back, they cost a page fault per few pages when read again)
         "touched_bytes": min(4 << 30, _MEMORY // 8),
