@@ -138,9 +138,10 @@ def span(
     are checked to be below it (no link followed): their files are then watched where
     :func:`.io.watch.watch` can, and ``identify`` is not asked again while no watch fired.
     ``None`` when it cannot be mapped, or not all its pages are in the
-    page cache: read it then. Cost: kept, one read of the event queue, one ``stat`` per
-    object not watched and one ``mincore``; else an open, a ``fstat``, one read of the
-    index and one ``mmap`` per object (and the watches, and one ``stat`` each)."""
+    page cache: read it then. Cost: kept, one read of the event queue, one ``mincore`` and
+    one ``stat`` per object unless watched (the first time it is served again, a watch of
+    each object and of each directory not yet watched, ~4 µs each, then its ``stat``);
+    else an open, a ``fstat``, one read of the index and one ``mmap`` per object."""
     if _LIBC is None or step % PAGE or not parts or config.get("mapped.bytes") <= 0:
         return None
     trusted = False
@@ -150,6 +151,8 @@ def span(
         if kept is not None:
             _KEPT.move_to_end(key)
             trusted = watch.watched(key)
+    if kept is not None and not trusted and root is not None and kept[2] is not None:
+        trusted = _watch(key, kept, parts, identify, root)  # served again: worth watching
     if kept is not None and not trusted and any(
             identify(path) != known for (path, _), known in zip(parts, kept[1], strict=True)):
         _forget(key)  # a file changed, or was replaced: map it again, checked again
@@ -159,8 +162,6 @@ def span(
         return None
     if kept is None:
         _keep(key, made)
-        if root is not None and made[2] is not None:
-            _watch(key, made, parts, identify, root)
     _touch(key, made[0])
     return made[0].data, 0 if kept is not None else len(parts)
 
@@ -174,17 +175,22 @@ def _notice() -> None:
 
 
 def _watch(key: Hashable, made: _Made, parts: Sequence[tuple[str, bytes]],
-           identify: Callable[[str], tuple[int, ...] | None], root: str) -> None:
-    """Watch the files of the span kept under ``key``, then check each is still the one
-    mapped (a change between its open and its watch is not reported): unwatched, it is
-    checked with ``stat`` each call as before."""
+           identify: Callable[[str], tuple[int, ...] | None], root: str) -> bool:
+    """Whether the files of the span kept under ``key`` are watched now and still the ones
+    mapped (checked after the watch: a change before it is not reported). Asked when a
+    span is served again (one served once costs no watch); one that cannot be watched is
+    not asked again, and is checked with ``stat`` each call as before."""
     with _LOCK:
         if _KEPT.get(key) is not made or made[2] is None:
-            return  # let go meanwhile
-        if watch.watch(key, made[2], [known[0] for known in made[1]], root) and any(
-                identify(path) != known
-                for (path, _), known in zip(parts, made[1], strict=True)):
-            watch.unwatch(key)
+            return False  # let go meanwhile
+        if not watch.watch(key, made[2], [known[0] for known in made[1]], root):
+            _KEPT[key] = (made[0], made[1], None)  # not tried again
+            return False
+        if any(identify(path) != known
+               for (path, _), known in zip(parts, made[1], strict=True)):
+            watch.unwatch(key)  # changed: checked again below, as unwatched
+            return False
+        return True
 
 
 def _map(parts: Sequence[tuple[str, bytes]], step: int, open_object: Callable[[str], int],
