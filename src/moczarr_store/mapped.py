@@ -186,11 +186,19 @@ def _watch(key: Hashable, made: _Made, parts: Sequence[tuple[str, bytes]],
         if not watch.watch(key, made[2], [known[0] for known in made[1]], root):
             _KEPT[key] = (made[0], made[1], None)  # not tried again
             return False
-        if any(identify(path) != known
-               for (path, _), known in zip(parts, made[1], strict=True)):
-            watch.unwatch(key)  # changed: checked again below, as unwatched
+        if any(identify(path) != known or _identity_at(real) != known
+               for (path, _), known, real in zip(parts, made[1], made[2], strict=True)):
+            watch.unwatch(key)  # changed, or watched elsewhere: checked again as unwatched
             return False
         return True
+
+
+def _identity_at(real: str) -> tuple[int, ...] | None:
+    """:func:`identity` of the file at real path ``real`` (the one watched), or ``None``."""
+    try:
+        return identity(os.stat(real, follow_symlinks=False))
+    except OSError:
+        return None
 
 
 def _map(parts: Sequence[tuple[str, bytes]], step: int, open_object: Callable[[str], int],
