@@ -35,6 +35,8 @@ def nothing_kept(monkeypatch):
     monkeypatch.setattr(mapped, "_KEPT_TOTALS", [0, 0])
     monkeypatch.setattr(mapped, "_TOUCHED", OrderedDict())
     monkeypatch.setattr(mapped, "_TOUCHED_TOTAL", [0])
+    yield
+    mapped.release()  # and their watches let go
 
 
 @pytest.fixture
