@@ -17,6 +17,7 @@ kernel (``run-*`` versions are written with ``write`` and never rewritten).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
@@ -66,6 +67,7 @@ def _inotify():
         except OSError:
             return None
         _STATE["inotify"], _STATE["pid"] = got, os.getpid()
+        atexit.register(_close, got)
     return got
 
 
@@ -207,6 +209,10 @@ def changed() -> set[Hashable] | None:
     for owner in owners:
         unwatch(owner)
     return owners
+
+
+def _close(inotify: Any) -> None:
+    inotify.close()  # at exit, or once started over (a file object closes once)
 
 
 def _start_over() -> None:
