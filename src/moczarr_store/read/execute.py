@@ -222,16 +222,22 @@ def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldA
     """The leaf array metadata of a span's leaf chunks of immutable versions established
     as :func:`_leaf_meta` does, without a task: those the page cache holds, read inline,
     until one would wait (one request each, as :func:`_leaf_meta` makes; none for those
-    known or being read). Their chunks may then take the fast path."""
-    metas = session.leaf_metas
+    known or being read). Their chunks may then take the fast path. A document
+    byte-identical to the one before it (the leaves of one writer run) is judged as that
+    one was, without a look at the shared memo (:func:`_checked_meta`)."""
+    metas, backend = session.leaf_metas, session.backend
+    last: tuple[bytes, Any] | None = None  # the document before, and what it made
     for part in parts:
         if (not isinstance(part, LeafRead) or not part.immutable
                 or metas.peek(part.meta, _UNKNOWN) is not _UNKNOWN or metas.loading(part.meta)):
             continue
-        payload = read_document_now(session.backend, part.meta)
+        payload = read_document_now(backend, part.meta)
         if payload is NOT_NOW or payload is None:  # an absent one: read where it is judged
             return
-        metas.put(part.meta, _meta_of(payload, part, array))
+        content = bytes(payload)
+        if last is None or content != last[0]:  # a defect raises, and is never remembered
+            last = (content, _meta_of(content, part, array))
+        metas.put(part.meta, last[1])
 
 
 def _checked_meta(payload: Bytes, key: str) -> tuple[dict[str, Any], tuple[Any, ...]]:
