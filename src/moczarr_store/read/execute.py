@@ -13,6 +13,7 @@ one writer run) is fetched, never parsed again.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -286,7 +287,9 @@ async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | No
 def remember_template(session: HiveSession, level: Level) -> None:
     """The array metadata read at open (the template's and each sampled writer run's): a
     chunk of those objects needs no second read of it (immutable versions only). Each is
-    compared with the declared encoding, which the template's need not be."""
+    compared with the declared encoding, which the template's need not be. Cost: zarr's
+    parse of each distinct document (:func:`_checked_meta`: the template is one of its
+    run's objects, whose documents are the same)."""
     for run in level.encodings:
         if not run.immutable:
             continue
@@ -296,12 +299,11 @@ def remember_template(session: HiveSession, level: Level) -> None:
             if not isinstance(array, FieldArray):
                 continue
             try:  # a malformed one is left for its chunk reads to refuse
-                meta = check_leaf_meta(meta, key)
+                meta, coded = _checked_meta(json.dumps(meta).encode(), key)
                 check_dimensions(meta, array, key)
             except HiveFormatError:
                 continue
-            same = encoding(meta) == array.declared_encoding
-            session.leaf_metas.put(key, SAME if same else meta)
+            session.leaf_metas.put(key, SAME if coded == array.declared_encoding else meta)
 
 
 def size_known(session: HiveSession, plan: Plan) -> bool:
