@@ -13,7 +13,6 @@ one writer run) is fetched, never parsed again.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -288,8 +287,9 @@ def remember_template(session: HiveSession, level: Level) -> None:
     """The array metadata read at open (the template's and each sampled writer run's): a
     chunk of those objects needs no second read of it (immutable versions only). Each is
     compared with the declared encoding, which the template's need not be. Cost: zarr's
-    parse of each distinct document (:func:`_checked_meta`: the template is one of its
-    run's objects, whose documents are the same)."""
+    parse of each distinct document of a field (the template is one of its run's
+    objects: their documents are equal)."""
+    judged: dict[str, list[tuple[dict[str, Any], Any]]] = {}  # by field: documents judged, how
     for run in level.encodings:
         if not run.immutable:
             continue
@@ -298,12 +298,16 @@ def remember_template(session: HiveSession, level: Level) -> None:
             key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
             if not isinstance(array, FieldArray):
                 continue
-            try:  # a malformed one is left for its chunk reads to refuse
-                meta, coded = _checked_meta(json.dumps(meta).encode(), key)
-                check_dimensions(meta, array, key)
-            except HiveFormatError:
-                continue
-            session.leaf_metas.put(key, SAME if coded == array.declared_encoding else meta)
+            known = next((how for doc, how in judged.get(name, ()) if doc == meta), _UNKNOWN)
+            if known is _UNKNOWN:
+                try:  # a malformed one is left for its chunk reads to refuse
+                    meta = check_leaf_meta(meta, key)
+                    check_dimensions(meta, array, key)
+                except HiveFormatError:
+                    continue
+                known = SAME if encoding(meta) == array.declared_encoding else meta
+                judged.setdefault(name, []).append((meta, known))
+            session.leaf_metas.put(key, known)
 
 
 def size_known(session: HiveSession, plan: Plan) -> bool:
