@@ -13,6 +13,7 @@ one writer run) is fetched, never parsed again.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -288,8 +289,8 @@ def remember_template(session: HiveSession, level: Level) -> None:
     chunk of those objects needs no second read of it (immutable versions only). Each is
     compared with the declared encoding, which the template's need not be. Cost: zarr's
     parse of each distinct document of a field (the template is one of its run's
-    objects: their documents are equal)."""
-    judged: dict[str, list[tuple[dict[str, Any], Any]]] = {}  # by field: documents judged, how
+    objects: their documents are equal, as JSON: ``16.0`` is not ``16``)."""
+    judged: dict[tuple[str, str], Any] = {}  # (field, document as JSON text): how judged
     for run in level.encodings:
         if not run.immutable:
             continue
@@ -298,7 +299,11 @@ def remember_template(session: HiveSession, level: Level) -> None:
             key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
             if not isinstance(array, FieldArray):
                 continue
-            known = next((how for doc, how in judged.get(name, ()) if doc == meta), _UNKNOWN)
+            try:
+                text: str | None = json.dumps(meta)
+            except (TypeError, ValueError, RecursionError):
+                text = None  # judged on its own
+            known = _UNKNOWN if text is None else judged.get((name, text), _UNKNOWN)
             if known is _UNKNOWN:
                 try:  # a malformed one is left for its chunk reads to refuse
                     meta = check_leaf_meta(meta, key)
@@ -306,7 +311,8 @@ def remember_template(session: HiveSession, level: Level) -> None:
                 except HiveFormatError:
                     continue
                 known = SAME if encoding(meta) == array.declared_encoding else meta
-                judged.setdefault(name, []).append((meta, known))
+                if text is not None:
+                    judged[name, text] = known
             session.leaf_metas.put(key, known)
 
 
