@@ -5,9 +5,11 @@ unless links are allowed."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import errno
 import os
 import stat
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +28,43 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descriptor
 _HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
+_FS_CODEC = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())  # os.fsencode's
+_RESOLVE_NO_SYMLINKS = 0x04  # openat2: fail with ELOOP on a link in any component
+_SYS_OPENAT2 = 437  # the same number on every Linux architecture (5.6 and later)
+_AT_FDCWD = -100
+# openat2 errors that say it cannot be used here (no such call, refused by a filter)
+_NO_OPENAT2 = (errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
+                ("resolve", ctypes.c_uint64)]
+
+
+def _openat2() -> Callable[[bytes], int] | None:
+    """``open(path)`` for reading that refuses a link in any component (Linux ``openat2``
+    with ``RESOLVE_NO_SYMLINKS``): the descriptor, or ``-errno``; ``None`` off Linux. Its
+    arguments are made once: a call costs about what :func:`os.open` does."""
+    if sys.platform != "linux":
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    call.restype = ctypes.c_long
+    how = _OpenHow(_OPEN | _NOFOLLOW | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS)
+    number, here = ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(_AT_FDCWD)
+    where, size = ctypes.c_void_p(ctypes.addressof(how)), ctypes.c_size_t(ctypes.sizeof(how))
+
+    def open_no_links(full: bytes) -> int:
+        fd = call(number, here, full, where, size)
+        return fd if fd >= 0 else -ctypes.get_errno()
+
+    open_no_links.how = how  # type: ignore[attr-defined]  # alive as long as it is
+    return open_no_links
+
+
+_OPEN_NO_LINKS = _openat2()
 
 
 def _read_open(fd: int, option: RangeOption, wait: bool = True,
@@ -81,13 +120,17 @@ class LocalReader:
     (``preadv`` with ``RWF_NOWAIT``), else on a worker thread.
 
     Unless ``follow_links``, an object or directory whose real path leaves the root is
-    refused with :class:`OutsideRootError`. The real paths of directories found inside are
-    remembered (up to ``DIR_CACHE``). An object in a directory not yet known is opened
-    under the root and its real path, as the kernel resolved it (``/proc/self/fd``), is
-    checked before a byte is read: one ``readlink`` per new directory instead of one
-    ``lstat`` per path component (without ``/proc``: the ``lstat`` per component, before the
-    open). Objects are opened with ``O_NOFOLLOW`` (a final link is resolved and checked
-    apart). A tree changed while it is read may be seen as resolved before.
+    refused with :class:`OutsideRootError`. On Linux 5.6 and later an object is opened in
+    one call that fails on a link anywhere on its way (``openat2``): opened, its real path
+    is the root's with its own appended, inside, and nothing more is checked. Where that
+    fails (a link on the way: it may stay inside) or is not available, the real paths of
+    directories found inside are remembered (up to ``DIR_CACHE``); an object in a
+    directory not yet known is opened under the root and its real path, as the kernel
+    resolved it (``/proc/self/fd``), is checked before a byte is read: one ``readlink`` per
+    new directory instead of one ``lstat`` per path component (without ``/proc``: the
+    ``lstat`` per component, before the open). Objects are opened with ``O_NOFOLLOW`` (a
+    final link is resolved and checked apart). A tree changed while it is read may be
+    seen as resolved before.
     """
 
     options: dict[str, Any] = {}
@@ -100,6 +143,7 @@ class LocalReader:
         self.name = "file://" + root
         self.follow_links = follow_links
         self._real_root = os.path.realpath(self.root)
+        self._root_prefix = os.fsencode(self._real_root.rstrip("/") + "/")
         self._flags = 0 if follow_links else _NOFOLLOW
         self._dirs: dict[str, str] = {}  # hive-relative directory -> its real path, inside
         self._ready = False
@@ -210,10 +254,16 @@ class LocalReader:
         return real
 
     def _open(self, path: str) -> int:
-        """Object ``path`` opened for reading: through its directory's checked real path,
-        or, while that is not known, under the root with the open file's real path vetted;
-        a final link resolved and checked (``O_NOFOLLOW`` refuses to open one)."""
+        """Object ``path`` opened for reading: in one call that refuses a link anywhere
+        on its way (Linux 5.6: ``openat2``); where that fails, through its directory's
+        checked real path, or, while that is not known, under the root with the open
+        file's real path vetted; a final link resolved and checked (``O_NOFOLLOW`` refuses
+        to open one)."""
         _check_relative(path)
+        if _OPEN_NO_LINKS is not None and not self.follow_links:
+            fd = self._open_no_links(path)
+            if fd >= 0:
+                return fd
         full, vet = None if self.follow_links else self._known(path), False
         if full is None and (self.follow_links or not _HAS_FD_PATHS):
             full = self._where(path)
@@ -237,6 +287,29 @@ class LocalReader:
                 os.close(fd)
                 raise
         return fd
+
+    def _open_no_links(self, path: str) -> int:
+        """Object ``path`` opened through the root's real path in one call that fails on
+        any link: opened, it is inside the root and its directory is remembered; a missing
+        object raises as :func:`os.open` does (no link can lie past the missing part).
+        ``-1``: a link on the way or another error (open it as before, which resolves and
+        checks links and raises that error), or ``openat2`` is unusable here (not tried
+        again)."""
+        global _OPEN_NO_LINKS
+        full = self._root_prefix + path.encode(*_FS_CODEC)
+        if b"\0" in full or _OPEN_NO_LINKS is None:
+            return -1  # os.open refuses it with its own error
+        fd = _OPEN_NO_LINKS(full)
+        if fd >= 0:
+            parent = path.rpartition("/")[0]
+            if parent not in self._dirs and parent:
+                self._remember(parent, f"{self._real_root}/{parent}")
+            return fd
+        if -fd in (errno.ENOENT, errno.ENOTDIR):
+            raise OSError(-fd, os.strerror(-fd), os.fsdecode(full))
+        if -fd in _NO_OPENAT2:
+            _OPEN_NO_LINKS = None
+        return -1
 
     def _open_read(self, path: str, option: RangeOption, wait: bool,
                    into: list[memoryview] | None = None):
