@@ -276,7 +276,7 @@ def test_an_unusable_openat2_is_turned_off_and_objects_open_as_before(monkeypatc
     root = FIXTURES / "bare_versioned"
     tried: list[bytes] = []
 
-    def refused(full: bytes) -> int:
+    def refused(full: bytes, path_only: bool = False) -> int:
         tried.append(full)
         return -refusal
 

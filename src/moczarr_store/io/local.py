@@ -21,6 +21,7 @@ from .ranges import BytesLike, RangeOption, byte_bounds
 from .reader import ObjectStat
 
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
+GUESS = 4 * mapped.PAGE  # the bytes a document (size unknown) is first read into
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
 _NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -41,10 +42,11 @@ class _OpenHow(ctypes.Structure):
                 ("resolve", ctypes.c_uint64)]
 
 
-def _openat2() -> Callable[[bytes], int] | None:
-    """``open(path)`` for reading that refuses a link in any component (Linux ``openat2``
-    with ``RESOLVE_NO_SYMLINKS``): the descriptor, or ``-errno``; ``None`` off Linux. Its
-    arguments are made once: a call costs about what :func:`os.open` does."""
+def _openat2() -> Callable[[bytes, bool], int] | None:
+    """``open(path)`` that refuses a link in any component (Linux ``openat2`` with
+    ``RESOLVE_NO_SYMLINKS``), for reading or (``True``) only to ``fstat`` it or know it is
+    there (``O_PATH``): the descriptor, or ``-errno``; ``None`` off Linux. Its arguments
+    are made once: a call costs about what :func:`os.open` does."""
     if sys.platform != "linux":
         return None
     try:
@@ -52,15 +54,17 @@ def _openat2() -> Callable[[bytes], int] | None:
     except (OSError, AttributeError):
         return None
     call.restype = ctypes.c_long
-    how = _OpenHow(_OPEN | _NOFOLLOW | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS)
+    hows = (_OpenHow(_OPEN | _NOFOLLOW | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS),
+            _OpenHow(getattr(os, "O_PATH", 0) | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS))
     number, here = ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(_AT_FDCWD)
-    where, size = ctypes.c_void_p(ctypes.addressof(how)), ctypes.c_size_t(ctypes.sizeof(how))
+    where = [ctypes.c_void_p(ctypes.addressof(how)) for how in hows]
+    size = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
 
-    def open_no_links(full: bytes) -> int:
-        fd = call(number, here, full, where, size)
+    def open_no_links(full: bytes, path_only: bool = False) -> int:
+        fd = call(number, here, full, where[path_only], size)
         return fd if fd >= 0 else -ctypes.get_errno()
 
-    open_no_links.how = how  # type: ignore[attr-defined]  # alive as long as it is
+    open_no_links.hows = hows  # type: ignore[attr-defined]  # alive as long as it is
     return open_no_links
 
 
@@ -69,17 +73,28 @@ _OPEN_NO_LINKS = _openat2()
 
 def _read_open(fd: int, option: RangeOption, wait: bool = True,
                into: list[memoryview] | None = None,
-               take: Callable[[int], memoryview] = uninitialised,
-               ) -> tuple[memoryview, os.stat_result] | None:
+               take: Callable[[int], memoryview] = uninitialised, stat: bool = True,
+               ) -> tuple[memoryview, os.stat_result | None] | None:
     """An open local object's bytes (or the part ``option`` names) and its ``fstat``; a
     file that shrank while read gives the bytes it still had (callers check sizes).
     ``wait=False`` returns ``None`` unless the page cache holds them all, so the event loop
     never waits on a disk. ``into``: when the object's size is their total, it is read
     into these buffers in turn and the first is returned (``None`` unless one read fills
-    them); else it is read whole as usual. Memory: one uninitialised buffer of the span
-    from ``take`` (none when read ``into``)."""
+    them); else it is read whole as usual. ``stat=False``: a read from the start capped
+    past ``GUESS`` bytes (a document's, its size unknown) is first made into ``GUESS``
+    bytes, without the ``fstat``: one that stops short of a page boundary met the end of
+    the file (the page cache hands out whole pages), and its stat is ``None``; else it is
+    read as usual. Memory: one uninitialised buffer of the span from ``take`` (none when
+    read ``into``)."""
     if not wait and _NOWAIT is None:
         return None
+    if not stat and isinstance(option, tuple) and option[0] == 0 and option[1] > GUESS:
+        buffer = take(GUESS)
+        got = _pread(fd, [buffer], 0, wait)
+        if got is None:
+            return None
+        if got % mapped.PAGE:
+            return buffer[:got], None
     info = os.fstat(fd)
     size = info.st_size
     if into is not None and size == sum(len(buffer) for buffer in into):
@@ -166,14 +181,18 @@ class LocalReader:
         self._dirs[rel] = real
 
     def _dir(self, rel: str) -> str:
-        """The real path of directory ``rel`` ('' is the root), checked: links resolved one
-        component at a time (one ``lstat`` per directory not yet known)."""
+        """The real path of directory ``rel`` ('' is the root), checked: in one call when
+        no link lies on its way (``openat2``), else links resolved one component at a time
+        (one ``lstat`` per directory not yet known)."""
         if self.follow_links:
             return f"{self.root}/{rel}" if rel else self.root
         if not rel:
             return self._real_root
         real = self._dirs.get(rel)
-        if real is None:
+        if real is None and self._unlinked(rel):
+            real = f"{self._real_root}/{rel}"
+            self._remember(rel, real)
+        elif real is None:
             parent, _, name = rel.rpartition("/")
             full = f"{self._dir(parent)}/{name}"
             real = os.path.realpath(full) if os.path.islink(full) else full
@@ -182,6 +201,15 @@ class LocalReader:
                                        "pass follow_links=True to read through links)")
             self._remember(rel, real)
         return real
+
+    def _unlinked(self, rel: str) -> bool:
+        """Whether no link lies on the way to ``rel`` (one ``openat2``): its real path is
+        then the root's with ``rel`` appended, there or not."""
+        fd = self._no_links(rel, True)
+        if fd < 0:
+            return -fd in (errno.ENOENT, errno.ENOTDIR)
+        os.close(fd)
+        return True
 
     def _known(self, path: str) -> str | None:
         """The file system path of object ``path`` through its directory's checked real
@@ -261,9 +289,11 @@ class LocalReader:
         to open one)."""
         _check_relative(path)
         if _OPEN_NO_LINKS is not None and not self.follow_links:
-            fd = self._open_no_links(path)
+            fd = self._no_links(path)
             if fd >= 0:
                 return fd
+            if -fd in (errno.ENOENT, errno.ENOTDIR):  # missing, and no link before that
+                raise OSError(-fd, os.strerror(-fd), os.fsdecode(self._root_prefix) + path)
         full, vet = None if self.follow_links else self._known(path), False
         if full is None and (self.follow_links or not _HAS_FD_PATHS):
             full = self._where(path)
@@ -288,35 +318,29 @@ class LocalReader:
                 raise
         return fd
 
-    def _open_no_links(self, path: str) -> int:
-        """Object ``path`` opened through the root's real path in one call that fails on
-        any link: opened, it is inside the root and its directory is remembered; a missing
-        object raises as :func:`os.open` does (no link can lie past the missing part).
-        ``-1``: a link on the way or another error (open it as before, which resolves and
-        checks links and raises that error), or ``openat2`` is unusable here (not tried
-        again)."""
+    def _no_links(self, path: str, path_only: bool = False) -> int:
+        """``path`` opened through the root's real path in one call that fails on any link
+        (``path_only``: ``O_PATH``, to ``fstat`` it or know it is there): opened, it is
+        inside the root. The descriptor, or ``-errno``: ``ELOOP`` for a link on the way
+        (it may stay inside: check it as before), ``ENOENT`` when a part is missing (no
+        link lies before it); ``ENOSYS`` when ``openat2`` is unusable here (not tried
+        again) or the path holds a NUL byte (:func:`os.open` refuses it)."""
         global _OPEN_NO_LINKS
+        opener = _OPEN_NO_LINKS
         full = self._root_prefix + path.encode(*_FS_CODEC)
-        if b"\0" in full or _OPEN_NO_LINKS is None:
-            return -1  # os.open refuses it with its own error
-        fd = _OPEN_NO_LINKS(full)
-        if fd >= 0:
-            parent = path.rpartition("/")[0]
-            if parent not in self._dirs and parent:
-                self._remember(parent, f"{self._real_root}/{parent}")
-            return fd
-        if -fd in (errno.ENOENT, errno.ENOTDIR):
-            raise OSError(-fd, os.strerror(-fd), os.fsdecode(full))
+        if opener is None or b"\0" in full:
+            return -errno.ENOSYS
+        fd = opener(full, path_only)
         if -fd in _NO_OPENAT2:
             _OPEN_NO_LINKS = None
-        return -1
+        return fd
 
     def _open_read(self, path: str, option: RangeOption, wait: bool,
-                   into: list[memoryview] | None = None):
+                   into: list[memoryview] | None = None, stat: bool = True):
         """:func:`_read_open` of object ``path``, opened by :meth:`_open`."""
         fd = self._open(path)
         try:
-            return _read_open(fd, option, wait, into, self.buffers.take)
+            return _read_open(fd, option, wait, into, self.buffers.take, stat)
         finally:
             os.close(fd)
 
@@ -329,11 +353,26 @@ class LocalReader:
 
     def _identity(self, path: str) -> tuple[int, ...] | None:
         """:func:`.mapped.identity` of object ``path`` through its directory's checked
-        real path (an ``lstat`` per directory not yet known: a span another store of this
-        process mapped is then served again, not mapped anew); ``None`` when the object is
-        not there, or is refused."""
+        real path (one ``stat``), or while that is not known in one call that refuses
+        links on its way (``openat2``, an ``fstat``; where a link lies on it, one ``lstat``
+        per directory not yet known): a span another store of this process mapped is then
+        served again, not mapped anew. ``None`` when the object is not there, or is
+        refused."""
         try:
-            return mapped.identity(os.stat(self._where(path), follow_symlinks=self.follow_links))
+            full = None if self.follow_links else self._known(path)
+            if full is None and not self.follow_links:  # one call, not one per directory
+                fd = self._no_links(path, True)
+                if fd >= 0:
+                    try:
+                        info = os.fstat(fd)
+                    finally:
+                        os.close(fd)
+                    parent = path.rpartition("/")[0]
+                    if parent:
+                        self._remember(parent, f"{self._real_root}/{parent}")
+                    return mapped.identity(info)
+            return mapped.identity(os.stat(full or self._where(path),
+                                           follow_symlinks=self.follow_links))
         except (OSError, OutsideRootError):
             return None
 
@@ -344,10 +383,12 @@ class LocalReader:
             with_stat: bool) -> tuple[BytesLike, ObjectStat | int] | None:
         """The object's bytes (or the part ``option`` names) and its stat (or size) if the
         page cache holds them all, else ``None``: never waits."""
-        got = self._open_read(path, option, False)
+        got = self._open_read(path, option, False, None, with_stat)
         if got is None:
             return None
         data, info = got
+        if info is None:  # read to its end: its size is what was read
+            return data, len(data)
         return data, (local_stat(info) if with_stat else info.st_size)
 
     def read_cached(self, reads: list[tuple[str, list[memoryview]]]
