@@ -31,7 +31,9 @@ _FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descr
 _HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
 _FS_CODEC = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())  # os.fsencode's
 _RESOLVE_NO_SYMLINKS = 0x04  # openat2: fail with ELOOP on a link in any component
-_SYS_OPENAT2 = 437  # the same number on every Linux architecture (5.6 and later)
+_SYS_OPENAT2 = 437  # Linux 5.6 and later, on these architectures (others number it apart)
+_OPENAT2_MACHINES = {"x86_64", "aarch64", "arm64", "i386", "i686", "armv6l", "armv7l",
+                     "armv8l", "riscv64", "ppc64le", "ppc64", "s390x", "loongarch64"}
 _AT_FDCWD = -100
 # openat2 errors that say it cannot be used here (no such call, refused by a filter)
 _NO_OPENAT2 = (errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG)
@@ -45,9 +47,12 @@ class _OpenHow(ctypes.Structure):
 def _openat2() -> Callable[[bytes, bool], int] | None:
     """``open(path)`` that refuses a link in any component (Linux ``openat2`` with
     ``RESOLVE_NO_SYMLINKS``), for reading or (``True``) only to ``fstat`` it or know it is
-    there (``O_PATH``): the descriptor, or ``-errno``; ``None`` off Linux. Its arguments
-    are made once: a call costs about what :func:`os.open` does."""
-    if sys.platform != "linux":
+    there (``O_PATH``): the descriptor, or ``-errno``; ``None`` off Linux or on an
+    architecture that numbers the call apart. Its arguments are made once: a call costs
+    about what :func:`os.open` does."""
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    if sys.platform != "linux" or machine not in _OPENAT2_MACHINES or (
+            machine == "x86_64" and sys.maxsize < 2**32):  # x32 numbers calls apart
         return None
     try:
         call = ctypes.CDLL(None, use_errno=True).syscall
