@@ -286,16 +286,19 @@ class LocalReader:
                                    "(refused; pass follow_links=True to read through links)")
         return real
 
-    def _open(self, path: str) -> int:
+    def _open(self, path: str, remember: bool = False) -> int:
         """Object ``path`` opened for reading: in one call that refuses a link anywhere
         on its way (Linux 5.6: ``openat2``); where that fails, through its directory's
         checked real path, or, while that is not known, under the root with the open
         file's real path vetted; a final link resolved and checked (``O_NOFOLLOW`` refuses
-        to open one)."""
+        to open one). ``remember``: its directory is known from then on."""
         _check_relative(path)
         if _OPEN_NO_LINKS is not None and not self.follow_links:
             fd = self._no_links(path)
             if fd >= 0:
+                parent = path.rpartition("/")[0] if remember else ""
+                if parent and parent not in self._dirs:
+                    self._remember(parent, f"{self._real_root}/{parent}")
                 return fd
             if -fd in (errno.ENOENT, errno.ENOTDIR):  # missing, and no link before that
                 raise OSError(-fd, os.strerror(-fd), os.fsdecode(self._root_prefix) + path)
@@ -351,10 +354,14 @@ class LocalReader:
 
     def mapped_span(self, parts: list[tuple[str, bytes]],
                     step: int) -> tuple[memoryview, int] | None:
-        """:func:`.mapped.span` of these objects, each opened by :meth:`_open`."""
+        """:func:`.mapped.span` of these objects, each opened by :meth:`_open`, its
+        directory remembered (checking the span again then costs one ``stat`` each)."""
         self.ready()
         key = (self._real_root, self.follow_links, tuple(path for path, _ in parts))
-        return mapped.span(key, parts, step, self._open, self._identity)
+        return mapped.span(key, parts, step, self._open_remembered, self._identity)
+
+    def _open_remembered(self, path: str) -> int:
+        return self._open(path, True)
 
     def _identity(self, path: str) -> tuple[int, ...] | None:
         """:func:`.mapped.identity` of object ``path`` through its directory's checked
