@@ -21,7 +21,7 @@ from .ranges import BytesLike, RangeOption, byte_bounds
 from .reader import ObjectStat
 
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
-GUESS = 4 * mapped.PAGE  # the bytes a document (size unknown) is first read into
+GUESS = max(mapped.PAGE, 16 << 10)  # whole pages a document (size unknown) is first read into
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
 _NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -89,8 +89,8 @@ def _read_open(fd: int, option: RangeOption, wait: bool = True,
     past ``GUESS`` bytes (a document's, its size unknown) is first made into ``GUESS``
     bytes, without the ``fstat``: one that stops short of a page boundary met the end of
     the file (the page cache hands out whole pages), and its stat is ``None``; else it is
-    read as usual. Memory: one uninitialised buffer of the span from ``take`` (none when
-    read ``into``)."""
+    read as usual. Memory: one uninitialised buffer of the span from ``take`` (a document
+    read without its ``fstat``: of ``GUESS`` bytes; none when read ``into``)."""
     if not wait and _NOWAIT is None:
         return None
     if not stat and isinstance(option, tuple) and option[0] == 0 and option[1] > GUESS:
