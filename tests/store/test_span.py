@@ -309,6 +309,53 @@ def test_a_warm_span_of_whole_shards_is_read_straight_into_one_buffer(full_span,
     assert len(joined) == 1 and joined[0] is not None
 
 
+def _span_plan(store: MocHiveStore, key: str):
+    """The plan of span chunk ``key`` and its parts' fill bytes."""
+    found = asyncio.run(plan.plan_key(store.session, key))
+    assert isinstance(found, plan.Span)
+    return found, store.session.view.arrays[found.array].part_fill
+
+
+def test_a_warm_span_takes_the_fast_path_only_while_each_leaf_s_encoding_is_known(full_span):
+    """What a span's plans decide is kept per plan; whether each leaf's encoding is
+    established is looked up on every read: a leaf whose metadata the session let go is
+    read the general way (where its encoding is established again)."""
+    root, _array, want = full_span
+    store = MocHiveStore(root, chunking=3)
+    array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+    np.testing.assert_array_equal(array[:], want)
+    span, fill = _span_plan(store, "atl06/o7/h_mean/c/0")
+    assert execute.read_cached_span(store.session, span.parts, fill) is not None
+    again, _ = _span_plan(store, "atl06/o7/h_mean/c/0")
+    assert again.parts is span.parts  # planned once: its layout is kept
+    metas = store.session.leaf_metas
+    kept = {key: metas.peek(key) for key in (part.meta for part in span.parts)}
+    metas.clear()
+    assert execute.read_cached_span(store.session, span.parts, fill) is None
+    for key, value in kept.items():
+        metas.put(key, value)
+    assert execute.read_cached_span(store.session, span.parts, fill) is not None
+    np.testing.assert_array_equal(array[:], want)
+
+
+def test_kept_span_layouts_are_let_go_past_the_span_parts_limit(full_span, monkeypatch):
+    from moczarr_store import config
+    from moczarr_store.read import fastpath
+
+    monkeypatch.setattr(fastpath, "_LAYOUTS", {})
+    monkeypatch.setattr(fastpath, "_LAYOUT_PARTS", [0])
+    root, _array, want = full_span
+    with config.set({"cache.span_parts": 4}):  # one span of 3 parts at a time
+        for chunking in (3, 2):
+            array = zarr.open_array(MocHiveStore(root, chunking=chunking),
+                                    path="atl06/o7/h_mean", mode="r")
+            np.testing.assert_array_equal(array[:], want)
+            np.testing.assert_array_equal(array[:], want)
+            assert fastpath._LAYOUT_PARTS[0] <= 4
+            assert sum(len(parts) for parts, _ in fastpath._LAYOUTS.values()) == (
+                fastpath._LAYOUT_PARTS[0])
+
+
 def test_a_new_store_s_first_read_of_a_span_is_served_in_one_pass(full_span, monkeypatch):
     """A new store's first read of a local span: its leaves' stamps and array metadata are
     read from the page cache while it is planned and served, without a task per leaf, and
