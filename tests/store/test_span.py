@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import shutil
 import warnings
@@ -267,10 +268,10 @@ def test_a_damaged_leaf_in_a_span_fails_naming_it(hive_copy, warm):
 LEAVES = ("4/4/4/1/1/44411.zarr", "4/4/4/1/2/44412.zarr", "-4/1/1/3/3/-41133.zarr")  # in order
 
 
-def _write_shard(path, values: np.ndarray, order=range(16)) -> None:
+def _write_shard(path, values: np.ndarray, order=range(16), dtype="<f4") -> None:
     """A shard object of 16 inner chunks of 4 float32 values (index at its end, crc32c),
     the inner chunks stored in ``order``, the index naming where each one is."""
-    inner = [values[4 * i : 4 * i + 4].astype("<f4").tobytes() for i in range(16)]
+    inner = [values[4 * i : 4 * i + 4].astype(dtype).tobytes() for i in range(16)]
     rows, payload = np.zeros((16, 2), "<u8"), b""
     for i in order:
         rows[i] = (len(payload), len(inner[i]))
@@ -306,6 +307,53 @@ def test_a_warm_span_of_whole_shards_is_read_straight_into_one_buffer(full_span,
                         lambda *args: joined.append(read_cached_span(*args)) or joined[-1])
     np.testing.assert_array_equal(array[:], want)
     assert len(joined) == 1 and joined[0] is not None
+
+
+def _span_plan(store: MocHiveStore, key: str):
+    """The plan of span chunk ``key`` and its parts' fill bytes."""
+    found = asyncio.run(plan.plan_key(store.session, key))
+    assert isinstance(found, plan.Span)
+    return found, store.session.view.arrays[found.array].part_fill
+
+
+def test_a_warm_span_takes_the_fast_path_only_while_each_leaf_s_encoding_is_known(full_span):
+    """What a span's plans decide is kept per plan; whether each leaf's encoding is
+    established is looked up on every read: a leaf whose metadata the session let go is
+    read the general way (where its encoding is established again)."""
+    root, _array, want = full_span
+    store = MocHiveStore(root, chunking=3)
+    array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+    np.testing.assert_array_equal(array[:], want)
+    span, fill = _span_plan(store, "atl06/o7/h_mean/c/0")
+    assert execute.read_cached_span(store.session, span.parts, fill) is not None
+    again, _ = _span_plan(store, "atl06/o7/h_mean/c/0")
+    assert again.parts is span.parts  # planned once: its layout is kept
+    metas = store.session.leaf_metas
+    kept = {key: metas.peek(key) for key in (part.meta for part in span.parts)}
+    metas.clear()
+    assert execute.read_cached_span(store.session, span.parts, fill) is None
+    for key, value in kept.items():
+        metas.put(key, value)
+    assert execute.read_cached_span(store.session, span.parts, fill) is not None
+    np.testing.assert_array_equal(array[:], want)
+
+
+def test_kept_span_layouts_are_let_go_past_the_span_parts_limit(full_span, monkeypatch):
+    from moczarr_store import config
+    from moczarr_store.read import fastpath
+
+    monkeypatch.setattr(fastpath, "_LAYOUTS", {})
+    monkeypatch.setattr(fastpath, "_LAYOUT_PARTS", [0])
+    root, _array, want = full_span
+    with config.set({"cache.span_parts": 4}):  # one span of 3 parts at a time
+        for chunking in (3, 2):
+            array = zarr.open_array(MocHiveStore(root, chunking=chunking),
+                                    path="atl06/o7/h_mean", mode="r")
+            np.testing.assert_array_equal(array[:], want)
+            np.testing.assert_array_equal(array[:], want)
+            assert fastpath._LAYOUT_PARTS[0] <= 4
+            assert sum(len(parts) for parts, _ in fastpath._LAYOUTS.values()) == (
+                fastpath._LAYOUT_PARTS[0])
 
 
 def test_a_new_store_s_first_read_of_a_span_is_served_in_one_pass(full_span, monkeypatch):
@@ -367,6 +415,22 @@ def test_a_chunk_a_caller_holds_is_not_overwritten_by_the_next_read(full_span, m
     kept = {b.__array_interface__["data"][0] for same in pool._kept.values() for b in same}
     del held
     assert {address(chunk(key)) for key in keys} <= kept  # no new memory
+
+
+def test_a_new_store_reads_each_leaf_of_a_span_under_its_own_array_document(full_span):
+    """A first read judges the leaves' array documents in turn (one byte-identical to the
+    one before is judged as it was): a leaf between two others, big-endian where they are
+    little-endian, is read under its own document, not its neighbour's."""
+    root, _array, want = full_span
+    _write_shard(_shard(root, 1), want[64:128], dtype=">f4")
+    doc = _shard(root, 1).parents[1] / "zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["codecs"][0]["configuration"]["codecs"][0]["configuration"]["endian"] = "big"
+    doc.write_text(json.dumps(meta, indent=2))
+    for chunking in (3, "leaf"):
+        array = zarr.open_array(MocHiveStore(root, chunking=chunking), path="atl06/o7/h_mean",
+                                mode="r")
+        np.testing.assert_array_equal(array[:], want, err_msg=str(chunking))
 
 
 def test_a_warm_span_serves_a_shard_stored_out_of_order_as_its_index_says(full_span):

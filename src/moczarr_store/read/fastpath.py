@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..chunks import full_shard, reframe
 from ..io.backend import Backend
+from ..tunables import config
 from .plan import SAME, LeafRead, Plan
 
 if TYPE_CHECKING:
@@ -27,38 +28,78 @@ def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
     kept mapped, a ``stat`` per object). Else one ``preadv`` per object into one buffer, no
     task, no copy for a plain chunk of the chunk's size or a full shard written in order (its
     index compared with that layout's bytes, as :func:`reframe` does); a shard laid out
-    otherwise is re-framed from its bytes (one copy)."""
+    otherwise is re-framed from its bytes (one copy). What the parts' plans alone decide is
+    worked out once per ``parts`` (:func:`_layout`); each call then looks up each leaf's
+    established encoding."""
     backend = session.backend
     pool = backend.buffers
     if pool is None:  # not a local hive
         return None
-    step = len(fill)
+    layout = _layout(parts, len(fill))
+    if layout is None:
+        return None
+    metas, layouts, mapped = layout
+    peek = session.leaf_metas.peek
+    if not all(peek(meta) == SAME for meta in metas):
+        return None
+    if mapped is not None:
+        found = backend.mapped_span(mapped, len(fill))
+        if found is not None:
+            return found
+    return _read_into(backend, pool.take(len(fill) * len(parts)), layouts, fill)
+
+
+_Layout = tuple[tuple[str, ...], list[tuple[LeafRead, bytes] | None],
+                list[tuple[str, bytes]] | None]
+# ``(id(parts), step)`` -> ``(parts, its layout)``; their parts counted, at most
+# ``config["cache.span_parts"]`` (all let go when one more would not fit)
+_LAYOUTS: dict[tuple[int, int], tuple[Sequence[Plan | None], _Layout | None]] = {}
+_LAYOUT_PARTS = [0]
+
+
+def _layout(parts: Sequence[Plan | None], step: int) -> _Layout | None:
+    """What :func:`read_cached_span` can decide from the plans of ``parts`` alone, chunks
+    of ``step`` bytes: the leaf metadata keys whose encoding must be established, each
+    part's ``(plan, index bytes)`` (``None``: past the domain's end), and the objects to
+    map (``None``: read them); ``None`` when the span cannot take the fast path. Plans
+    are frozen and a span's are reused while its stamps hold: kept per ``parts`` object
+    (one dict look a call instead of the checks of every part)."""
+    slot = (id(parts), step)
+    kept = _LAYOUTS.get(slot)
+    if kept is not None and kept[0] is parts:
+        return kept[1]
     layouts: list[tuple[LeafRead, bytes] | None] = []
+    found: _Layout | None = None
     for plan in parts:
         if plan is None:  # past the domain's end
             layouts.append(None)
             continue
         if (not isinstance(plan, LeafRead) or plan.cut not in ("object", "reframed")
-                or not plan.immutable
-                or plan.byte_range is not None or session.leaf_metas.peek(plan.meta) != SAME):
-            return None
+                or not plan.immutable or plan.byte_range is not None):
+            break
         check = plan.check
         if plan.cut == "object":  # a plain chunk: no index
             if check.shard_chunks or check.nbytes != step:
-                return None
+                break
             layouts.append((plan, b""))
             continue
-        layout = full_shard(check)
-        if layout is None or layout[0] - len(layout[1]) != step:
-            return None
-        layouts.append((plan, layout[1]))
-    whole = [layout for layout in layouts if layout is not None]  # no part past the end
-    if len(whole) == len(parts) and all(not want or plan.check.index_at_end
-                                        for plan, want in whole):
-        found = backend.mapped_span([(plan.object, want) for plan, want in whole], step)
-        if found is not None:
-            return found
-    return _read_into(backend, pool.take(step * len(parts)), layouts, fill)
+        shard = full_shard(check)
+        if shard is None or shard[0] - len(shard[1]) != step:
+            break
+        layouts.append((plan, shard[1]))
+    else:
+        whole = [layout for layout in layouts if layout is not None]  # none past the end
+        mappable = len(whole) == len(parts) and all(not want or plan.check.index_at_end
+                                                    for plan, want in whole)
+        found = (tuple(plan.meta for plan, _ in whole), layouts,
+                 [(plan.object, want) for plan, want in whole] if mappable else None)
+    if _LAYOUT_PARTS[0] + len(parts) > config.get("cache.span_parts"):
+        _LAYOUTS.clear()
+        _LAYOUT_PARTS[0] = 0
+    if slot not in _LAYOUTS:
+        _LAYOUT_PARTS[0] += len(parts)
+    _LAYOUTS[slot] = (parts, found)
+    return found
 
 
 def _read_into(backend: Backend, out: memoryview,
