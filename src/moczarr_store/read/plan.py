@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..chunks import ChunkCheck
 from ..hive.leaves import Leaf
+from ..slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 
 if TYPE_CHECKING:
@@ -258,7 +259,8 @@ async def _span(
             parts.append(plan_chunk(array, part, leaf, None, located))
             under.append((path, leaf))
     if missing:
-        leaves = await asyncio.gather(*(session.leaves.resolve(path, session.backend.get)
+        resolve, get = session.leaves.resolve, session.backend.get
+        leaves = await asyncio.gather(*(started(resolve(path, get))  # requests out at once
                                         for _, _, path in missing.values()))
         for (at, (part, located, _)), leaf in zip(missing.items(), leaves, strict=True):
             parts[at] = plan_chunk(array, part, leaf, None, located)
