@@ -1,6 +1,6 @@
 """A hive of one-cell leaves: ``morton`` read whole against the floor of its bytes.
 
-    python -m benchmarks.onecell HIVE [GROUP]
+    python -m benchmarks.onecell HIVE [GROUP] [--conflict]
 
 ``HIVE`` is what ``make_bench_hive.py --mode scale --shards N --scale-cell-order 10``
 writes: ONE real zagg leaf and a root coverage listing N one-cell shards, the others absent
@@ -205,6 +205,190 @@ def _tasks(store: MocHiveStore, group: str) -> int:
     return len(dict(data.__dask_graph__()))
 
 
+# -- the conflict: leaves a chunk, for morton read whole and for a field read by cell ------
+
+CHUNKINGS = (4_096, 16_384, 65_536, 262_144)  # leaves a chunk (``AUTO_MAX_LEAVES``: the first)
+# the chunkings whose field reads are timed, in a run of under two minutes: a field's chunk
+# looks for each of its leaves' stamps (262,144 leaves: about 16 s on 2 shared cores, and
+# the reads take four such chunks); ``--field-chunkings`` asks for others
+FIELD_CHUNKINGS = (4_096, 16_384, 65_536)
+SLICE = 4_096  # cells of the field read "whole" (every leaf of the slice a stamp to look for)
+PROBES = 65_536  # leaves the random single-cell reads of one chunking may look at, in all
+
+
+def _attempts(store: MocHiveStore) -> list[str]:
+    """Every object the store's local reader opens or tries to open from now on (an absent
+    leaf's stamp too: the reader has to look for it), in order, repeats included."""
+    from moczarr_store.io.local import LocalReader
+
+    reader = store.session.backend._reader
+    if not isinstance(reader, LocalReader):
+        raise SystemExit("the read floor needs a local hive")
+    tried: list[str] = []
+    original = reader._open_read
+
+    def read(path, *rest, **kwargs):
+        tried.append(path)
+        return original(path, *rest, **kwargs)
+
+    reader._open_read = read  # type: ignore[method-assign]
+    return tried
+
+
+def _raw_attempts(paths: list[str]) -> int:
+    """Each object opened and read whole by plain Python, an absent one looked for (its
+    open failing): the floor of a read that must learn which leaves are there."""
+    total = 0
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                total += len(f.read())
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def _field_expected(hive: Path, group: str, field: str, words: np.ndarray,
+                    fill: float) -> np.ndarray:
+    """``field``'s values as the hive's one real leaf holds them, read by zarr from that
+    leaf's own arrays, every other cell ``fill`` (what a reader must return: its leaf is
+    absent)."""
+    order = group.rsplit("/o", 1)[1]
+    (leaf,) = [p.parent.parent for p in hive.rglob(f"{order}/{field}/zarr.json")]
+    values = np.full(words.shape, fill, dtype=zarr.open_array(str(leaf / field), mode="r").dtype)
+    at = np.searchsorted(words, zarr.open_array(str(leaf / "morton"), mode="r")[:])
+    values[at] = zarr.open_array(str(leaf / field), mode="r")[:]
+    return values
+
+
+def measure_conflict(hive: Path, group: str = "atl06/o10", field: str = "h_mean",
+                     chunkings: tuple[int, ...] = CHUNKINGS,
+                     field_chunkings: tuple[int, ...] = FIELD_CHUNKINGS, cells: int = SLICE,
+                     probes: int = PROBES) -> list[dict]:
+    """Leaves a chunk (``MocHiveStore(hive, chunking=k)``) against the reads that want few
+    (a random single cell of ``field``: a chunk looks for each of its ``k`` leaves' stamps)
+    and the read that wants many (``morton`` whole: a chunk costs a task whatever its size),
+    one row each ``k``: ``morton`` read whole (best of 5) to the raw read of its bytes; the
+    first ``cells`` cells of ``field`` read by a new store (timed once: every stamp looked
+    for once) to the raw reads of the objects it opened or looked for (best of 3); a random
+    cell each in a few chunks of ``k`` leaves (one chunk's worth the first time each; at
+    most ``probes`` leaves in all) to the same cells read by a ``"leaf"`` store; the traced
+    memory peak of the two whole reads (a second run of each). The reads of ``field`` for
+    ``field_chunkings`` alone. Values checked: ``morton`` against the coverage, ``field``
+    against the one real leaf read by zarr (the rest fill). Under a minute on 2 cores."""
+    with warnings.catch_warnings():  # a missing stamp is warned about: here, all but one
+        warnings.simplefilter("ignore")
+        return _conflict(hive, group, field, chunkings, field_chunkings, cells, probes)
+
+
+def _conflict(hive, group, field, chunkings, field_chunkings, cells, probes) -> list[dict]:
+    name = hive.name
+    store = MocHiveStore(hive)  # its coordinates (a "leaf" store has a chunk per cell)
+    words = zarr.open_array(store, path=f"{group}/morton", mode="r")[:]
+    _check(hive, group, words, zarr.open_array(store, path=f"{group}/cell_ids", mode="r")[:])
+    leaf = zarr.open_array(MocHiveStore(hive, chunking="leaf"), path=f"{group}/{field}",
+                           mode="r")
+    want = _field_expected(hive, group, field, words, leaf.metadata.fill_value)
+    rng = np.random.default_rng(0)
+    rows: list[dict] = []
+    print(f"# {name}: {words.size:,} one-cell leaves; {field}'s first {cells:,} cells read "
+          f"whole; random single cells at most {probes:,} leaves a chunking\n"
+          "| leaves a chunk | chunks | morton whole | morton ratio | morton traced peak | "
+          f"{field} first {cells:,} cells | ratio to raw | traced peak | random cell | "
+          "'leaf' mode | ratio |\n|" + "---|" * 11, flush=True)
+    with tempfile.TemporaryDirectory(prefix="onecell-") as tmp:
+        raw = Path(tmp) / "morton.bin"
+        raw.write_bytes(words.tobytes())
+        _raw_into_new(raw, words.nbytes)  # into the page cache
+        for k in chunkings:
+            rows.append(_one_chunking(hive, group, field, k, cells, probes, words, want, leaf,
+                                      raw, rng, k in field_chunkings))
+    return rows
+
+
+def _one_chunking(hive, group, field, k, cells, probes, words, want, leaf, raw, rng,
+                  fields: bool) -> dict:
+    """:func:`measure_conflict`'s row for ``k`` leaves a chunk (``fields``: the field's
+    reads too)."""
+    store = MocHiveStore(hive, chunking=k)
+    morton = zarr.open_array(store, path=f"{group}/morton", mode="r")
+    np.testing.assert_array_equal(morton[:], words, err_msg=f"morton, {k} leaves a chunk")
+    t_morton = _best({"morton": lambda: morton[:], "floor": lambda: _raw_into_new(
+        raw, words.nbytes)})
+    m_morton = _memory(lambda: morton[:])[0]
+    ratio_m = t_morton["morton"] / t_morton["floor"]
+    row = {"hive": hive.name, "leaves_a_chunk": k, "chunks": morton.nchunks,
+           "morton_ms": round(t_morton["morton"] * 1e3, 2),
+           "morton_floor_ms": round(t_morton["floor"] * 1e3, 2), "morton_ratio": round(ratio_m, 2),
+           "morton_traced_peak_mb": round(m_morton, 1)}
+    cols = ["-"] * 6
+    if fields:
+        row.update(_field_reads(hive, store, group, field, k, cells, probes, want, leaf, rng))
+        cols = [f"{row['field_ms']:,.0f} ms ({row['field_objects']:,} objects)",
+                f"{row['field_ratio']:.1f}x (raw {row['field_raw_ms']:,.0f} ms)",
+                f"{row['field_traced_peak_mb']:.1f} MB",
+                f"{row['random_ms']:,.1f} ms ({row['random_cells']} reads)",
+                f"{row['random_leaf_ms']:.2f} ms", f"{row['random_ratio']:,.0f}x"]
+    print(f"| {k:,} | {morton.nchunks:,} | {t_morton['morton'] * 1e3:.1f} ms | {ratio_m:.1f}x | "
+          f"{m_morton:.1f} MB | " + " | ".join(cols) + " |", flush=True)
+    return row
+
+
+def _field_reads(hive: Path, store: MocHiveStore, group: str, field: str, k: int, cells: int,
+                 probes: int, want: np.ndarray, leaf: zarr.Array, rng) -> dict:
+    """The field's columns of :func:`_one_chunking`'s row (``store``: new, ``k`` leaves a
+    chunk)."""
+    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+    tried = _attempts(store)
+    gc.collect()
+    start = time.perf_counter()
+    got = array[:cells]
+    t_field = time.perf_counter() - start
+    np.testing.assert_array_equal(got, want[:cells], err_msg=f"{field}, {k} leaves a chunk")
+    paths = [f"{hive}/{p}" for p in dict.fromkeys(tried)]
+    t_raw = _best({"raw": lambda: _raw_attempts(paths)}, 3)["raw"]
+    m_field = _memory(lambda: array[:cells])[0]
+    # random single cells, each in a chunk not read yet (chunk 0 holds the slice)
+    chunks = want.size // k
+    n = max(1, min(5, probes // k, chunks - 1))
+    picked = rng.choice(np.arange(1, chunks), size=n, replace=False)
+    points = [int(c) * k + int(rng.integers(0, k)) for c in picked]
+    took = {}
+    for label, a in (("k", array), ("leaf", leaf)):
+        gc.collect()
+        start = time.perf_counter()
+        values = [a[i : i + 1] for i in points]
+        took[label] = (time.perf_counter() - start) / n
+        for i, v in zip(points, values, strict=True):
+            np.testing.assert_array_equal(v, want[i : i + 1], err_msg=f"{field}[{i}] {label}")
+    return {"field_cells": cells, "field_ms": round(t_field * 1e3, 1),
+            "field_raw_ms": round(t_raw * 1e3, 1), "field_ratio": round(t_field / t_raw, 2),
+            "field_objects": len(paths), "field_traced_peak_mb": round(m_field, 1),
+            "random_cells": n, "random_ms": round(took["k"] * 1e3, 2),
+            "random_leaf_ms": round(took["leaf"] * 1e3, 2),
+            "random_ratio": round(took["k"] / took["leaf"], 1)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.onecell", description=__doc__)
+    parser.add_argument("hive", type=Path)
+    parser.add_argument("group", nargs="?", default="atl06/o10")
+    parser.add_argument("--conflict", action="store_true",
+                        help="leaves a chunk against morton whole and a field's reads "
+                        "(measure_conflict) instead of the target rows")
+    parser.add_argument("--field-chunkings", type=lambda t: tuple(int(k) for k in t.split(",")),
+                        default=FIELD_CHUNKINGS, metavar="K,K",
+                        help="--conflict: the chunkings whose field reads are timed")
+    args = parser.parse_args(argv)
+    if args.conflict:
+        chunkings = tuple(sorted(set(CHUNKINGS) | set(args.field_chunkings)))
+        measure_conflict(args.hive, args.group, chunkings=chunkings,
+                         field_chunkings=args.field_chunkings)
+    else:
+        measure_onecell(args.hive, args.group)
+
+
 if __name__ == "__main__":
-    where = Path(sys.argv[1])
-    measure_onecell(where, *(sys.argv[2:3] or ["atl06/o10"]))
+    main(sys.argv[1:])

@@ -8,7 +8,8 @@ zarr opening the array's metadata. Reading zagg's layout decodes every 64-cell i
 chunk (on a shared 2-core machine, 13 s a field on 512 leaves by zarr, 72 s by xarray
 with a dask chunk per leaf): it holds the one field, its zarr scan is timed once
 (:func:`rounds_for`), and nothing else; the other rows, over the wire too, time the
-store's layout alone.
+store's layout alone. Each copy is read by the very call of the store's row beside it
+(xarray's: :func:`benchmarks.targets._open_xr`, its defaults, a dask chunk per zarr chunk).
 """
 
 from __future__ import annotations
@@ -59,12 +60,13 @@ def make_copies(hive: Path, group: str, field: str, out: Path) -> dict[str, Path
     return copies
 
 
-def _open_xr(path: Path, cells: int | None) -> xr.Dataset:
-    """``xr.open_zarr(path)``, with dask chunks of ``cells`` if given (zagg's layout:
-    xarray's default is a dask chunk per inner chunk)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return xr.open_zarr(str(path), chunks=None if cells is None else {"cells": cells})
+def _open_xr(path: Path) -> xr.Dataset:
+    """The copy at ``path`` by the very call the store's xarray rows make
+    (:func:`benchmarks.targets._open_xr`: xarray's defaults, a dask chunk per zarr chunk).
+    Only the store's layout is read by xarray (zagg's is read by zarr alone)."""
+    from benchmarks.targets import _open_xr as open_xr
+
+    return open_xr(str(path))
 
 
 def time_plain(copies: dict[str, Path], field: str, fields: list[str],
@@ -80,12 +82,11 @@ def time_plain(copies: dict[str, Path], field: str, fields: list[str],
     for name, path in copies.items():
         fns: dict[tuple[str, str], object] = {}
         arrays[name] = array = zarr.open_array(str(path / field), mode="r")
-        per = cells if slow(name) else None
         checks = {
             "first zarr": lambda p=path: zarr.open_array(str(p / field), mode="r")[:],
             "second zarr": lambda a=array: a[:],
-            "values": lambda p=path, c=per: _open_xr(p, c)[field].values,
-            "load": lambda p=path, c=per: _open_xr(p, c)[field].load().values,
+            "values": lambda p=path: _open_xr(p)[field].values,
+            "load": lambda p=path: _open_xr(p)[field].load().values,
         }
         if slow(name):  # one zarr read for both zarr rows, checked
             checks = {"second zarr": checks["first zarr"]}
@@ -95,13 +96,12 @@ def time_plain(copies: dict[str, Path], field: str, fields: list[str],
             for key, fn in checks.items():
                 np.testing.assert_array_equal(fn(), want[field], err_msg=f"{name} {key}")
                 fns[name, key] = fn
-            loaded = _open_xr(path, per).load()
+            loaded = _open_xr(path).load()
             for n in fields:
                 np.testing.assert_array_equal(loaded[n].values, want[n], err_msg=f"{name} {n}")
             del loaded
-            fns[name, "all values"] = lambda p=path, c=per: [_open_xr(p, c)[n].values
-                                                             for n in fields]
-            fns[name, "ds load"] = lambda p=path, c=per: _open_xr(p, c).load()
+            fns[name, "all values"] = lambda p=path: [_open_xr(p)[n].values for n in fields]
+            fns[name, "ds load"] = lambda p=path: _open_xr(p).load()
         took.update(alternate(fns, rounds_for(name, rounds)))
     lookups = _random_reads(want[field], cells,
                             {n: a for n, a in arrays.items() if not slow(n)})

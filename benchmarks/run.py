@@ -730,19 +730,25 @@ class SlowBackend(Backend):
         return await super()._call(kind, slow, *args, **kwargs)
 
 
+def scan_settings(cap: int) -> dict:
+    """zarr's settings for a scan with at most ``cap`` requests in flight (the store's or
+    the plain copy's cap): twice ``cap`` chunk reads started at once (a cold leaf chunk has
+    one request in flight, its stamp, then two), as the README advises; more waiting chunk
+    tasks only add event-loop work. Both sides of the latency row scan with these."""
+    return {"async.concurrency": 2 * cap}
+
+
 def _cold_scan(hive: Path, group: str, field: str, cap: int, delay: float,
                out: NDBuffer | None = None, chunking: str | None = DEFAULT,
                ) -> tuple[float, int, np.ndarray]:
     """Seconds, requests and values of a full scan of ``field`` through a fresh store
     (``chunking``, None: the store's default), into a new array (``[:]``) or into ``out``;
-    zarr starts twice ``cap`` chunk reads at once (a cold leaf chunk has one request in
-    flight, its stamp, then two), as the README advises: more chunk tasks waiting only add
-    event-loop work."""
+    zarr with :func:`scan_settings`."""
     options = {} if chunking is None else {"chunking": chunking}
     store = MocHiveStore(hive, max_concurrency=cap, **options)
     store.backend.__class__ = SlowBackend
     store.backend.delay = delay
-    with zarr.config.set({"async.concurrency": 2 * cap}):
+    with zarr.config.set(scan_settings(cap)):
         array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
         store.request_stats.reset()
         start = time.perf_counter()

@@ -25,7 +25,10 @@ from moczarr_store import MocHiveStore
 COORDS = ("morton", "cell_ids")
 
 
-def _open_xr(store: MocHiveStore, group: str) -> xr.Dataset:
+def _open_xr(store: MocHiveStore | str, group: str | None = None) -> xr.Dataset:
+    """``xr.open_zarr(store, group=group)`` with xarray's defaults (a dask chunk per zarr
+    chunk): every xarray row reads through this one call, the plain copies' too
+    (``plain_copies.py``), so both sides are read alike."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return xr.open_zarr(store, group=group)

@@ -121,14 +121,19 @@ def _chunk_keys(path: Path, field: str) -> list[str]:
 
 
 class _Slow(zarr.storage.WrapperStore):
-    """A plain zarr store with ``DELAY`` added to every read, counted."""
+    """A plain zarr store with ``DELAY`` added to every read, counted, at most ``CAP`` in
+    flight (the delay inside the cap, as the store's latency backend has it)."""
 
     requests = 0
+    _cap: asyncio.Semaphore | None = None
 
     async def get(self, key, prototype, byte_range=None):
         self.requests += 1
-        await asyncio.sleep(DELAY)
-        return await self._store.get(key, prototype, byte_range)
+        if self._cap is None:  # made in the scan's event loop
+            self._cap = asyncio.Semaphore(CAP)
+        async with self._cap:
+            await asyncio.sleep(DELAY)
+            return await self._store.get(key, prototype, byte_range)
 
 
 def measure_wire(hive: Path, group: str, field: str, want: np.ndarray,
@@ -283,8 +288,9 @@ def measure_latency(hive: Path, group: str, field: str, want: np.ndarray,
     """A cold scan with ``DELAY`` added to every request, ``CAP`` in flight, against the
     ideal (its requests in rounds of ``CAP``, ``DELAY`` each): the store with its default
     chunking (``benchmarks.run``'s latency backend), and each plain copy through a zarr
-    store adding the same delay, zarr's concurrency ``CAP``. Best of ``repeat``."""
-    from benchmarks.run import _cold_scan
+    store adding the same delay with the same cap, zarr with the same settings
+    (:func:`benchmarks.run.scan_settings`). Best of ``repeat``."""
+    from benchmarks.run import _cold_scan, scan_settings
 
     name = hive.name
     ours = []
@@ -298,7 +304,7 @@ def measure_latency(hive: Path, group: str, field: str, want: np.ndarray,
         runs = []
         for _ in range(repeat):
             delayed = _Slow(zarr.storage.LocalStore(str(where), read_only=True))
-            with zarr.config.set({"async.concurrency": CAP}):
+            with zarr.config.set(scan_settings(CAP)):
                 array = zarr.open_array(delayed, path=field, mode="r")
                 delayed.requests = 0  # the scan's, as the store's (opened before)
                 start = time.perf_counter()

@@ -46,7 +46,8 @@ class AsyncCache(Generic[V]):
     def loading(self, key: Hashable) -> bool:
         """Whether a load of ``key`` is under way on the running event loop (a caller that
         would read it itself waits for that one instead)."""
-        return (id(asyncio.get_running_loop()), key) in self._pending
+        pending = self._pending  # mostly empty: a scan served inline never waits on one
+        return bool(pending) and (id(asyncio.get_running_loop()), key) in pending
 
     def clear(self) -> None:
         self._done.clear()

@@ -17,7 +17,7 @@ import contextvars
 import sys
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -106,6 +106,14 @@ class RequestSlots:
             if waiting.task is not None:  # None if it ended as it started
                 self._serving.discard(waiting.task)
             self._release()
+
+
+def started(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """``coro`` in a task started at once: on Python 3.12 and later eagerly (it runs up to
+    its first wait, a request issued, before this returns), earlier as the next task the
+    loop runs. For requests gathered in a loop: each goes out as it is made, not after the
+    loop ends. Cost: a task."""
+    return asyncio.Task(coro, loop=asyncio.get_running_loop(), **_EAGER)
 
 
 _per_loop: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -187,3 +187,56 @@ def test_local_read_of_a_file_that_shrank_returns_only_its_bytes(tmp_path, monke
     data, info = got
     assert bytes(data) == b"abc"
     assert info.st_size == 4099
+
+
+SIZES = [0, 1, 1737, local_module.mapped.PAGE - 1, local_module.mapped.PAGE,
+         local_module.mapped.PAGE + 1, local_module.GUESS - 1, local_module.GUESS,
+         local_module.GUESS + 1, 3 * local_module.GUESS + 5]
+
+
+@pytest.mark.parametrize("nowait", [local_module._NOWAIT, None], ids=["page-cache", "no-nowait"])
+def test_a_document_read_from_its_start_is_whole_at_every_size(tmp_path, monkeypatch, nowait):
+    """A read from the start capped past the object's size (as documents are read) gives
+    the whole object and its size; one that stops short of a page boundary, inside
+    ``GUESS`` bytes, met the end of the file and needs no ``fstat``."""
+    monkeypatch.setattr(local_module, "_NOWAIT", nowait)
+    fstats: list[int] = []
+    real_fstat = local_module.os.fstat
+
+    def fstat(fd):
+        fstats.append(fd)
+        return real_fstat(fd)
+
+    monkeypatch.setattr(local_module.os, "fstat", fstat)
+    rng = np.random.default_rng(5)
+    for size in SIZES:
+        want = rng.integers(0, 256, size, np.uint8).tobytes()
+        (tmp_path / f"doc{size}").write_bytes(want)
+    backend = Backend(tmp_path)
+    for size in SIZES:
+        want = (tmp_path / f"doc{size}").read_bytes()
+        fstats.clear()
+        got = asyncio.run(backend.get_sized(f"doc{size}", RangeByteRequest(0, 10**9)))
+        assert got is not None and bytes(got[0]) == want and got[1] == size
+        guessed = size < local_module.GUESS and size % local_module.mapped.PAGE != 0
+        assert (not fstats) == (guessed and nowait is not None), size
+        got = asyncio.run(backend.get_sized(f"doc{size}", RangeByteRequest(0, size + 1)))
+        assert got is not None and bytes(got[0]) == want and got[1] == size
+
+
+def test_a_document_cut_short_at_a_page_boundary_is_not_taken_whole(tmp_path, monkeypatch):
+    """An inline read that stops at a page boundary (the rest not in the page cache) says
+    nothing of the file's end: the object is read whole all the same, never cut."""
+    size = local_module.mapped.PAGE + 100
+    want = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    (tmp_path / "doc").write_bytes(want)
+    real_preadv = local_module.os.preadv
+
+    def partly_cached(fd, buffers, offset, flags=0):
+        if flags and offset == 0:  # inline: only the first page is in the page cache
+            return real_preadv(fd, [buffers[0][:local_module.mapped.PAGE]], offset, flags)
+        return real_preadv(fd, buffers, offset, flags)
+
+    monkeypatch.setattr(local_module.os, "preadv", partly_cached)
+    got = asyncio.run(Backend(tmp_path).get_sized("doc", RangeByteRequest(0, 10**9)))
+    assert got is not None and bytes(got[0]) == want and got[1] == size

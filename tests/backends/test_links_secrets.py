@@ -12,6 +12,7 @@ line's output, against loopback S3 (moto) and HTTP servers made to fail.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -62,15 +63,20 @@ def _outside(tmp_path, root, rel: str):
     return target
 
 
-# where the system has no /proc/self/fd the reader only ever checks directory by directory
-LINK_CHECKS = ["kernel", "lstat"] if local_module._HAS_FD_PATHS else ["lstat"]
+# where the system has no openat2 (Linux 5.6) or no /proc/self/fd, the reader checks in
+# the ways left to it
+LINK_CHECKS = (["openat2"] * (local_module._OPEN_NO_LINKS is not None)
+               + ["kernel"] * local_module._HAS_FD_PATHS + ["lstat"])
 
 
 @pytest.fixture(params=LINK_CHECKS)
 def link_checks(request, monkeypatch):
-    """Each way a local reader checks where an object really is: the kernel's real path of
-    the open file (``/proc/self/fd``), and one ``lstat`` per directory (no ``/proc``)."""
-    monkeypatch.setattr(local_module, "_HAS_FD_PATHS", request.param == "kernel")
+    """Each way a local reader checks where an object really is: an open that fails on any
+    link (``openat2``; the other ways where it does), the kernel's real path of the open
+    file (``/proc/self/fd``), and one ``lstat`` per directory (no ``/proc``)."""
+    if request.param != "openat2":
+        monkeypatch.setattr(local_module, "_OPEN_NO_LINKS", None)
+        monkeypatch.setattr(local_module, "_HAS_FD_PATHS", request.param == "kernel")
     return request.param
 
 
@@ -233,7 +239,9 @@ def test_a_directory_is_checked_once(hive_copy, monkeypatch, link_checks):
     for key in (_chunk(root), _chunk(root, "count"), _chunk(root)):
         assert sync(backend.get(key)) == (root / key).read_bytes()
     new_dirs = len(_chunk(root).split("/")) - 1 + 2  # the chunk's dirs, + count and count/c
-    if link_checks == "kernel":  # one readlink per object in a directory not yet known
+    if link_checks == "openat2":  # each open checks its whole way, in the kernel
+        assert calls == {"readlink": 0, "islink": 0}
+    elif link_checks == "kernel":  # one readlink per object in a directory not yet known
         assert calls == {"readlink": 2, "islink": 0}
     else:
         assert calls == {"readlink": 0, "islink": new_dirs}
@@ -259,6 +267,25 @@ def test_an_unreadable_proc_falls_back_to_the_directory_checks(hive_copy, tmp_pa
         sync(Backend(root).get(key))
     _refused(err, LEAF, outside)
     assert sync(Backend(root, follow_links=True).get(key)) == want
+
+
+@pytest.mark.parametrize("refusal", [errno.ENOSYS, errno.EPERM])
+def test_an_unusable_openat2_is_turned_off_and_objects_open_as_before(monkeypatch, refusal):
+    """A kernel without ``openat2`` (or a filter refusing it) says so at the first open:
+    that object and every later one are opened and checked as without it."""
+    root = FIXTURES / "bare_versioned"
+    tried: list[bytes] = []
+
+    def refused(full: bytes, path_only: bool = False) -> int:
+        tried.append(full)
+        return -refusal
+
+    monkeypatch.setattr(local_module, "_OPEN_NO_LINKS", refused)
+    backend = Backend(root)
+    for key in (_chunk(root), _chunk(root, "count"), "morton_hive.json"):
+        assert sync(backend.get(key)) == (root / key).read_bytes()
+    assert sync(backend.get("no/such/object")) is None
+    assert len(tried) == 1 and local_module._OPEN_NO_LINKS is None
 
 
 def test_a_missing_object_behind_a_link_out_of_the_root_is_refused_not_missing(

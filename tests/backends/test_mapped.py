@@ -266,3 +266,30 @@ def test_a_mapped_shard_rewritten_out_of_order_is_read_as_its_index_says(hive_co
                       + google_crc32c.value(index.tobytes()).to_bytes(4, "little"))
     assert shard.read_bytes() != raw
     np.testing.assert_array_equal(array[:], want)
+
+
+def test_a_span_a_local_reader_mapped_or_checked_is_checked_again_with_a_stat_each(
+        tmp_path, monkeypatch):
+    """A local reader checks a kept span's files through the directories it knows: once
+    it has mapped the span, or checked it once (a span another reader mapped), each file
+    costs one ``stat`` and no open."""
+    from moczarr_store.io import local
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    data = _files(tmp_path / "a" / "b", 3)
+    parts = [(f"a/b/o{at}", INDEX) for at in range(3)]
+    opens: list[bytes] = []
+    real = local._OPEN_NO_LINKS
+    if real is not None:
+        def counted(full: bytes, path_only: bool = False) -> int:
+            opens.append(full)
+            return real(full, path_only)
+
+        monkeypatch.setattr(local, "_OPEN_NO_LINKS", counted)
+    for first_opens in (3, 0):  # this reader maps the span; the next finds it kept
+        reader = local.LocalReader(str(tmp_path))
+        view, opened = reader.mapped_span(parts, 2 * PAGE)
+        assert bytes(view) == b"".join(data) and opened == first_opens
+        opens.clear()
+        view, opened = reader.mapped_span(parts, 2 * PAGE)
+        assert bytes(view) == b"".join(data) and opened == 0 and opens == []

@@ -155,3 +155,24 @@ def test_reads_beyond_open_touch_only_the_leaves_they_need(hive_copy):
     # one chunk GET for the template leaf (its stamp is cached), one stamp GET for the
     # absent second leaf, nothing else
     assert store.request_stats.total == total + 2
+
+
+def test_an_open_parses_each_array_document_of_its_writer_runs_once(monkeypatch):
+    """The template is one object of a writer run, the runs sampled at open often hold
+    the same array documents: each distinct one is parsed by zarr once, and every run's
+    chunks are then read without a look at their array metadata."""
+    from moczarr_store.read import execute
+
+    parsed = []
+    check = execute.check_leaf_meta
+    monkeypatch.setattr(execute, "check_leaf_meta",
+                        lambda meta, where: parsed.append(where) or check(meta, where))
+    store = MocHiveStore(FIXTURES / "bare_versioned")
+    (level,) = asyncio.run(store.hive()).products[0].levels
+    runs = [run for run in level.encodings if run.immutable]
+    assert len(runs) == 2 and runs[0].arrays == runs[1].arrays  # what the test is about
+    assert len(parsed) == len(runs[0].arrays)
+    for run in runs:
+        for name in run.arrays:
+            key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
+            assert store.session.leaf_metas.peek(key) is not None, key

@@ -148,6 +148,25 @@ def test_the_json_reader_takes_plain_json_and_refuses_a_document_over_its_cap():
         load_json(b'{"a": "0123456789"}', "x", max_bytes=10)
 
 
+@pytest.mark.parametrize("doc", [
+    '{"a": 1}', '{"a": 1}\n', '{"a": 1} \t\r\n ', ' {"a": 1}', '{"a": 1}}', '{"a": 1} x',
+    '{"a": 1}\x0b', '{"a": 1}\u3000', '{"a": 1}\x00', '{"a": 1} {"b": 2}', '{"a": 1,}',
+    '{"a" 1}', "{", "{}", '{"a": [1, 2}', "{'a': 1}", '{"a": "\\ud800"}', '{"a": 1e5}',
+], ids=repr)
+def test_the_json_reader_answers_as_the_standard_decoder(doc):
+    """A document is what Python's decoder (with the reader's number checks) makes of it,
+    value or refusal, whatever follows its object: the reader scans an object at once and
+    leaves anything but JSON whitespace after it to that decoder."""
+    want = json.JSONDecoder(parse_float=float)
+    try:
+        expected = want.decode(doc)
+    except ValueError as err:
+        with _raises(MalformedMetadataError, f"x: not valid JSON ({err})"):
+            load_json(doc.encode("utf-8", "surrogatepass"), "x")
+    else:
+        assert load_json(doc.encode("utf-8", "surrogatepass"), "x") == expected
+
+
 @pytest.mark.parametrize("kind", ["manifest", "stamp", "group", "array"])
 @pytest.mark.parametrize("case", ["not utf-8", "NaN", "overflowing float",
                                   "nested past the recursion limit", "nested past MAX_DEPTH",

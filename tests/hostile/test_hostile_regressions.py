@@ -51,8 +51,8 @@ def reads_outside(monkeypatch):
     seen: list[str] = []
     original = LocalReader._open
 
-    def spy(self, path):
-        fd = original(self, path)
+    def spy(self, path, *args):
+        fd = original(self, path, *args)
         real = os.readlink(f"/proc/self/fd/{fd}")  # the file the kernel opened
         if not real.startswith(os.path.realpath(self.root) + "/"):
             seen.append(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import shutil
 import warnings
@@ -267,10 +268,10 @@ def test_a_damaged_leaf_in_a_span_fails_naming_it(hive_copy, warm):
 LEAVES = ("4/4/4/1/1/44411.zarr", "4/4/4/1/2/44412.zarr", "-4/1/1/3/3/-41133.zarr")  # in order
 
 
-def _write_shard(path, values: np.ndarray, order=range(16)) -> None:
+def _write_shard(path, values: np.ndarray, order=range(16), dtype="<f4") -> None:
     """A shard object of 16 inner chunks of 4 float32 values (index at its end, crc32c),
     the inner chunks stored in ``order``, the index naming where each one is."""
-    inner = [values[4 * i : 4 * i + 4].astype("<f4").tobytes() for i in range(16)]
+    inner = [values[4 * i : 4 * i + 4].astype(dtype).tobytes() for i in range(16)]
     rows, payload = np.zeros((16, 2), "<u8"), b""
     for i in order:
         rows[i] = (len(payload), len(inner[i]))
@@ -414,6 +415,22 @@ def test_a_chunk_a_caller_holds_is_not_overwritten_by_the_next_read(full_span, m
     kept = {b.__array_interface__["data"][0] for same in pool._kept.values() for b in same}
     del held
     assert {address(chunk(key)) for key in keys} <= kept  # no new memory
+
+
+def test_a_new_store_reads_each_leaf_of_a_span_under_its_own_array_document(full_span):
+    """A first read judges the leaves' array documents in turn (one byte-identical to the
+    one before is judged as it was): a leaf between two others, big-endian where they are
+    little-endian, is read under its own document, not its neighbour's."""
+    root, _array, want = full_span
+    _write_shard(_shard(root, 1), want[64:128], dtype=">f4")
+    doc = _shard(root, 1).parents[1] / "zarr.json"
+    meta = json.loads(doc.read_text())
+    meta["codecs"][0]["configuration"]["codecs"][0]["configuration"]["endian"] = "big"
+    doc.write_text(json.dumps(meta, indent=2))
+    for chunking in (3, "leaf"):
+        array = zarr.open_array(MocHiveStore(root, chunking=chunking), path="atl06/o7/h_mean",
+                                mode="r")
+        np.testing.assert_array_equal(array[:], want, err_msg=str(chunking))
 
 
 def test_a_warm_span_serves_a_shard_stored_out_of_order_as_its_index_says(full_span):

@@ -38,6 +38,22 @@ def _finite_float(text: str) -> float:
 
 # one decoder (``json.loads`` with options builds one per call)
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]  # ``decode`` less its checks
+_SPACE = " \t\n\r"  # JSON's whitespace (``str.isspace`` takes more)
+
+
+def _decode(text: str) -> Any:
+    """``_DECODER.decode(text)``: a document that opens with ``{`` scanned at once (what
+    ``decode`` does after skipping no whitespace), anything else, trailing bytes included,
+    left to ``decode`` itself, so every error is its own."""
+    if text[:1] == "{":
+        try:
+            value, end = _SCAN(text, 0)
+        except StopIteration:
+            return _DECODER.decode(text)
+        if end == len(text) or not text[end:].strip(_SPACE):
+            return value
+    return _DECODER.decode(text)
 
 
 def load_json(
@@ -58,7 +74,7 @@ def load_json(
         raise error(f"{where}: the document is larger than the {max_bytes:,}-byte limit")
     try:
         text = str(payload, "utf-8")  # decoded from the buffer itself: no copy of the bytes
-        value = _DECODER.decode(text)
+        value = _decode(text)
     except UnicodeDecodeError as err:
         raise error(f"{where}: not UTF-8 ({err})") from None
     except RecursionError:
@@ -88,16 +104,27 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+DOCUMENT_WINDOW = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
+"""The range a document is read in (made once: a leaf's stamp and array document are read
+for every leaf)."""
+
+
+def _window(max_bytes: int) -> RangeByteRequest:
+    if max_bytes == DEFAULT_MAX_JSON_BYTES:
+        return DOCUMENT_WINDOW
+    return RangeByteRequest(0, max_bytes + 1)
+
+
 async def read_document(backend, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES):
     """The bytes of object ``key`` (``None``: absent), at most ``max_bytes + 1`` of them:
     one ranged GET, so a huge object is never downloaded whole."""
-    return await backend.get(key, RangeByteRequest(0, max_bytes + 1))
+    return await backend.get(key, _window(max_bytes))
 
 
 def read_document_now(backend, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES):
     """:func:`read_document` without an await (``backend.get_now``): its answer, or
     ``NOT_NOW`` (nothing read) when the object is not local and all in the page cache."""
-    return backend.get_now(key, RangeByteRequest(0, max_bytes + 1))
+    return backend.get_now(key, _window(max_bytes))
 
 
 def load_object(payload, where: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> dict:

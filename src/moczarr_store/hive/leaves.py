@@ -15,14 +15,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
-from zarr.abc.store import RangeByteRequest
-
 from ..cache import AsyncCache
 from ..errors import OutsideRootError
 from ..io.backend import NOT_NOW
 from ..tunables import config
 from .ids import DECIMAL_RE
-from .jsonio import DEFAULT_MAX_JSON_BYTES, load_json, read_document_now
+from .jsonio import DOCUMENT_WINDOW, load_json, read_document_now
 from .paths import short, split_leaf_name, validate_current
 
 STAMP_KEY = "morton_hive_commit"
@@ -160,27 +158,45 @@ def misplaced(path: str, stamp: dict) -> str | None:
     path's. ``None``: it does not, or says nothing to check (other objects, no or
     malformed coverage). A leaf moved or copied to another node's path would otherwise
     serve its values at that node's cells (``morton`` is computed from the path, by
-    moczarr too). No I/O."""
+    moczarr too). No I/O; the path's name is checked only when the stamp disagrees with it
+    (a stamp that agrees says nothing, whatever the name)."""
+    coverage = stamp.get("coverage")
+    box = coverage.get("box") if isinstance(coverage, dict) else None
+    cells = box[:4] if isinstance(box, list) else ()
+    label = stamp.get("window")
+    stem = path[path.rfind("/") + 1 : -len(".zarr")]
+    node, sep, window = stem.partition("_")
+    if not (sep and isinstance(label, str) and label != window):
+        for cell in cells:
+            if isinstance(cell, str) and not cell.startswith(node):
+                break
+        else:  # the stamp agrees with the path
+            return None
+    if cells and coverage.get("spec") != "morton-moc/1":  # type: ignore[union-attr]
+        cells = ()  # another spec: its box is not read
+    return _misplaced(path, cells, label)
+
+
+def _misplaced(path: str, cells: list | tuple, label: object) -> str | None:
+    """:func:`misplaced` of a stamp whose ``box`` members (``morton-moc/1``'s first four)
+    and ``window`` disagree with ``path``'s name, when that name is a leaf's."""
     named = split_leaf_name(path.rpartition("/")[2])
     if named is None:
         return None
     node, window = named
-    coverage = stamp.get("coverage")
-    if isinstance(coverage, dict) and coverage.get("spec") == "morton-moc/1":
-        box = coverage.get("box")
-        for cell in box[:4] if isinstance(box, list) else ():
-            if isinstance(cell, str) and not cell.startswith(node) and DECIMAL_RE.match(cell):
-                return (f"was written for another node: its commit stamp's coverage box "
-                        f"names cell {cell}, outside node {node}")
-    label = stamp.get("window")
+    for cell in cells:
+        if isinstance(cell, str) and not cell.startswith(node) and DECIMAL_RE.match(cell):
+            return (f"was written for another node: its commit stamp's coverage box "
+                    f"names cell {cell}, outside node {node}")
     if window is not None and isinstance(label, str) and label != window:
         return (f"was written for another window: its commit stamp says window "
                 f"{short(label)}, its path {window!r}")
     return None
 
 
-def parse_leaf(path: str, payload: bytes | None) -> Leaf:
-    """A leaf from its root ``zarr.json`` bytes (``None``: no such object).
+def parse_leaf(path: str, payload: bytes | None, slim: bool = False) -> Leaf:
+    """A leaf from its root ``zarr.json`` bytes (``None``: no such object); ``slim``: its
+    slim form (:meth:`Leaf.slim`) at once.
 
     As moczarr reads it: a document that is not JSON is an error naming the leaf; one
     without a commit mapping (whatever else it holds) is debris."""
@@ -188,22 +204,20 @@ def parse_leaf(path: str, payload: bytes | None) -> Leaf:
         return Leaf(path, "absent")
     meta = load_json(payload, f"leaf {path}/zarr.json")
     attrs = meta.get("attributes") if isinstance(meta, dict) else None
-    if not isinstance(attrs, dict) or not isinstance(attrs.get(STAMP_KEY), dict):
+    if not isinstance(attrs, dict) or not isinstance(stamp := attrs.get(STAMP_KEY), dict):
         return Leaf(path, "debris")  # no commit mapping: debris, as moczarr reads it
-    stamp = attrs[STAMP_KEY]
     current = stamp.get("current")
     if current is not None:
         validate_current(current, path)
-    return Leaf(path, "stamped", current, attrs, _provenance(attrs), _hashed(stamp),
-                misplaced(path, stamp))
+    return Leaf(path, "stamped", current, None if slim else attrs, _provenance(attrs),
+                _hashed(stamp), misplaced(path, stamp))
 
 
 async def _load(path: str, read) -> Leaf:
     """``parse_leaf`` of one ranged ``read`` of at most the document cap; a stamp linked
     out of the hive root is that leaf's refusal (``"linked"``), not the hive's."""
-    window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
     try:
-        payload = await read(f"{path}/zarr.json", window)
+        payload = await read(f"{path}/zarr.json", DOCUMENT_WINDOW)
     except OutsideRootError:  # that object is refused, not the hive
         return Leaf(path, "linked")
     return parse_leaf(path, payload)
@@ -239,18 +253,17 @@ class LeafCache(AsyncCache[Leaf]):
             payload = _LINKED
         if payload is NOT_NOW:
             return None
-        leaf = Leaf(path, "linked") if payload is _LINKED else parse_leaf(path, payload)
-        self.put(path, leaf)
-        kept = self.hit(path)  # the very object a plan is kept under (``_span``)
-        return leaf.slim() if kept is None else kept
+        leaf = (Leaf(path, "linked") if payload is _LINKED
+                else parse_leaf(path, payload, slim=True))
+        self.put(path, leaf)  # kept as it is (slim): the very object a plan is kept under
+        return leaf
 
     async def resolve_full(self, path: str, read) -> Leaf:
         """Like :meth:`resolve`, with the stamp's attributes: the cache keeps slim leaves,
         so a stamped leaf cached before is read again (one more GET)."""
         leaf = await self.resolve(path, read)
         if leaf.state == "stamped" and leaf.attrs is None:
-            window = RangeByteRequest(0, DEFAULT_MAX_JSON_BYTES + 1)
-            leaf = parse_leaf(path, await read(f"{path}/zarr.json", window))
+            leaf = parse_leaf(path, await read(f"{path}/zarr.json", DOCUMENT_WINDOW))
         return leaf
 
     async def rereading(self, path: str) -> Leaf | None:

@@ -110,7 +110,11 @@ def leaf_path(decimal: str, window: str | None = None, path_grouping: int = 1) -
         raise ValueError(f"{decimal!r} is not a morton decimal id")
     base, tail = match.groups()
     name = f"{decimal}_{window}.zarr" if window is not None else f"{decimal}.zarr"
-    return "/".join([base, *group_digits(tail, path_grouping), name])
+    if not tail:
+        return f"{base}/{name}"
+    # one digit a directory (zagg's default): joined at C speed
+    digits = "/".join(tail) if path_grouping == 1 else "/".join(group_digits(tail, path_grouping))
+    return f"{base}/{digits}/{name}"
 
 
 def node_path(decimal: str) -> str:

@@ -5,9 +5,11 @@ unless links are allowed."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import errno
 import os
 import stat
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +21,7 @@ from .ranges import BytesLike, RangeOption, byte_bounds
 from .reader import ObjectStat
 
 DIR_CACHE = 65_536  # real paths of local directories a reader remembers
+GUESS = max(mapped.PAGE, 16 << 10)  # whole pages a document (size unknown) is first read into
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
 _NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -26,21 +29,77 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _FD_PATHS = "/proc/self/fd"  # Linux: the kernel's real path of every open descriptor
 _HAS_FD_PATHS = os.path.isdir(_FD_PATHS)
+_FS_CODEC = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())  # os.fsencode's
+_RESOLVE_NO_SYMLINKS = 0x04  # openat2: fail with ELOOP on a link in any component
+_SYS_OPENAT2 = 437  # Linux 5.6 and later, on these architectures (others number it apart)
+_OPENAT2_MACHINES = {"x86_64", "aarch64", "arm64", "i386", "i686", "armv6l", "armv7l",
+                     "armv8l", "riscv64", "ppc64le", "ppc64", "s390x", "loongarch64"}
+_AT_FDCWD = -100
+# openat2 errors that say it cannot be used here (no such call, refused by a filter)
+_NO_OPENAT2 = (errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
+                ("resolve", ctypes.c_uint64)]
+
+
+def _openat2() -> Callable[[bytes, bool], int] | None:
+    """``open(path)`` that refuses a link in any component (Linux ``openat2`` with
+    ``RESOLVE_NO_SYMLINKS``), for reading or (``True``) only to ``fstat`` it or know it is
+    there (``O_PATH``): the descriptor, or ``-errno``; ``None`` off Linux or on an
+    architecture that numbers the call apart. Its arguments are made once: a call costs
+    about what :func:`os.open` does."""
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    if sys.platform != "linux" or machine not in _OPENAT2_MACHINES or (
+            machine == "x86_64" and sys.maxsize < 2**32):  # x32 numbers calls apart
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    call.restype = ctypes.c_long
+    hows = (_OpenHow(_OPEN | _NOFOLLOW | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS),
+            _OpenHow(getattr(os, "O_PATH", 0) | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS))
+    number, here = ctypes.c_long(_SYS_OPENAT2), ctypes.c_long(_AT_FDCWD)
+    where = [ctypes.c_void_p(ctypes.addressof(how)) for how in hows]
+    size = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
+
+    def open_no_links(full: bytes, path_only: bool = False) -> int:
+        fd = call(number, here, full, where[path_only], size)
+        return fd if fd >= 0 else -ctypes.get_errno()
+
+    open_no_links.hows = hows  # type: ignore[attr-defined]  # alive as long as it is
+    return open_no_links
+
+
+_OPEN_NO_LINKS = _openat2()
 
 
 def _read_open(fd: int, option: RangeOption, wait: bool = True,
                into: list[memoryview] | None = None,
-               take: Callable[[int], memoryview] = uninitialised,
-               ) -> tuple[memoryview, os.stat_result] | None:
+               take: Callable[[int], memoryview] = uninitialised, stat: bool = True,
+               ) -> tuple[memoryview, os.stat_result | None] | None:
     """An open local object's bytes (or the part ``option`` names) and its ``fstat``; a
     file that shrank while read gives the bytes it still had (callers check sizes).
     ``wait=False`` returns ``None`` unless the page cache holds them all, so the event loop
     never waits on a disk. ``into``: when the object's size is their total, it is read
     into these buffers in turn and the first is returned (``None`` unless one read fills
-    them); else it is read whole as usual. Memory: one uninitialised buffer of the span
-    from ``take`` (none when read ``into``)."""
+    them); else it is read whole as usual. ``stat=False``: a read from the start capped
+    past ``GUESS`` bytes (a document's, its size unknown) is first made into ``GUESS``
+    bytes, without the ``fstat``: one that stops short of a page boundary met the end of
+    the file (the page cache hands out whole pages), and its stat is ``None``; else it is
+    read as usual. Memory: one uninitialised buffer of the span from ``take`` (a document
+    read without its ``fstat``: of ``GUESS`` bytes; none when read ``into``)."""
     if not wait and _NOWAIT is None:
         return None
+    if not stat and isinstance(option, tuple) and option[0] == 0 and option[1] > GUESS:
+        buffer = take(GUESS)
+        got = _pread(fd, [buffer], 0, wait)
+        if got is None:
+            return None
+        if got % mapped.PAGE:
+            return buffer[:got], None
     info = os.fstat(fd)
     size = info.st_size
     if into is not None and size == sum(len(buffer) for buffer in into):
@@ -81,13 +140,17 @@ class LocalReader:
     (``preadv`` with ``RWF_NOWAIT``), else on a worker thread.
 
     Unless ``follow_links``, an object or directory whose real path leaves the root is
-    refused with :class:`OutsideRootError`. The real paths of directories found inside are
-    remembered (up to ``DIR_CACHE``). An object in a directory not yet known is opened
-    under the root and its real path, as the kernel resolved it (``/proc/self/fd``), is
-    checked before a byte is read: one ``readlink`` per new directory instead of one
-    ``lstat`` per path component (without ``/proc``: the ``lstat`` per component, before the
-    open). Objects are opened with ``O_NOFOLLOW`` (a final link is resolved and checked
-    apart). A tree changed while it is read may be seen as resolved before.
+    refused with :class:`OutsideRootError`. On Linux 5.6 and later an object is opened in
+    one call that fails on a link anywhere on its way (``openat2``): opened, its real path
+    is the root's with its own appended, inside, and nothing more is checked. Where that
+    fails (a link on the way: it may stay inside) or is not available, the real paths of
+    directories found inside are remembered (up to ``DIR_CACHE``); an object in a
+    directory not yet known is opened under the root and its real path, as the kernel
+    resolved it (``/proc/self/fd``), is checked before a byte is read: one ``readlink`` per
+    new directory instead of one ``lstat`` per path component (without ``/proc``: the
+    ``lstat`` per component, before the open). Objects are opened with ``O_NOFOLLOW`` (a
+    final link is resolved and checked apart). A tree changed while it is read may be
+    seen as resolved before.
     """
 
     options: dict[str, Any] = {}
@@ -100,6 +163,7 @@ class LocalReader:
         self.name = "file://" + root
         self.follow_links = follow_links
         self._real_root = os.path.realpath(self.root)
+        self._root_prefix = os.fsencode(self._real_root.rstrip("/") + "/")
         self._flags = 0 if follow_links else _NOFOLLOW
         self._dirs: dict[str, str] = {}  # hive-relative directory -> its real path, inside
         self._ready = False
@@ -122,14 +186,18 @@ class LocalReader:
         self._dirs[rel] = real
 
     def _dir(self, rel: str) -> str:
-        """The real path of directory ``rel`` ('' is the root), checked: links resolved one
-        component at a time (one ``lstat`` per directory not yet known)."""
+        """The real path of directory ``rel`` ('' is the root), checked: in one call when
+        no link lies on its way (``openat2``), else links resolved one component at a time
+        (one ``lstat`` per directory not yet known)."""
         if self.follow_links:
             return f"{self.root}/{rel}" if rel else self.root
         if not rel:
             return self._real_root
         real = self._dirs.get(rel)
-        if real is None:
+        if real is None and self._unlinked(rel):
+            real = f"{self._real_root}/{rel}"
+            self._remember(rel, real)
+        elif real is None:
             parent, _, name = rel.rpartition("/")
             full = f"{self._dir(parent)}/{name}"
             real = os.path.realpath(full) if os.path.islink(full) else full
@@ -138,6 +206,15 @@ class LocalReader:
                                        "pass follow_links=True to read through links)")
             self._remember(rel, real)
         return real
+
+    def _unlinked(self, rel: str) -> bool:
+        """Whether no link lies on the way to ``rel`` (one ``openat2``): its real path is
+        then the root's with ``rel`` appended, there or not."""
+        fd = self._no_links(rel, True)
+        if fd < 0:
+            return -fd in (errno.ENOENT, errno.ENOTDIR)
+        os.close(fd)
+        return True
 
     def _known(self, path: str) -> str | None:
         """The file system path of object ``path`` through its directory's checked real
@@ -209,11 +286,22 @@ class LocalReader:
                                    "(refused; pass follow_links=True to read through links)")
         return real
 
-    def _open(self, path: str) -> int:
-        """Object ``path`` opened for reading: through its directory's checked real path,
-        or, while that is not known, under the root with the open file's real path vetted;
-        a final link resolved and checked (``O_NOFOLLOW`` refuses to open one)."""
+    def _open(self, path: str, remember: bool = False) -> int:
+        """Object ``path`` opened for reading: in one call that refuses a link anywhere
+        on its way (Linux 5.6: ``openat2``); where that fails, through its directory's
+        checked real path, or, while that is not known, under the root with the open
+        file's real path vetted; a final link resolved and checked (``O_NOFOLLOW`` refuses
+        to open one). ``remember``: its directory is known from then on."""
         _check_relative(path)
+        if _OPEN_NO_LINKS is not None and not self.follow_links:
+            fd = self._no_links(path)
+            if fd >= 0:
+                parent = path.rpartition("/")[0] if remember else ""
+                if parent and parent not in self._dirs:
+                    self._remember(parent, f"{self._real_root}/{parent}")
+                return fd
+            if -fd in (errno.ENOENT, errno.ENOTDIR):  # missing, and no link before that
+                raise OSError(-fd, os.strerror(-fd), os.fsdecode(self._root_prefix) + path)
         full, vet = None if self.follow_links else self._known(path), False
         if full is None and (self.follow_links or not _HAS_FD_PATHS):
             full = self._where(path)
@@ -238,30 +326,66 @@ class LocalReader:
                 raise
         return fd
 
+    def _no_links(self, path: str, path_only: bool = False) -> int:
+        """``path`` opened through the root's real path in one call that fails on any link
+        (``path_only``: ``O_PATH``, to ``fstat`` it or know it is there): opened, it is
+        inside the root. The descriptor, or ``-errno``: ``ELOOP`` for a link on the way
+        (it may stay inside: check it as before), ``ENOENT`` when a part is missing (no
+        link lies before it); ``ENOSYS`` when ``openat2`` is unusable here (not tried
+        again) or the path holds a NUL byte (:func:`os.open` refuses it)."""
+        global _OPEN_NO_LINKS
+        opener = _OPEN_NO_LINKS
+        full = self._root_prefix + path.encode(*_FS_CODEC)
+        if opener is None or b"\0" in full:
+            return -errno.ENOSYS
+        fd = opener(full, path_only)
+        if -fd in _NO_OPENAT2:
+            _OPEN_NO_LINKS = None
+        return fd
+
     def _open_read(self, path: str, option: RangeOption, wait: bool,
-                   into: list[memoryview] | None = None):
+                   into: list[memoryview] | None = None, stat: bool = True):
         """:func:`_read_open` of object ``path``, opened by :meth:`_open`."""
         fd = self._open(path)
         try:
-            return _read_open(fd, option, wait, into, self.buffers.take)
+            return _read_open(fd, option, wait, into, self.buffers.take, stat)
         finally:
             os.close(fd)
 
     def mapped_span(self, parts: list[tuple[str, bytes]],
                     step: int) -> tuple[memoryview, int] | None:
-        """:func:`.mapped.span` of these objects, each opened by :meth:`_open`."""
+        """:func:`.mapped.span` of these objects, each opened by :meth:`_open`, its
+        directory remembered (checking the span again then costs one ``stat`` each)."""
         self.ready()
         key = (self._real_root, self.follow_links, tuple(path for path, _ in parts))
-        return mapped.span(key, parts, step, self._open, self._identity,
+        return mapped.span(key, parts, step, self._open_remembered, self._identity,
                            None if self.follow_links else self._real_root)
+
+    def _open_remembered(self, path: str) -> int:
+        return self._open(path, True)
 
     def _identity(self, path: str) -> tuple[int, ...] | None:
         """:func:`.mapped.identity` of object ``path`` through its directory's checked
-        real path (an ``lstat`` per directory not yet known: a span another store of this
-        process mapped is then served again, not mapped anew); ``None`` when the object is
-        not there, or is refused."""
+        real path (one ``stat``), or while that is not known in one call that refuses
+        links on its way (``openat2``, an ``fstat``; where a link lies on it, one ``lstat``
+        per directory not yet known): a span another store of this process mapped is then
+        served again, not mapped anew. ``None`` when the object is not there, or is
+        refused."""
         try:
-            return mapped.identity(os.stat(self._where(path), follow_symlinks=self.follow_links))
+            full = None if self.follow_links else self._known(path)
+            if full is None and not self.follow_links:  # one call, not one per directory
+                fd = self._no_links(path, True)
+                if fd >= 0:
+                    try:
+                        info = os.fstat(fd)
+                    finally:
+                        os.close(fd)
+                    parent = path.rpartition("/")[0]
+                    if parent:
+                        self._remember(parent, f"{self._real_root}/{parent}")
+                    return mapped.identity(info)
+            return mapped.identity(os.stat(full or self._where(path),
+                                           follow_symlinks=self.follow_links))
         except (OSError, OutsideRootError):
             return None
 
@@ -272,10 +396,12 @@ class LocalReader:
             with_stat: bool) -> tuple[BytesLike, ObjectStat | int] | None:
         """The object's bytes (or the part ``option`` names) and its stat (or size) if the
         page cache holds them all, else ``None``: never waits."""
-        got = self._open_read(path, option, False)
+        got = self._open_read(path, option, False, None, with_stat)
         if got is None:
             return None
         data, info = got
+        if info is None:  # read to its end: its size is what was read
+            return data, len(data)
         return data, (local_stat(info) if with_stat else info.st_size)
 
     def read_cached(self, reads: list[tuple[str, list[memoryview]]]

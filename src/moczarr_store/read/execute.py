@@ -13,6 +13,7 @@ one writer run) is fetched, never parsed again.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -222,16 +223,22 @@ def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldA
     """The leaf array metadata of a span's leaf chunks of immutable versions established
     as :func:`_leaf_meta` does, without a task: those the page cache holds, read inline,
     until one would wait (one request each, as :func:`_leaf_meta` makes; none for those
-    known or being read). Their chunks may then take the fast path."""
-    metas = session.leaf_metas
+    known or being read). Their chunks may then take the fast path. A document
+    byte-identical to the one before it (the leaves of one writer run) is judged as that
+    one was, without a look at the shared memo (:func:`_checked_meta`)."""
+    metas, backend = session.leaf_metas, session.backend
+    last: tuple[bytes, Any] | None = None  # the document before, and what it made
     for part in parts:
         if (not isinstance(part, LeafRead) or not part.immutable
                 or metas.peek(part.meta, _UNKNOWN) is not _UNKNOWN or metas.loading(part.meta)):
             continue
-        payload = read_document_now(session.backend, part.meta)
+        payload = read_document_now(backend, part.meta)
         if payload is NOT_NOW or payload is None:  # an absent one: read where it is judged
             return
-        metas.put(part.meta, _meta_of(payload, part, array))
+        content = bytes(payload)
+        if last is None or content != last[0]:  # a defect raises, and is never remembered
+            last = (content, _meta_of(content, part, array))
+        metas.put(part.meta, last[1])
 
 
 def _checked_meta(payload: Bytes, key: str) -> tuple[dict[str, Any], tuple[Any, ...]]:
@@ -280,7 +287,10 @@ async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | No
 def remember_template(session: HiveSession, level: Level) -> None:
     """The array metadata read at open (the template's and each sampled writer run's): a
     chunk of those objects needs no second read of it (immutable versions only). Each is
-    compared with the declared encoding, which the template's need not be."""
+    compared with the declared encoding, which the template's need not be. Cost: zarr's
+    parse of each distinct document of a field (the template is one of its run's
+    objects: their documents are equal, as JSON: ``16.0`` is not ``16``)."""
+    judged: dict[tuple[str, str], Any] = {}  # (field, document as JSON text): how judged
     for run in level.encodings:
         if not run.immutable:
             continue
@@ -289,13 +299,21 @@ def remember_template(session: HiveSession, level: Level) -> None:
             key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
             if not isinstance(array, FieldArray):
                 continue
-            try:  # a malformed one is left for its chunk reads to refuse
-                meta = check_leaf_meta(meta, key)
-                check_dimensions(meta, array, key)
-            except HiveFormatError:
-                continue
-            same = encoding(meta) == array.declared_encoding
-            session.leaf_metas.put(key, SAME if same else meta)
+            try:
+                text: str | None = json.dumps(meta)
+            except (TypeError, ValueError, RecursionError):
+                text = None  # judged on its own
+            known = _UNKNOWN if text is None else judged.get((name, text), _UNKNOWN)
+            if known is _UNKNOWN:
+                try:  # a malformed one is left for its chunk reads to refuse
+                    meta = check_leaf_meta(meta, key)
+                    check_dimensions(meta, array, key)
+                except HiveFormatError:
+                    continue
+                known = SAME if encoding(meta) == array.declared_encoding else meta
+                if text is not None:
+                    judged[name, text] = known
+            session.leaf_metas.put(key, known)
 
 
 def size_known(session: HiveSession, plan: Plan) -> bool:

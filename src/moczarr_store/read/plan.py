@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..chunks import ChunkCheck
 from ..hive.leaves import Leaf
+from ..slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 
 if TYPE_CHECKING:
@@ -174,22 +175,24 @@ def plan_chunk(
     if refused is not None:
         kind, why = refused
         return Absent(f"leaf {leaf.path}: {why}", kind, level.path, leaf.path, what=why)
-    prefix = leaf.data_prefix
+    current = leaf.current
+    prefix = leaf.path if current is None else f"{leaf.path}/{current}"  # its data prefix
     read = (  # LeafRead's fields, in order
         array.path,
         coords,
         leaf.path,
         f"{prefix}/{located.key}",  # the object
         f"{prefix}/{array.group}/zarr.json",  # the leaf array's metadata
-        leaf.current is not None,  # immutable: a run-* version
+        current is not None,  # immutable: a run-* version
         array.check,
         byte_range,
     )
-    if array.mode == "inner":
+    mode = array.mode
+    if mode == "leaf":
+        return Reframe(*read)
+    if mode == "inner":
         return InnerRange(*read, part=located.inner or 0)
-    if array.mode == "recode":
-        return Recode(*read)
-    return Reframe(*read) if array.mode == "leaf" else Passthrough(*read)
+    return Recode(*read) if mode == "recode" else Passthrough(*read)
 
 
 async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | None = None) -> Plan:
@@ -240,12 +243,13 @@ async def _span(
     parts: list[LeafPlan | None] = []
     missing: dict[int, tuple[tuple[int, ...], LeafChunk, str]] = {}
     under: list[tuple[str, Leaf]] = []  # the stamps each part was planned under
+    resolve_now, backend = session.leaves.resolve_now, session.backend
     for found in array.span_objects(coords):
         if found is None:  # past the domain's end
             parts.append(None)
             continue
         part, located, path = found
-        leaf = None if path is None else session.leaves.resolve_now(path, session.backend)
+        leaf = None if path is None else resolve_now(path, backend)
         if path is None:
             parts.append(_UNCOVERED)
         elif leaf is None:
@@ -255,7 +259,8 @@ async def _span(
             parts.append(plan_chunk(array, part, leaf, None, located))
             under.append((path, leaf))
     if missing:
-        leaves = await asyncio.gather(*(session.leaves.resolve(path, session.backend.get)
+        resolve, get = session.leaves.resolve, session.backend.get
+        leaves = await asyncio.gather(*(started(resolve(path, get))  # requests out at once
                                         for _, _, path in missing.values()))
         for (at, (part, located, _)), leaf in zip(missing.items(), leaves, strict=True):
             parts[at] = plan_chunk(array, part, leaf, None, located)
