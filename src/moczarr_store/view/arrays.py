@@ -197,9 +197,10 @@ of its cells stay bounded on hives of tiny leaves (one-cell leaves: 4,096 cells 
 AUTO_LEAVES = 16
 """Leaves a chunk of ``chunking="auto"`` joins when that holds between ``AUTO_MIN_BYTES``
 and ``AUTO_MAX_BYTES`` of the level's largest field. A read of one cell reads every leaf
-of its chunk, each about 6 µs warm (a ``stat`` and a check) against about 0.3 ms for a
-one-leaf chunk: 16 keep a lookup within ~1.6x ``"leaf"``'s, 128 made it ~6x on 4,096-cell
-leaves (``benchmarks/chunk_curve.py``)."""
+of its chunk, each about 1 µs warm where inotify watches it (``io/watch.py``), 6–10 µs
+where a ``stat`` checks it, against about 0.3 ms for a one-leaf chunk: 16 keep a lookup
+within ~1.6x ``"leaf"``'s even with the ``stat`` (32: ~2.4x, 128: ~6x on 4,096-cell leaves;
+``benchmarks/chunk_curve.py``)."""
 AUTO_MIN_BYTES = 512 << 10
 """Bytes of the level's largest field a chunk of ``chunking="auto"`` holds at least (more
 than ``AUTO_LEAVES`` leaves, up to ``AUTO_MAX_LEAVES``): below it xarray's scans pay dask's
