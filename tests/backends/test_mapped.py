@@ -11,11 +11,10 @@ import os
 from collections import OrderedDict
 from pathlib import Path
 
-import google_crc32c
 import numpy as np
 import pytest
 import zarr
-from support.hives import FIXTURES
+from support.hives import FIXTURES, reversed_shard
 from zarr.core.buffer import default_buffer_prototype
 
 from moczarr_store import MocHiveStore, OutsideRootError, config, mapped
@@ -256,14 +255,7 @@ def test_a_mapped_shard_rewritten_out_of_order_is_read_as_its_index_says(hive_co
     array[:]  # mapped
     shard = _leaf_shard(root, "4443")
     raw = shard.read_bytes()
-    rows = np.frombuffer(raw[-260:-4], "<u8").reshape(16, 2)
-    payload, index = b"", np.zeros((16, 2), "<u8")
-    for inner in reversed(range(16)):
-        start, size = rows[inner]
-        index[inner] = (len(payload), size)
-        payload += raw[start : start + size]
-    shard.write_bytes(payload + index.tobytes()
-                      + google_crc32c.value(index.tobytes()).to_bytes(4, "little"))
+    shard.write_bytes(reversed_shard(raw))
     assert shard.read_bytes() != raw
     np.testing.assert_array_equal(array[:], want)
 

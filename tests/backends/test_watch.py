@@ -12,11 +12,11 @@ import warnings
 from collections import OrderedDict
 from pathlib import Path
 
-import google_crc32c
 import moczarr
 import numpy as np
 import pytest
 import zarr
+from support.hives import reversed_shard
 from support.live import commit, current
 
 from moczarr_store import MocHiveStore, config, mapped
@@ -159,18 +159,6 @@ def test_a_directory_renamed_away(hive_copy):
     _changed_as(root, array, before)
 
 
-def _reversed(raw: bytes) -> bytes:
-    """A shard of 16 inner chunks stored the other way round (its index says so)."""
-    rows = np.frombuffer(raw[-260:-4], "<u8").reshape(16, 2)
-    payload, index = b"", np.zeros((16, 2), "<u8")
-    for inner in reversed(range(16)):
-        start, size = rows[inner]
-        index[inner] = (len(payload), size)
-        payload += raw[start : start + size]
-    return (payload + index.tobytes()
-            + google_crc32c.value(index.tobytes()).to_bytes(4, "little"))
-
-
 def test_an_object_truncated_and_rewritten_in_place(hive_copy):
     """The same file, truncated and written again: another version's inner chunks, in
     another order (a span kept mapped would read them where they were)."""
@@ -181,7 +169,7 @@ def test_an_object_truncated_and_rewritten_in_place(hive_copy):
         old = _shard(leaf)
         commit(leaf, 1.0, remove_old=False)
         inode = os.stat(old).st_ino
-        old.write_bytes(_reversed(_shard(leaf).read_bytes()))  # O_TRUNC, then written
+        old.write_bytes(reversed_shard(_shard(leaf).read_bytes()))  # O_TRUNC, then written
         assert os.stat(old).st_ino == inode
     _changed_as(root, array, before)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
 import numpy as np
 import pytest
 
@@ -116,3 +117,16 @@ def copy_leaf(source: Path, target: Path) -> None:
         if isinstance(coverage, dict):
             coverage["box"] = [node, None, None, None]
             stamp.write_text(json.dumps(doc))
+
+
+def reversed_shard(raw: bytes) -> bytes:
+    """A shard of 16 inner chunks (a crc32c-checked index at its end) stored the other way
+    round, its index saying so: the same values at other offsets."""
+    rows = np.frombuffer(raw[-260:-4], "<u8").reshape(16, 2)
+    payload, index = b"", np.zeros((16, 2), "<u8")
+    for inner in reversed(range(16)):
+        start, size = rows[inner]
+        index[inner] = (len(payload), size)
+        payload += raw[start : start + size]
+    return (payload + index.tobytes()
+            + google_crc32c.value(index.tobytes()).to_bytes(4, "little"))
