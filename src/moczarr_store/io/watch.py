@@ -21,7 +21,6 @@ import atexit
 import contextlib
 import errno
 import os
-import struct
 import sys
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -30,11 +29,6 @@ from ..tunables import config
 
 # the file systems whose every change is made by this kernel (and so reported)
 LOCAL = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs"})
-_MODIFY, _ATTRIB, _MOVE_SELF, _DELETE_SELF = 0x2, 0x4, 0x800, 0x400
-_Q_OVERFLOW, _ONLYDIR, _DONT_FOLLOW = 0x4000, 0x01000000, 0x02000000
-FILE_MASK = _MODIFY | _ATTRIB | _MOVE_SELF | _DELETE_SELF | _DONT_FOLLOW
-DIR_MASK = _MOVE_SELF | _DELETE_SELF | _ONLYDIR | _DONT_FOLLOW
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows
 
 _STATE: dict[str, Any] = {"inotify": None, "pid": None, "system": None}
 _OWNED: dict[Hashable, tuple[int, ...]] = {}  # owner -> the watches it holds
@@ -114,6 +108,13 @@ def watch(owner: Hashable, files: Sequence[str], devices: Sequence[int], root: s
     inotify = _inotify()
     if inotify is None:
         return False
+    from inotify_simple import flags
+
+    # a file: written, truncated, its metadata (link count: unlinked, renamed over), moved,
+    # deleted; a directory: moved or deleted (no link followed)
+    file_mask = (flags.MODIFY | flags.ATTRIB | flags.MOVE_SELF | flags.DELETE_SELF
+                 | flags.DONT_FOLLOW)
+    dir_mask = flags.MOVE_SELF | flags.DELETE_SELF | flags.ONLYDIR | flags.DONT_FOLLOW
     held: list[int] = []
     top = root.rstrip("/") or "/"
     prefix, most = top.rstrip("/") + "/", _bound()
@@ -121,12 +122,12 @@ def watch(owner: Hashable, files: Sequence[str], devices: Sequence[int], root: s
         for path in files:
             if not path.startswith(prefix) or len(_OWNERS) + len(held) >= most:
                 raise OSError(errno.ENOSPC, "not watched")
-            held.append(inotify.add_watch(path, FILE_MASK))
+            held.append(inotify.add_watch(path, file_mask))
             folder = path.rpartition("/")[0] or "/"
             while True:
                 wd = _PATHS.get(folder)
                 if wd is None:
-                    wd = inotify.add_watch(folder, DIR_MASK)
+                    wd = inotify.add_watch(folder, dir_mask)
                     _PATHS[folder] = wd
                     _NAMES.setdefault(wd, set()).add(folder)
                 held.append(wd)
@@ -180,26 +181,18 @@ def changed() -> set[Hashable] | None:
     if _STATE["pid"] != os.getpid():
         _start_over()
         return None
-    fired: set[int] = set()
-    while True:
-        try:
-            data = os.read(inotify.fileno(), 1 << 16)
-        except BlockingIOError:
-            break
-        except OSError:  # the instance is unusable: trust no watch
-            _start_over()
-            return None
-        at = 0
-        while at + _EVENT.size <= len(data):
-            wd, mask, _, length = _EVENT.unpack_from(data, at)
-            at += _EVENT.size + length
-            if mask & _Q_OVERFLOW:
-                fired.add(-1)
-            fired.add(wd)
-    if not fired:
-        return set()
-    if -1 in fired:
+    from inotify_simple import flags
+
+    try:
+        events = list(inotify.read(timeout=0))  # what is queued, never waiting
+    except OSError:  # the instance is unusable: trust no watch
+        _start_over()
         return None
+    if not events:
+        return set()
+    if any(event.mask & flags.Q_OVERFLOW for event in events):
+        return None
+    fired = {event.wd for event in events}
     owners: set[Hashable] = set()
     for wd in fired:
         for folder in _NAMES.pop(wd, ()):  # a directory moved away is watched anew
