@@ -8,6 +8,11 @@ the next request by starting it at once, in a task of its own: on Python 3.12 an
 eagerly (it runs up to its first wait, the request issued, before the freeing request goes
 on), earlier as the next task the loop runs. Cost: nothing while a slot is free (the
 request runs in its caller's task); a task per request that had to wait.
+
+New work can also wait for room (:meth:`RequestSlots.room`): a scan that plans all its
+chunks at once would otherwise queue thousands of requests, each a chain of suspended
+coroutines the garbage collector walks again and again (at a cap of 128 and 50 ms a
+request, ~230 ms of a 2.8 s scan of 6,300 requests).
 """
 
 from __future__ import annotations
@@ -47,6 +52,35 @@ class RequestSlots:
         self._waiting: deque[_Waiting] = deque()
         self._handing_over = False
         self._serving: set[asyncio.Task] = set()
+        self._room: deque[tuple[asyncio.Future, int]] = deque()  # new work waiting for room
+        self._promised = 0  # requests new work let go has yet to make
+
+    def room(self, requests: int) -> Awaitable[None] | None:
+        """``None`` while fewer than ``cap`` requests wait for a slot, counting those new
+        work let go has yet to ask for (and no new work waits before this); else what to
+        await before making ``requests`` more. New work thus waits while a cap's worth
+        waits, the slots busy meanwhile; a freed slot lets it go in the order it came
+        while the count stays under the cap. Work let go counts as its ``requests`` for two
+        turns of the loop (by then they are made, its tasks started eagerly or not).
+        Cost: none while there is room."""
+        if len(self._waiting) + self._promised < self.cap and not self._room:
+            self._promise(requests)
+            return None
+        gate = asyncio.get_running_loop().create_future()  # cancelled with its caller
+        self._room.append((gate, requests))
+        return gate
+
+    def _promise(self, requests: int) -> None:
+        self._promised += requests
+        loop = asyncio.get_running_loop()
+        loop.call_soon(loop.call_soon, self._kept, requests)  # two turns on
+
+    def _kept(self, requests: int) -> None:
+        """Two turns after work was let go: its caller has run and the tasks it started
+        have (eagerly or not), so its requests are made, or never will be."""
+        self._promised -= requests
+        if not self._handing_over:
+            self._let_go()
 
     async def run(self, start: Callable[[], Awaitable[T]]) -> T:
         """``await start()`` in a slot: at once if one is free, else when one frees (the
@@ -85,8 +119,20 @@ class RequestSlots:
                 if not task.done():  # kept until it ends (the loop holds only weak references)
                     waiting.task = task
                     self._serving.add(task)
+            self._let_go()
         finally:
             self._handing_over = False
+
+    def _let_go(self) -> None:
+        """Let new work waiting for room go, first come first served, while what waits
+        for a slot (and what work let go has yet to ask for) stays under the cap. Called
+        whenever that count falls, so work never waits on a count that will not."""
+        room = self._room
+        while room and len(self._waiting) + self._promised < self.cap:
+            gate, requests = room.popleft()
+            if not gate.done():  # else its caller was cancelled
+                gate.set_result(None)
+                self._promise(requests)
 
     async def _serve(self, waiting: _Waiting) -> None:
         """Run a request that waited, its outcome handed to its caller."""

@@ -156,3 +156,90 @@ def test_one_set_of_slots_per_event_loop_and_cap():
     assert a is b and a is not c and (a.cap, c.cap) == (8, 16)
     d, _, _ = asyncio.run(main())
     assert d is not a
+
+
+async def _turns() -> None:
+    """A few turns of the event loop: what was set in motion has run."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def _held(slots: RequestSlots, names: str) -> dict[str, asyncio.Future]:
+    """Requests ``names`` made in turn, each in flight until its future is set."""
+    loop = asyncio.get_running_loop()
+    ends = {name: loop.create_future() for name in names}
+    for name in names:
+        asyncio.ensure_future(slots.run(lambda name=name: ends[name]))
+    await asyncio.sleep(0)
+    return ends
+
+
+async def _through(slots: RequestSlots, name: str, requests: int, passed: list[str],
+                   asked: list[asyncio.Future] | None = None) -> None:
+    """New work: room for ``requests``, then (with ``asked``) that many, each in flight
+    until its future (added to ``asked``) is set, in a task started as the loop goes on
+    (not eagerly)."""
+    room = slots.room(requests)
+    if room is not None:
+        await room
+    passed.append(name)
+    for _ in range(requests if asked is not None else 0):
+        asked.append(asyncio.get_running_loop().create_future())
+        asyncio.ensure_future(slots.run(lambda end=asked[-1]: end))
+
+
+def test_new_work_waits_while_a_cap_s_worth_of_requests_waits_then_goes_in_order():
+    async def main() -> RequestSlots:
+        slots = RequestSlots(2)
+        ends = await _held(slots, "abc")  # a, b in flight; c waits
+        assert slots.room(0) is None  # fewer than the cap wait: go now
+        ends |= await _held(slots, "d")  # c, d wait: a cap's worth
+        passed: list[str] = []
+        asked: list[asyncio.Future] = []
+        work = [asyncio.ensure_future(_through(slots, name, n, passed, asked))
+                for name, n in (("first", 3), ("second", 1))]
+        await _turns()
+        assert passed == []
+        ends["a"].set_result(None)  # c starts, d waits: the first goes, and asks for 3
+        await _turns()
+        assert passed == ["first"] and len(slots._waiting) == 4
+        ends["b"].set_result(None)
+        ends["c"].set_result(None)
+        await _turns()
+        assert passed == ["first"]  # 2 of the first's wait: still a cap's worth
+        ends["d"].set_result(None)
+        await _turns()
+        assert passed == ["first", "second"]  # one waits, and the second's one to come
+        for end in asked:
+            end.set_result(None)
+        await asyncio.gather(*work)
+        await _turns()
+        return slots
+
+    slots = asyncio.run(main())
+    assert slots.free == 2 and slots._promised == 0 and not slots._room
+
+
+def test_new_work_waiting_for_room_goes_once_what_was_let_go_asked_for_nothing():
+    async def main() -> RequestSlots:
+        slots = RequestSlots(1)
+        loop = asyncio.get_running_loop()
+        end = loop.create_future()
+        held = asyncio.ensure_future(slots.run(lambda: end))
+        await asyncio.sleep(0)
+        waits = asyncio.ensure_future(slots.run(lambda: loop.create_future()))  # never ends
+        passed: list[str] = []
+        work = {name: asyncio.ensure_future(_through(slots, name, 5, passed))
+                for name in ("first", "gone", "last")}
+        await asyncio.sleep(0)
+        assert passed == []
+        work["gone"].cancel()  # cancelled while it waits for room: skipped
+        waits.cancel()  # cancelled while it waits for a slot: never made
+        end.set_result(None)  # no slot will free again
+        await _turns()  # the first goes, then (asking for none of its 5) the last
+        assert passed == ["first", "last"]
+        await asyncio.gather(held, work["first"], work["last"])
+        return slots
+
+    slots = asyncio.run(main())
+    assert slots.free == 1 and slots._promised == 0 and not slots._room and not slots._serving

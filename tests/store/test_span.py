@@ -31,6 +31,7 @@ from moczarr_store import (
 )
 from moczarr_store.cli import build_parser, main
 from moczarr_store.hive.leaves import LeafCache
+from moczarr_store.io.backend import Backend
 from moczarr_store.read import execute, plan
 from moczarr_store.refs import export_refs
 from moczarr_store.view import arrays
@@ -165,6 +166,44 @@ def test_a_span_reads_each_leaf_once_as_the_leaf_view_does():
         counts[chunking] = (cold, dict(store.request_stats.counts))
     assert counts[3] == counts["leaf"]
     assert counts[3][1] == {"get": 3}  # one GET per leaf
+
+
+class _Queued(Backend):
+    """Every read through the cap on requests in flight (none inline from the page cache),
+    each in flight for a moment; the objects asked for, in the order asked, in ``made``."""
+
+    made: list[str]
+
+    def _now(self, *args):
+        return None
+
+    async def _call(self, kind, coro_fn, *args, **kwargs):
+        self.made.append(args[0])
+
+        async def in_flight(*a, **k):
+            await asyncio.sleep(0.001)  # the requests overlap
+            return await coro_fn(*a, **k)
+
+        return await super()._call(kind, in_flight, *args, **kwargs)
+
+
+def test_a_span_asks_for_its_stamps_only_once_the_cap_has_room():
+    """One request in flight at most, 3 spans planned at once: the first span's stamps
+    fill the cap, so the last span asks for its stamp after the first span's chunks (it
+    waited for room), not before every chunk as when all spans queue their stamps at once."""
+    store = MocHiveStore(FIXTURES / "paged", chunking=2, max_concurrency=1)
+    store.backend.__class__ = _Queued
+    store.backend.made = made = []
+    with zarr.config.set({"async.concurrency": 8}):
+        array = zarr.open_array(store, path="atl06/o8/h_mean", mode="r")
+        made.clear()
+        got = array[:]
+    want = zarr.open_array(MocHiveStore(FIXTURES / "paged"), path="atl06/o8/h_mean")[:]
+    np.testing.assert_array_equal(got, want)
+    stamps = [at for at, path in enumerate(made) if path.endswith(".zarr/zarr.json")]
+    chunks = [at for at, path in enumerate(made) if "/h_mean/c/" in path]
+    assert len(chunks) == 5 and len(stamps) >= 3  # (the opening read one stamp)
+    assert stamps[-1] > chunks[0]
 
 
 def test_a_span_planned_before_is_not_planned_again(monkeypatch):

@@ -158,6 +158,11 @@ class Backend:
 
         return await request_slots(self.max_concurrency).run(in_flight)
 
+    def room(self, requests: int) -> Awaitable[None] | None:
+        """What new work awaits before making ``requests`` while a cap's worth already
+        waits for a slot (:meth:`.slots.RequestSlots.room`); ``None``: go now."""
+        return request_slots(self.max_concurrency).room(requests)
+
     def _tally(self, kind: str, n: int = 1) -> None:
         """``n`` requests of ``kind`` made outside :meth:`_call`: counted and reported."""
         self.stats.counts[kind] += n

@@ -231,10 +231,11 @@ async def _span(
     byte_range: ByteRequest | None,
 ) -> Span:
     """A span's plan: each part planned as its leaf's chunk, stamps known to the cache or
-    in the page cache without a task; the others read concurrently. A span planned before
-    is planned again only when the view's array or one of its leaves' cached stamps is
-    another object than it was planned under (a cache look per part instead of planning
-    it)."""
+    in the page cache without a task; the others read concurrently, once the backend has
+    room for new work (a scan's spans do not all queue their requests at once). A span
+    planned before is planned again only when the view's array or one of its leaves'
+    cached stamps is another object than it was planned under (a cache look per part
+    instead of planning it)."""
     key = (array.path, coords)
     known = session.span_plans.get(key)
     if known is not None and known.array is array and all(
@@ -259,7 +260,10 @@ async def _span(
             parts.append(plan_chunk(array, part, leaf, None, located))
             under.append((path, leaf))
     if missing:
-        resolve, get = session.leaves.resolve, session.backend.get
+        room = backend.room(len(missing))  # waits while a cap's worth of requests waits
+        if room is not None:
+            await room
+        resolve, get = session.leaves.resolve, backend.get
         leaves = await asyncio.gather(*(started(resolve(path, get))  # requests out at once
                                         for _, _, path in missing.values()))
         for (at, (part, located, _)), leaf in zip(missing.items(), leaves, strict=True):
