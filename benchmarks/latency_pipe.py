@@ -9,7 +9,9 @@ slot, when its delay ended, when it ended. Printed per scan: when the first requ
 after the scan began; the mean time a slot is held (the delay, how late the event loop
 woke the request, the read after it); the requests times that mean over the cap (the
 scan's time if the pipe were always full) and the time the pipe was not full (at the
-start, and after the last request left); requests in flight and started per 100 ms.
+start, and after the last request left); the garbage collector's passes and time by
+generation (a pass holds up the event loop, so every request in flight wakes that much
+late); requests in flight and started per 100 ms.
 """
 
 from __future__ import annotations
@@ -55,6 +57,24 @@ def _kind(path: str) -> str:
         "metadata" if path.endswith("zarr.json") else "chunk")
 
 
+class _Collections:
+    """The garbage collector's passes and seconds by generation while it is on."""
+
+    def __init__(self) -> None:
+        self.passes, self.seconds, self._began = [0, 0, 0], [0.0, 0.0, 0.0], 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.passes[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._began
+
+    def __str__(self) -> str:
+        return ", ".join(f"gen {g}: {n} in {s * 1e3:.0f} ms"
+                         for g, (n, s) in enumerate(zip(self.passes, self.seconds, strict=True)))
+
+
 def scan(hive: Path, group: str, field: str) -> None:
     """One logged cold scan, printed."""
     store = MocHiveStore(hive, max_concurrency=CAP)
@@ -64,9 +84,14 @@ def scan(hive: Path, group: str, field: str) -> None:
         array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
         _Logged.log = []
         gc.collect()
+        collections = _Collections()
+        gc.callbacks.append(collections)
         start = time.perf_counter()
-        array[:]
-        took = time.perf_counter() - start
+        try:
+            array[:]
+        finally:
+            took = time.perf_counter() - start
+            gc.callbacks.remove(collections)
     log = _Logged.log
     took_at, woke, ended = (np.array([e[i] for e in log]) - start for i in range(3))
     hold = ended - took_at
@@ -85,7 +110,8 @@ def scan(hive: Path, group: str, field: str) -> None:
           f"{len(log) * hold.mean() / CAP * 1e3:,.0f} ms; pipe not full "
           f"{idle.sum() * 1e3:.0f} ms (before the first request {idle[:first].sum() * 1e3:.0f}"
           f", after the last left {idle[last:].sum() * 1e3:.0f}); {CAP} in flight "
-          f"{(flight >= CAP).mean() * 100:.0f}% of the time", flush=True)
+          f"{(flight >= CAP).mean() * 100:.0f}% of the time; garbage collection: "
+          f"{collections}", flush=True)
     for b in range(math.ceil(took / 0.1)):
         started: dict[str, int] = {}
         for (at, *_, path) in log:
