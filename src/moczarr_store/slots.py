@@ -33,10 +33,12 @@ class _Waiting:
     """A request waiting for a slot: what starts it, the future its caller awaits, the
     caller's context, and the task serving it once started."""
 
-    __slots__ = ("context", "start", "task", "waiter")
+    __slots__ = ("args", "context", "start", "task", "waiter")
 
-    def __init__(self, start: Callable[[], Awaitable[Any]], waiter: asyncio.Future) -> None:
+    def __init__(self, start: Callable[..., Awaitable[Any]], args: tuple,
+                 waiter: asyncio.Future) -> None:
         self.start = start
+        self.args = args
         self.waiter = waiter
         self.context = contextvars.copy_context()
         self.task: asyncio.Task | None = None
@@ -82,16 +84,16 @@ class RequestSlots:
         if not self._handing_over:
             self._let_go()
 
-    async def run(self, start: Callable[[], Awaitable[T]]) -> T:
-        """``await start()`` in a slot: at once if one is free, else when one frees (the
-        request then runs in a task of its own, cancelled if the caller is)."""
+    async def run(self, start: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """``await start(*args)`` in a slot: at once if one is free, else when one frees
+        (the request then runs in a task of its own, cancelled if the caller is)."""
         if self.free > 0 and not self._waiting:
             self.free -= 1
             try:
-                return await start()
+                return await start(*args)
             finally:
                 self._release()
-        waiting = _Waiting(start, asyncio.get_running_loop().create_future())
+        waiting = _Waiting(start, args, asyncio.get_running_loop().create_future())
         self._waiting.append(waiting)
         try:
             return await waiting.waiter
@@ -138,7 +140,7 @@ class RequestSlots:
         """Run a request that waited, its outcome handed to its caller."""
         waiter = waiting.waiter
         try:
-            result = await waiting.start()
+            result = await waiting.start(*waiting.args)
         except asyncio.CancelledError:
             waiter.cancel()
             raise

@@ -144,19 +144,21 @@ class Backend:
         """One counted request under the process-wide concurrency cap (:mod:`.slots`: a
         freed slot starts the next request at once)."""
         self.stats.counts[kind] += 1
+        return await request_slots(self.max_concurrency).run(self._in_flight, coro_fn, args,
+                                                             kwargs)
 
-        async def in_flight() -> Any:
-            stats = self.stats
-            stats.in_flight += 1
-            stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
-            try:
-                return await coro_fn(*args, **kwargs)
-            finally:
-                stats.in_flight -= 1
-                if self.progress is not None:
-                    self.progress(1)
-
-        return await request_slots(self.max_concurrency).run(in_flight)
+    async def _in_flight(self, coro_fn: Callable[..., Awaitable], args: tuple,
+                         kwargs: dict) -> Any:
+        """``coro_fn(*args, **kwargs)`` awaited in a slot, counted in flight."""
+        stats = self.stats
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            return await coro_fn(*args, **kwargs)
+        finally:
+            stats.in_flight -= 1
+            if self.progress is not None:
+                self.progress(1)
 
     def room(self, requests: int) -> Awaitable[None] | None:
         """What new work awaits before making ``requests`` while a cap's worth already
@@ -259,7 +261,7 @@ class Backend:
         if (isinstance(byte_range, RangeByteRequest) and not unusual(byte_range)
                 and byte_range.end <= byte_range.start):
             return b""
-        got = await self.get_sized(path, byte_range)
+        got = await self._fetch(path, byte_range, False)  # (get_sized's, a coroutine less)
         return None if got is None else got[0]
 
     async def get_sized(
