@@ -84,7 +84,7 @@ def server(
     the soft one ``soft``, else the same): ``(port, pid)``."""
     port = free_port()
     command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(hive), "--port",
-               str(port), "--stamp-ttl", "600"]
+               str(port), "--stamp-ttl", "600", "--access-log"]
     with running(command, f"http://127.0.0.1:{port}", log=log,
                  preexec_fn=_limit(soft or nofile, nofile)) as pid:
         yield port, pid

@@ -2,7 +2,7 @@
 
     python -m benchmarks.serve_load [--hive PATH] [--group G] [--clients 200] [--requests 50]
 
-Starts the server (``moczarr-store serve``, a subprocess, access log on) and runs
+Starts the server (``moczarr-store serve``, a subprocess, its defaults) and runs
 ``--clients`` concurrent clients (aiohttp, one connection each) of ``--requests``
 requests, a seeded mix: metadata documents, full chunks, byte ranges of chunks, HEADs and
 404s (unknown keys). Every answer is checked against the in-process store (status, and

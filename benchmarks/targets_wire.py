@@ -153,8 +153,8 @@ def measure_wire(hive: Path, group: str, field: str, want: np.ndarray,
 def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
                   copies: dict[str, Path], leaves: int, rounds: int) -> list[dict]:
     """One field through ``moczarr-store serve`` with its defaults, by zarr over obstore's
-    HTTPStore, against zarr in process on a store with default options (both warm: the
-    first remote scan is the cold one, its HTTP requests counted in the access log); the
+    HTTPStore, against zarr in process on a store with default options (both warm; the
+    HTTP requests of a first remote scan are counted by a server with ``--access-log``); the
     plain copies through a static file server against zarr on them in process."""
     import tempfile
 
@@ -164,14 +164,17 @@ def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
     name, path = hive.name, f"{group}/{field}"
     local = zarr.open_array(MocHiveStore(hive), path=path, mode="r")
     np.testing.assert_array_equal(local[:], want, err_msg=f"{name} in process")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:  # the cold scan's requests: from its log
         log = Path(tmp) / "serve.log"
-        with served(hive, log=log) as (url, _pid):
+        with served(hive, "--access-log", log=log) as (url, _pid):
             remote = zarr.open_array(http_store(url), path=path, mode="r")
             before = _access_lines(log)
             np.testing.assert_array_equal(remote[:], want, err_msg=f"{name} serve")
             http_cold = _access_lines(log) - before
-            took = alternate({"local": lambda: local[:], "serve": lambda: remote[:]}, rounds)
+    with served(hive) as (url, _pid):
+        remote = zarr.open_array(http_store(url), path=path, mode="r")
+        np.testing.assert_array_equal(remote[:], want, err_msg=f"{name} serve")
+        took = alternate({"local": lambda: local[:], "serve": lambda: remote[:]}, rounds)
     plain, plain_counts = [], []
     for copy, where in copies.items():
         with loopback("static", str(where)) as url:

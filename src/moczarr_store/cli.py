@@ -455,6 +455,9 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
         "max-age only with --geometry sphere, else no-cache)",
     )
     serve.add_argument("--workers", type=count(1), default=1, help="worker processes (1)")
+    serve.add_argument("--access-log", action="store_true",
+                       help="log one line per request on stderr (off: a read asks for "
+                       "every chunk)")
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -470,7 +473,8 @@ def run_serve(args: argparse.Namespace) -> int:
     sync(store.session.ensure_levels(None))
     try:
         serve(args.source, host=args.host, port=args.port, workers=args.workers,
-              cors=args.cors, stamp_ttl=args.stamp_ttl, **options)
+              cors=args.cors, stamp_ttl=args.stamp_ttl,
+              access_log=args.access_log, **options)
     except SystemExit as end:  # uvicorn's way of saying it could not start
         if end.code:
             raise OptionError(f"the server did not start on {args.host}:{args.port} "

@@ -32,7 +32,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "touched_bytes": min(4 << 30, _MEMORY // 8),
     },
     "buffers": {  # a local reader's pool of read buffers (buffers.py), per backend
-        "pooled_bytes": 64 << 20,
+        # zarr holds async.concurrency (10) chunks of a read at once: 10 of chunking="auto"'s
+        # largest (8 MiB, the uint64 coordinates beside an int64 field) fit, with room for
+        # another size; under it the rest of each read came from new memory (page faults)
+        "pooled_bytes": 128 << 20,
     },
     "cache": {  # a session's caches, in entries
         "stamps": 262_144,  # leaf commit stamps, kept slim

@@ -8,9 +8,11 @@ import time
 
 import numpy as np
 import pytest
+import zarr
 
 from moczarr_store import buffers
 from moczarr_store.buffers import BufferPool
+from moczarr_store.view.arrays import AUTO_MAX_BYTES
 
 
 @pytest.fixture(autouse=True)
@@ -140,3 +142,17 @@ def test_a_scan_finds_each_idle_buffer_at_the_first_look(monkeypatch):
         held.append(pool.take(4096))
     assert len(looks) == 3 * 64
     assert len({_address(view) for view in held}) == 64
+
+
+def test_the_default_pool_keeps_every_chunk_a_zarr_read_holds_at_once():
+    """zarr holds ``async.concurrency`` chunks of a read at once, each until it is copied
+    out; of chunking="auto"'s largest (``AUTO_MAX_BYTES``, what the uint64 coordinates of
+    65,536-cell leaves take beside an int64 field) the default pool must keep them all, or
+    each warm read takes the rest from new memory (the 64 MiB default kept 8 of 10)."""
+    in_flight = zarr.config.get("async.concurrency")
+    pool = BufferPool()
+    first = [pool.take(AUTO_MAX_BYTES) for _ in range(in_flight)]
+    addresses = {_address(view) for view in first}
+    del first
+    again = [pool.take(AUTO_MAX_BYTES) for _ in range(in_flight)]
+    assert {_address(view) for view in again} == addresses

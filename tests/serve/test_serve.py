@@ -325,6 +325,29 @@ def test_repointed_leaf_is_seen_within_the_stamp_lifetime(hive_copy):
         )
 
 
+def test_a_span_whose_leaf_moved_gets_a_new_tag_within_a_generation(hive_copy):
+    """A span's tag is kept while its plan holds; a leaf committed anew, its old version
+    removed, is planned again at once and so tagged again, within one generation."""
+    import shutil
+
+    root = hive_copy("bare_versioned")
+    with Served(create_app(root, chunking=2, stamp_ttl=600)) as server:
+        _, first, body = fetch(server, f"/{CHUNK}")
+        assert fetch(server, f"/{CHUNK}")[1]["etag"] == first["etag"]  # kept
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plan = plan_of(MocHiveStore(root, chunking="leaf"), CHUNK)
+        old = plan.object.removeprefix(f"{plan.leaf}/").split("/")[0]
+        repoint(root, plan, 1.0)
+        shutil.rmtree(root / plan.leaf / old)
+        status, after, moved = fetch(server, f"/{CHUNK}")
+        assert status == 200 and after["etag"] != first["etag"]
+        part = len(body) // 8  # float32 cells of the first of the span's two leaves
+        before, now = np.frombuffer(body, "<f4"), np.frombuffer(moved, "<f4")
+        np.testing.assert_array_equal(now[:part], before[:part] + 1.0)
+        np.testing.assert_array_equal(now[part:], before[part:])
+
+
 def test_each_generation_of_a_served_store_reads_the_stamps_afresh(hive_copy):
     """Served from a store (not a path), every later generation is a copy of it: each reads
     the stamps again."""

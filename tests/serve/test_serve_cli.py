@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 import warnings
 from asyncio import run as sync
 from pathlib import Path
 
 import psutil
+import pytest
 from benchmarks import serve_load
 from support.serving import CHUNK, FIXTURES
 from zarr.buffer import default_buffer_prototype
@@ -56,13 +59,32 @@ def test_a_port_in_use_is_a_usage_error_not_a_missing_hive():
 def test_serves_on_loopback_with_an_access_log(tmp_path):
     log = tmp_path / "serve.log"
     hive = FIXTURES / "sharded"
-    with serve_load.served(hive, log=log) as (url, pid):
+    with serve_load.served(hive, "--access-log", log=log) as (url, pid):
         assert get(f"{url}/{CHUNK}") == local_bytes(hive, CHUNK)
         listening = {c.laddr.ip for c in psutil.Process(pid).net_connections("inet")
                      if c.status == psutil.CONN_LISTEN}
         assert listening == {"127.0.0.1"}
     text = log.read_text()
     assert f'"GET /{CHUNK}" 200' in text and "moczarr_store.serve.access" in text
+
+
+def test_no_access_log_by_default(tmp_path):
+    """Without ``--access-log`` requests are not logged; what goes wrong still is."""
+    log = tmp_path / "serve.log"
+    hive = tmp_path / "hive"
+    shutil.copytree(FIXTURES / "sharded", hive)
+    for chunk in hive.glob("**/run-*/7/h_mean/c/*"):  # a shard's index fails its crc32c
+        data = bytearray(chunk.read_bytes())
+        data[-1] ^= 0xFF
+        chunk.write_bytes(bytes(data))
+    with serve_load.served(hive, "--chunking", "leaf", log=log) as (url, _pid):
+        assert json.loads(get(f"{url}/atl06/zarr.json"))["node_type"] == "group"
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            get(f"{url}/{CHUNK}")
+        assert failed.value.code == 502
+    text = log.read_text()
+    assert "moczarr_store.serve.access" not in text and "atl06/zarr.json" not in text
+    assert f"ERROR moczarr_store.serve: {CHUNK}: " in text
 
 
 def test_several_workers(tmp_path):

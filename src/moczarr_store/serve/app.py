@@ -16,7 +16,8 @@ absence is not an error in a browser's console);
 416 with ``Content-Range: bytes */N`` for an unsatisfiable range; 502 with a one-line
 reason naming the object when the hive cannot be read or is damaged (logged once per
 reason on the ``moczarr_store.serve`` logger); 500 for anything unexpected. Every
-request is logged on ``moczarr_store.serve.access`` (INFO).
+request is logged on ``moczarr_store.serve.access`` (INFO; ``moczarr-store serve`` shows
+those lines with ``--access-log``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
@@ -263,6 +263,56 @@ class AccessLog:
             )
 
 
+class HiveApp:
+    """The ASGI app: a ``GET`` or ``HEAD`` of a virtual key goes to
+    :meth:`KeyServer.handle` at once; every other request (the viewer, its files,
+    directory indexes, other methods) to the Starlette app ``pages``, which routes it.
+    Routing a chunk request through Starlette's router and middleware would cost more
+    than reading a warm chunk. ``state.generations`` holds the current store."""
+
+    def __init__(self, keys: KeyServer, pages: Starlette, *, static: bool,
+                 cors: list[str]) -> None:
+        self.keys, self.pages, self.static = keys, pages, static
+        self.state = pages.state
+        app: Any = self._dispatch
+        if cors:
+            app = CORSMiddleware(
+                app,
+                allow_origins=cors,
+                allow_methods=["GET", "HEAD"],
+                allow_headers=list(ALLOWED_HEADERS),
+                expose_headers=list(EXPOSED_HEADERS),
+                max_age=600,
+            )
+        self._app = AccessLog(app)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        await self._app(scope, receive, send)
+
+    async def _dispatch(self, scope: dict, receive: Any, send: Any) -> None:
+        key = self._key(scope) if scope["type"] == "http" else None
+        if key is None:
+            await self.pages(scope, receive, send)
+            return
+        request = Request({**scope, "path_params": {"key": key}}, receive)
+        response = await self.keys.handle(request)
+        await response(scope, receive, send)
+
+    def _key(self, scope: dict) -> str | None:
+        """The virtual key a ``GET``/``HEAD`` asks for, as the ``/{key:path}`` route
+        would match it, or ``None`` for a request another route answers."""
+        if scope["method"] not in ("GET", "HEAD"):
+            return None
+        path, root = scope["path"], scope.get("root_path", "")
+        if root and path.startswith(root) and path[len(root):len(root) + 1] == "/":
+            path = path[len(root):]
+        if len(path) < 2 or path[0] != "/" or path[-1] == "/":
+            return None
+        if self.static and (path == STATIC_PREFIX or path.startswith(STATIC_PREFIX + "/")):
+            return None
+        return path[1:]
+
+
 def _index(static_dir: Path | None, keys: KeyServer):
     async def index(request: Request) -> Response:
         if "text/html" not in request.headers.get("accept", ""):
@@ -284,7 +334,7 @@ def create_app(
     stamp_ttl: float = DEFAULT_STAMP_TTL,
     static_dir: Path | None = STATIC_DIR,
     **store_options: Any,
-) -> Starlette:
+) -> HiveApp:
     """An ASGI app serving one hive as a Zarr v3 hierarchy over HTTP.
 
     ``source_or_store``: a path or URL (with ``store_options`` for
@@ -300,23 +350,12 @@ def create_app(
     generations = Generations(make, stamp_ttl, first)
     keys = KeyServer(generations)
     routes: list[BaseRoute] = [Route("/", _index(static_dir, keys), methods=["GET"])]
-    if static_dir is not None and static_dir.is_dir():
+    static = static_dir is not None and static_dir.is_dir()
+    if static:
         routes.append(Mount(STATIC_PREFIX, StaticFiles(directory=static_dir)))
     routes.append(Route("/{path:path}/", keys.index, methods=["GET"]))
-    routes.append(Route("/{key:path}", keys.handle, methods=["GET"]))
-    middleware = [Middleware(AccessLog)]
+    routes.append(Route("/{key:path}", keys.handle, methods=["GET"]))  # 405 for others
+    pages = Starlette(routes=routes)
+    pages.state.generations = generations
     origins = [cors] if isinstance(cors, str) else list(cors)
-    if origins:
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=origins,
-                allow_methods=["GET", "HEAD"],
-                allow_headers=list(ALLOWED_HEADERS),
-                expose_headers=list(EXPOSED_HEADERS),
-                max_age=600,
-            )
-        )
-    app = Starlette(routes=routes, middleware=middleware)
-    app.state.generations = generations
-    return app
+    return HiveApp(keys, pages, static=static, cors=origins)

@@ -20,12 +20,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from starlette.applications import Starlette
-
 from ..errors import OptionError
 from ..options import BY_NAME, ENV_PREFIX, OPTIONS
 from ..store import MocHiveStore
-from .app import create_app
+from .app import HiveApp, create_app
 
 PREFIX = ENV_PREFIX
 VIEW = f"{PREFIX}VIEW"
@@ -60,7 +58,7 @@ def store_options_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
             if o.env_name is not None and (text := environ.get(o.env_name))}
 
 
-def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
+def app_from_env(environ: Mapping[str, str] | None = None) -> HiveApp:
     """``create_app`` configured by the ``MOCZARR_STORE_*`` variables (see the module)."""
     environ = os.environ if environ is None else environ
     source = environ.get(f"{PREFIX}SOURCE")

@@ -40,6 +40,7 @@ from ..store import MocHiveStore
 DEFAULT_STAMP_TTL = 60.0
 MAX_STAMP_TTL = 365 * 86400.0
 OBJECT_SIZES = 65_536  # sizes of immutable objects learned by HEAD, per generation
+SPAN_TAGS = 4_096  # entity tags of span plans, per generation (each keeps its plan's parts)
 
 
 class Generation:
@@ -51,6 +52,7 @@ class Generation:
         self.expires = expires
         self.sizes: AsyncCache[int | None] = AsyncCache(OBJECT_SIZES)
         self.declared: dict[str, str] = {}  # array path -> its declared encoding, as JSON
+        self.span_tags: AsyncCache[tuple[Any, str | None]] = AsyncCache(SPAN_TAGS)
 
     def max_age(self, now: float) -> int:
         """Whole seconds left in this generation's lifetime."""

@@ -54,7 +54,22 @@ class Found:
 
 def leaf_tag(generation: Generation, plan: Plan) -> str | None:
     """The entity tag of a chunk of immutable leaf versions (one leaf, or a span whose
-    every leaf part is), from its plan; ``None`` for every other plan (tagged by content)."""
+    every leaf part is), from its plan; ``None`` for every other plan (tagged by content).
+    Cost: a span planned from stamps that have not moved since it was last tagged (the
+    same parts) takes its tag from ``generation.span_tags``; else a digest of its
+    recipe."""
+    if not isinstance(plan, SpanPlan):
+        return _leaf_tag(generation, plan)
+    key = id(plan.parts)  # the kept parts (see ``read.plan._span``) outlive the entry
+    kept = generation.span_tags.hit(key)
+    if kept is not None and kept[0] is plan.parts:
+        return kept[1]
+    tag = _leaf_tag(generation, plan)
+    generation.span_tags.put(key, (plan.parts, tag))
+    return tag
+
+
+def _leaf_tag(generation: Generation, plan: Plan) -> str | None:
     if not isinstance(plan, LeafRead | SpanPlan):
         return None
     parts = plan.parts if isinstance(plan, SpanPlan) else (plan,)

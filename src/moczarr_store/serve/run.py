@@ -21,13 +21,22 @@ from .guard import accept_batch, raise_descriptor_limit
 from .protocols import http_protocol
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-LOG_CONFIG: dict[str, Any] = {  # applied in every worker process
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": FORMAT}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["stderr"], "level": "INFO"},
-}
+
+
+def log_config(access_log: bool) -> dict[str, Any]:
+    """The logging configuration applied in every worker process: INFO and up on stderr;
+    the access log (one line per request, ``moczarr_store.serve.access``) only with
+    ``access_log``. A zarr read asks for every chunk, so those lines would come in
+    hundreds a read, each costing the server about as much as planning its chunk."""
+    access = "INFO" if access_log else "WARNING"
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": FORMAT}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+        "root": {"handlers": ["stderr"], "level": "INFO"},
+        "loggers": {"moczarr_store.serve.access": {"level": access}},
+    }
 
 
 def serve(
@@ -38,18 +47,21 @@ def serve(
     workers: int = 1,
     cors: Iterable[str] = (),
     stamp_ttl: float | None = None,
+    access_log: bool = False,
     **store_options: Any,
 ) -> None:
     """Serve ``source`` until interrupted. One worker runs the app in this process; more
-    start ``workers`` processes, each building its own app from the environment."""
+    start ``workers`` processes, each building its own app from the environment.
+    ``access_log``: log one line per request."""
     logging.captureWarnings(True)  # HiveWarnings (damage read as missing) go to the log
-    logging.config.dictConfig(LOG_CONFIG)
+    config = log_config(access_log)
+    logging.config.dictConfig(config)
     before, after = raise_descriptor_limit()  # inherited by the workers
     if after != before:
         logging.getLogger("moczarr_store.serve").info(
             "open-file limit raised from %d to %d (the hard limit)", before, after)
     common: dict[str, Any] = {
-        "host": host, "port": port, "log_config": LOG_CONFIG, "access_log": False,
+        "host": host, "port": port, "log_config": config, "access_log": False,
         "http": http_protocol(), "backlog": accept_batch(after),
     }
     if workers <= 1:
