@@ -294,7 +294,8 @@ class HiveApp:
         if key is None:
             await self.pages(scope, receive, send)
             return
-        request = Request({**scope, "path_params": {"key": key}}, receive)
+        scope["path_params"] = {"key": key}  # as Starlette's router sets it, no copy
+        request = Request(scope, receive)
         response = await self.keys.handle(request)
         await response(scope, receive, send)
 
