@@ -4,6 +4,7 @@ declaration (``moczarr_store.options.OPTIONS``): ``python docs/gen/options.py`` 
 from __future__ import annotations
 
 from moczarr_store.options import OPTIONS, Option
+from moczarr_store.tunables import SETTINGS, env_name
 
 
 def _cell(text: str) -> str:
@@ -31,5 +32,17 @@ def markdown() -> str:
     ]) + "\n"
 
 
+def settings_markdown() -> str:
+    """The tunables (``moczarr_store.tunables.SETTINGS``) as a Markdown table: key,
+    default, the values allowed, what it bounds and its environment variable."""
+    return "\n".join([
+        "| Key | Default | Allowed | What it bounds | Environment variable |",
+        "|---|---|---|---|---|",
+        *(f"| `{key}` | `{s.default:_}` | {s.least:_} to {s.most:_} | {_cell(s.help)} | "
+          f"`{env_name(key)}` |" for key, s in SETTINGS.items()),
+    ]) + "\n"
+
+
 if __name__ == "__main__":
     print(markdown(), end="")
+    print(settings_markdown(), end="")

@@ -9,7 +9,7 @@ from pathlib import Path
 import mkdocs_gen_files
 
 sys.path.insert(0, str(Path(__file__).parent))  # docs/gen is no package
-from options import markdown  # noqa: E402
+from options import markdown, settings_markdown  # noqa: E402
 
 INTRO = """\
 # Options
@@ -21,5 +21,19 @@ flag of every subcommand of `moczarr-store` that opens a hive, and the variable 
 
 """
 
+SETTINGS = """\
+## Settings
+
+Bounds that are not part of a store's identity are keys of one configuration object,
+`moczarr_store.config` (a donfig `Config`, like `zarr.config`). Set them in code with
+`moczarr_store.config.set({"cache.stamps": 10_000})` (also a context manager), in a YAML
+file under `~/.config/moczarr_store/`, or in the environment before the package is
+imported (`MOCZARR_STORE_CACHE__STAMPS=10000`). A store takes the `cache.*` keys when it
+is created; the others apply each time they are used. Each value must be an integer in
+its range: anything else (and a key not listed here) stops with a `SettingError` that
+names the key, the value and what is allowed; the command line exits with status 2.
+
+"""
+
 with mkdocs_gen_files.open("reference/options.md", "w") as page:
-    page.write(INTRO + markdown() + "\n")
+    page.write(INTRO + markdown() + "\n" + SETTINGS + settings_markdown() + "\n")

@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from .tunables import config
+from .tunables import setting
 
 POOLED_MIN = 128 << 10  # smaller buffers come from the allocator's reused memory
 POOLED_STEP = 64 << 10  # kept sizes are multiples of it: objects of near sizes share
@@ -46,7 +46,7 @@ class BufferPool:
         self._kept: dict[int, list[np.ndarray]] = {}
         self._next: dict[int, int] = {}  # per size, where the look for an idle buffer starts
         self._bytes = 0
-        self._limit = config.get("buffers.pooled_bytes") if limit is None else limit
+        self._limit = setting("buffers.pooled_bytes") if limit is None else limit
         self._lock = threading.Lock()
 
     def take(self, nbytes: int) -> memoryview:

@@ -34,6 +34,7 @@ from .io.redact import redact, scrub
 from .options import OPTIONS, REFERENCE_CHUNKINGS, Option
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
+from .tunables import check_settings
 from .verify import report_lines, verify_hive
 from .view.arrays import FabricatedArray, FieldArray
 
@@ -667,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
         if record:
             warnings.simplefilter("always")
         try:
+            check_settings()  # a bad one refused before anything is opened
             code = COMMANDS[args.command](args)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)

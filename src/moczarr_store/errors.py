@@ -74,6 +74,11 @@ class OptionError(HiveFormatError):
     """An option given to the store (or the command line) is not one it understands."""
 
 
+class SettingError(OptionError):
+    """A key of ``moczarr_store.config`` has a value it does not allow (wrong type, out of
+    range, or an unknown key): the message names the key, the value and what is allowed."""
+
+
 class NotAHiveError(HiveFormatError):
     """The source holds no morton-hive: no manifest at its root and no products below."""
 

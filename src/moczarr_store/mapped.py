@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from .io import watch
-from .tunables import config
+from .tunables import setting
 
 PAGE = mmap.PAGESIZE
 
@@ -142,7 +142,7 @@ def span(
     one ``stat`` per object unless watched (the first time it is served again, a watch of
     each object and of each directory not yet watched, ~4 µs each, then its ``stat``);
     else an open, a ``fstat``, one read of the index and one ``mmap`` per object."""
-    if _LIBC is None or step % PAGE or not parts or config.get("mapped.bytes") <= 0:
+    if _LIBC is None or step % PAGE or not parts or setting("mapped.bytes") <= 0:
         return None
     trusted = False
     with _LOCK:
@@ -268,13 +268,13 @@ def release() -> None:
 
 def _keep(key: Hashable, made: _Made) -> None:
     """Keep a span under ``key``, letting the least recently used go past the limits."""
+    most, files = setting("mapped.bytes"), setting("mapped.objects")
     with _LOCK:
         if key in _KEPT:
             return
         _KEPT[key] = made
         _KEPT_TOTALS[0] += made[0].nbytes
         _KEPT_TOTALS[1] += len(made[1])
-        most, files = config.get("mapped.bytes"), config.get("mapped.objects")
         while _KEPT and (_KEPT_TOTALS[0] > most or _KEPT_TOTALS[1] > files):
             _drop(next(iter(_KEPT)))
 
@@ -283,6 +283,7 @@ def _touch(key: Hashable, array: np.ndarray) -> None:
     """``array`` served now: its pages stay; the pages of spans served before it past
     ``config["mapped.touched_bytes"]`` are handed back (their mappings stay; touched again,
     they fault in)."""
+    touched = setting("mapped.touched_bytes")
     with _LOCK:
         if key not in _KEPT:  # let go at once (larger than the limits): nothing to hold
             return
@@ -291,7 +292,6 @@ def _touch(key: Hashable, array: np.ndarray) -> None:
             _TOUCHED_TOTAL[0] += array.nbytes
         _TOUCHED[key] = array
         _TOUCHED.move_to_end(key)
-        touched = config.get("mapped.touched_bytes")
         while _TOUCHED_TOTAL[0] > touched and len(_TOUCHED) > 1:
             _, old = _TOUCHED.popitem(last=False)
             _TOUCHED_TOTAL[0] -= old.nbytes

@@ -33,7 +33,7 @@ from .io.backend import Backend
 from .options import OpenOptions
 from .read.execute import remember_template
 from .read.plan import SpanPlans
-from .tunables import config
+from .tunables import check_settings
 from .view.tree import View
 
 LEARNED_KEPT = 4  # stores unpickled last whose immutable versions' caches a process keeps
@@ -52,7 +52,9 @@ class HiveSession:
     def __init__(self, backend: Backend, options: OpenOptions) -> None:
         self.backend = backend
         self.options = options
-        self._bounds = bound = config.get("cache")  # read once: refresh() keeps them
+        # read once, all checked (a bad one is refused at construction): refresh() keeps them
+        self._bounds = bound = {key.split(".")[1]: value for key, value
+                                in check_settings().items() if key.startswith("cache.")}
         self.leaves = LeafCache(bound["stamps"])
         self.leaf_metas: AsyncCache[object] = AsyncCache(bound["leaf_metas"])
         self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(bound["shard_indexes"])

@@ -1,50 +1,135 @@
 """``config``: the package's tunables as one configuration object, as ``zarr.config`` is
 (a donfig ``Config``; ``moczarr_store.config`` is this object).
 
-Set with ``moczarr_store.config.set({"mapped.bytes": 0})`` (also a context manager) or in
+Set with ``moczarr_store.config.set({"mapped.bytes": 0})`` (also a context manager), in
+a YAML file donfig reads (``~/.config/moczarr_store/``, ``MOCZARR_STORE_CONFIG``) or in
 the environment before the package is imported (``MOCZARR_STORE_MAPPED__BYTES=0``: ``__``
-separates a key's levels); read one with ``config.get("mapped.bytes")``. The bounds of a
-session's caches are read when the session is created (a store's construction); the
-process-wide ones (``mapped.*``) each time they are applied. ``ARCHITECTURE.md`` lists
-every cache with its bound.
+separates a key's levels). Each key is declared once, in :data:`SETTINGS` (its default
+and the values allowed), and read through :func:`setting`, which checks it: a bad value
+raises :class:`~moczarr_store.errors.SettingError` naming the key, the value and what is
+allowed. The bounds of a session's caches are read when the session is created (a
+store's construction); the process-wide ones (``mapped.*``) each time they are applied.
+``ARCHITECTURE.md`` lists every cache with its bound.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import reprlib
+from dataclasses import dataclass
 from typing import Any
 
 from donfig import Config
 
+from .errors import SettingError
+
 _SIZED = "SC_PHYS_PAGES" in getattr(os, "sysconf_names", {})  # the memory's size is known
 _MEMORY = os.sysconf("SC_PHYS_PAGES") * mmap.PAGESIZE if _SIZED else 8 << 30
 
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "mapped": {  # spans served through memory maps (mapped.py), per process
-        "bytes": 64 << 30,  # address space the mapped files may take (0: never map)
-        "objects": 1 << 14,  # files kept mapped (the kernel allows ~65,000 mappings)
-        # inotify watches of kept spans' files and directories (io/watch.py; at most a
-        # quarter of the system's max_user_watches); past it, files are checked by stat
-        "watches": 1 << 15,
-        # pages of the spans served last that stay resident: an eighth of the memory, at
-        # most 4 GiB (handed back, they cost a page fault per few pages when read again)
-        "touched_bytes": min(4 << 30, _MEMORY // 8),
-    },
-    "buffers": {  # a local reader's pool of read buffers (buffers.py), per backend
-        # zarr holds async.concurrency (10) chunks of a read at once: 10 of chunking="auto"'s
-        # largest (8 MiB, the uint64 coordinates beside an int64 field) fit, with room for
-        # another size; under it the rest of each read came from new memory (page faults)
-        "pooled_bytes": 128 << 20,
-    },
-    "cache": {  # a session's caches, in entries
-        "stamps": 262_144,  # leaf commit stamps, kept slim
-        "leaf_metas": 262_144,  # leaf array metadata of immutable versions
-        "shard_indexes": 65_536,  # verified shard indexes of immutable objects ("inner")
-        "version_groups": 65_536,  # whether a leaf version's cell-order group exists
-        "absences": 65_536,  # keys a run-* version was confirmed not to hold
-        "span_parts": 1 << 17,  # parts of the span plans kept (~470 bytes each: ~60 MB)
-    },
+MOST_ENTRIES = 1 << 32  # more than any cache could hold in memory
+MOST_BYTES = 1 << 47  # 128 TiB: the address space of a 64-bit process
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of ``config``: its default, the least and the most it may be (an integer),
+    and what it bounds (the documentation's text)."""
+
+    default: int
+    help: str
+    most: int = MOST_ENTRIES
+    least: int = 0
+
+    def allowed(self) -> str:
+        return f"an integer from {self.least:,} to {self.most:,}"
+
+
+SETTINGS: dict[str, Setting] = {
+    # spans served through memory maps (mapped.py), per process
+    "mapped.bytes": Setting(
+        64 << 30, "Address space the memory-mapped spans may take, in bytes (0: never map).",
+        most=MOST_BYTES),
+    "mapped.objects": Setting(
+        1 << 14, "Files kept memory-mapped (the kernel allows about 65,000 mappings)."),
+    "mapped.watches": Setting(
+        # io/watch.py
+        1 << 15, "inotify watches of memory-mapped files and their directories (at most a "
+        "quarter of the system's max_user_watches); past it, files are checked with stat."),
+    "mapped.touched_bytes": Setting(
+        # handed back, they cost a page fault per few pages when read again
+        min(4 << 30, _MEMORY // 8), "Bytes of the spans served last whose pages stay "
+        "resident (default: an eighth of the memory, at most 4 GiB).", most=MOST_BYTES),
+    # a local reader's pool of read buffers (buffers.py), per backend: zarr holds
+    # async.concurrency (10) chunks of a read at once; 10 of chunking="auto"'s largest
+    # (8 MiB, the uint64 coordinates beside an int64 field) fit, with room for another size
+    "buffers.pooled_bytes": Setting(
+        128 << 20, "Bytes of read buffers a local reader keeps for reuse.", most=MOST_BYTES),
+    # a session's caches, in entries
+    "cache.stamps": Setting(262_144, "Leaf commit stamps a session keeps (slim)."),
+    "cache.leaf_metas": Setting(
+        262_144, "Leaf array metadata of immutable versions a session keeps."),
+    "cache.shard_indexes": Setting(
+        65_536, "Verified shard indexes of immutable objects a session keeps "
+        "(chunking=\"inner\")."),
+    "cache.version_groups": Setting(
+        65_536, "Whether a leaf version's cell-order group exists, per version."),
+    "cache.absences": Setting(65_536, "Keys a run-* version was confirmed not to hold."),
+    "cache.span_parts": Setting(
+        1 << 17, "Parts of the span plans kept (about 470 bytes each: about 60 MB)."),
 }
 
+
+def _nested(flat: dict[str, Setting]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, declared in flat.items():
+        section, name = key.split(".")
+        out.setdefault(section, {})[name] = declared.default
+    return out
+
+
+DEFAULTS = _nested(SETTINGS)
 config = Config("moczarr_store", defaults=[DEFAULTS])
+
+
+def env_name(key: str) -> str:
+    """The environment variable that sets ``key`` at import (``MOCZARR_STORE_CACHE__STAMPS``)."""
+    return config.env_prefix + key.upper().replace(".", "__")
+
+
+def _refused(key: str, value: object, allowed: str) -> SettingError:
+    env = env_name(key)
+    where = (f"the environment variable {env}" if env in os.environ
+             else "moczarr_store.config.set or a config file")
+    return SettingError(f"setting {key!r} is {reprlib.repr(value)} (from {where}): "
+                        f"expected {allowed}")
+
+
+def setting(key: str) -> int:
+    """``config``'s value of ``key`` (declared in :data:`SETTINGS`), checked: an integer
+    in the declared range, else :class:`~moczarr_store.errors.SettingError`. Cost: a
+    ``config.get`` and two comparisons."""
+    declared = SETTINGS[key]
+    try:
+        value = config.get(key)
+    except (KeyError, TypeError, IndexError):  # the section was set to a non-mapping
+        value = config.get(key.split(".")[0], None)
+        raise _refused(key.split(".")[0], value, "a mapping of settings") from None
+    if type(value) is not int or not declared.least <= value <= declared.most:
+        raise _refused(key, value, declared.allowed())
+    return value
+
+
+def check_settings() -> dict[str, int]:
+    """Every declared setting, checked (:func:`setting`), and no unknown key in their
+    sections (a mistyped key would be ignored): ``{key: value}``. Cost: one
+    :func:`setting` per key."""
+    values = {key: setting(key) for key in SETTINGS}
+    for section in {key.split(".")[0] for key in SETTINGS}:
+        for name in config.get(section):
+            key = f"{section}.{name.replace('-', '_')}"
+            if key not in SETTINGS:
+                known = ", ".join(k for k in SETTINGS if k.startswith(f"{section}."))
+                raise SettingError(f"unknown setting {reprlib.repr(f'{section}.{name}')}"
+                                   f" (known: {known})")
+    return values

@@ -3,15 +3,23 @@ or in the environment; a session takes its caches' bounds when it is created."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from support.hives import FIXTURES
+import moczarr
+import numpy as np
+import pytest
+import zarr
+from docs.gen.options import settings_markdown
+from support.hives import FIXTURES, assert_values
 
-from moczarr_store import MocHiveStore, config
-from moczarr_store.tunables import DEFAULTS
+from moczarr_store import MocHiveStore, SettingError, config
+from moczarr_store.cli import EXIT_USAGE
+from moczarr_store.cli import main as cli_main
+from moczarr_store.tunables import DEFAULTS, SETTINGS, check_settings, setting
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,3 +50,123 @@ def test_the_environment_sets_keys_at_import():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert out.split() == ["0", "7"]
+
+
+# -- every setting is checked where it is read ------------------------------------------------
+
+
+def _bad_values(key: str) -> list[object]:
+    """A wrong type, a negative and a value past the most allowed, for ``key``."""
+    return ["spam", -1, SETTINGS[key].most + 1]
+
+
+def _refused_message(key: str, value: object) -> str:
+    return (f"setting {key!r} is {value!r} (from {{}}): expected an integer from "
+            f"{SETTINGS[key].least:,} to {SETTINGS[key].most:,}")
+
+
+BAD = [(key, value) for key in SETTINGS for value in _bad_values(key)]
+
+
+@pytest.mark.parametrize(("key", "value"), BAD)
+def test_a_bad_setting_is_refused_naming_key_value_and_range(key, value):
+    with config.set({key: value}), pytest.raises(SettingError) as refused:
+        MocHiveStore(FIXTURES / "sharded")  # every key checked when a session is created
+    assert str(refused.value) == _refused_message(key, value).format(
+        "moczarr_store.config.set or a config file")
+    with config.set({key: value}), pytest.raises(SettingError):
+        setting(key)  # and where each is read
+    _reads_as_moczarr()  # nothing kept from the refusal
+
+
+@pytest.mark.parametrize("value", [True, 2.0, None, "1"])
+def test_only_an_integer_is_a_count(value):
+    with config.set({"cache.stamps": value}), pytest.raises(SettingError, match="an integer"):
+        setting("cache.stamps")
+
+
+def test_the_least_and_the_most_allowed_are_taken():
+    for key, declared in SETTINGS.items():
+        for value in (declared.least, declared.most):
+            with config.set({key: value}):
+                assert setting(key) == value
+    with config.set(dict.fromkeys(SETTINGS, 0)):
+        assert check_settings() == dict.fromkeys(SETTINGS, 0)
+        _reads_as_moczarr()  # no cache at all (mapped.bytes 0: nothing mapped) reads the same
+
+
+def test_a_mistyped_key_or_a_section_that_is_not_one_is_refused():
+    with config.set({"cache.stamp": 5}), pytest.raises(SettingError) as refused:
+        check_settings()
+    assert "unknown setting 'cache.stamp' (known: cache.stamps," in str(refused.value)
+    with config.set({"mapped": 5}), pytest.raises(SettingError, match="'mapped' is 5"):
+        check_settings()
+
+
+def test_a_bad_process_wide_setting_is_refused_where_it_is_applied():
+    """``mapped.*`` is read each time a span is mapped: set after the store was made, a bad
+    value is refused by the read that applies it (not a bare TypeError), and the next read
+    under a good one is served as before."""
+    store = MocHiveStore(FIXTURES / "paged", chunking=2)
+    array = zarr.open_array(store, path="atl06/o8/h_mean", mode="r")
+    want = array[:]
+    array[:]  # warm: mapped from the page cache
+    with config.set({"mapped.bytes": "spam"}), pytest.raises(SettingError, match="mapped.bytes"):
+        array[:]
+    np.testing.assert_array_equal(array[:], want)
+
+
+@functools.cache
+def _paged_by_moczarr() -> np.ndarray:
+    return moczarr.open_hive(str(FIXTURES / "paged"))["h_mean"].values
+
+
+def _reads_as_moczarr() -> None:
+    """A new store reads ``paged``'s ``h_mean`` (spans of 2 leaves, mapped once warm) as
+    moczarr does, twice."""
+    array = zarr.open_array(MocHiveStore(FIXTURES / "paged", chunking=2),
+                            path="atl06/o8/h_mean", mode="r")
+    for _ in range(2):
+        assert_values(array[:], _paged_by_moczarr(), "h_mean")
+
+
+@pytest.fixture
+def environment(monkeypatch):
+    """``environment(NAME=value)``: the variables set and read as at import (the config
+    collected again), undone after the test."""
+    yield lambda **env: ([monkeypatch.setenv(k, v) for k, v in env.items()], config.refresh())
+    monkeypatch.undo()
+    config.refresh()
+
+
+@pytest.mark.parametrize(("key", "value"), BAD)
+def test_the_cli_refuses_a_bad_setting_of_the_environment_with_exit_2(key, value, environment,
+                                                                      capsys):
+    name = "MOCZARR_STORE_" + key.upper().replace(".", "__")
+    environment(**{name: str(value)})
+    assert cli_main(["inspect", str(FIXTURES / "sharded")]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == "error: " + _refused_message(key, value).format(
+        f"the environment variable {name}") + "\n"
+
+
+def test_a_bad_setting_in_the_environment_exits_2_and_the_next_good_run_works():
+    def run(**env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "moczarr_store.cli", "inspect", str(FIXTURES / "paged")],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, **env,
+                 "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])})
+
+    for key in ("cache.stamps", "mapped.bytes"):
+        name = "MOCZARR_STORE_" + key.upper().replace(".", "__")
+        bad = run(**{name: "spam"})
+        told = _refused_message(key, "spam").format(f"the environment variable {name}")
+        assert (bad.returncode, bad.stdout, bad.stderr) == (EXIT_USAGE, "", f"error: {told}\n")
+    good = run()
+    assert good.returncode == 0 and "atl06/o8" in good.stdout, good.stderr
+
+
+def test_the_docs_table_lists_every_setting():
+    rows = [line.split("|")[1].strip() for line in settings_markdown().splitlines()[2:]]
+    assert rows == [f"`{key}`" for key in SETTINGS]

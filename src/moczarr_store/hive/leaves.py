@@ -18,7 +18,7 @@ from typing import Literal
 from ..cache import AsyncCache
 from ..errors import OutsideRootError
 from ..io.backend import NOT_NOW
-from ..tunables import config
+from ..tunables import setting
 from .ids import DECIMAL_RE
 from .jsonio import DOCUMENT_WINDOW, load_json, read_document_now
 from .paths import short, split_leaf_name, validate_current
@@ -227,7 +227,7 @@ class LeafCache(AsyncCache[Leaf]):
     """Resolved leaves by path: a bounded LRU keeping each leaf's slim form."""
 
     def __init__(self, max_entries: int | None = None) -> None:
-        bound = config.get("cache.stamps") if max_entries is None else max_entries
+        bound = setting("cache.stamps") if max_entries is None else max_entries
         super().__init__(bound, keep=Leaf.slim)
         # path -> (tick its last re-read began at, the leaf it read)
         self._reread: OrderedDict[str, tuple[int, Leaf]] = OrderedDict()

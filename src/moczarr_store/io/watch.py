@@ -25,7 +25,7 @@ import sys
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from ..tunables import config
+from ..tunables import setting
 
 # the file systems whose every change is made by this kernel (and so reported)
 LOCAL = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs"})
@@ -73,7 +73,7 @@ def _bound() -> int:
                 _STATE["system"] = int(limit.read()) // 4
         except (OSError, ValueError):
             _STATE["system"] = 0
-    return min(config.get("mapped.watches"), _STATE["system"])
+    return min(setting("mapped.watches"), _STATE["system"])
 
 
 def _kind(device: int) -> str | None:

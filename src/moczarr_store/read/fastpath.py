@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..chunks import full_shard, reframe
 from ..io.backend import Backend
-from ..tunables import config
+from ..tunables import setting
 from .plan import SAME, LeafRead, Plan
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def _layout(parts: Sequence[Plan | None], step: int) -> _Layout | None:
                                                     for plan, want in whole)
         found = (tuple(plan.meta for plan, _ in whole), layouts,
                  [(plan.object, want) for plan, want in whole] if mappable else None)
-    if _LAYOUT_PARTS[0] + len(parts) > config.get("cache.span_parts"):
+    if _LAYOUT_PARTS[0] + len(parts) > setting("cache.span_parts"):
         _LAYOUTS.clear()
         _LAYOUT_PARTS[0] = 0
     if slot not in _LAYOUTS:
