@@ -14,6 +14,7 @@ store's construction); the process-wide ones (``mapped.*``) each time they are a
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import reprlib
@@ -33,18 +34,28 @@ MOST_BYTES = 1 << 47  # 128 TiB: the address space of a 64-bit process
 
 @dataclass(frozen=True)
 class Setting:
-    """One key of ``config``: its default, the least and the most it may be (an integer),
-    and what it bounds (the documentation's text)."""
+    """One key of ``config``: its default, the least and the most it may be, and what it
+    bounds (the documentation's text). An ``int`` default takes integers only; a
+    ``float`` one any finite number (seconds, say)."""
 
-    default: int
+    default: int | float
     help: str
-    most: int = MOST_ENTRIES
-    least: int = 0
+    most: int | float = MOST_ENTRIES
+    least: int | float = 0
 
     def allowed(self) -> str:
-        return f"an integer from {self.least:,} to {self.most:,}"
+        kind = "an integer" if type(self.default) is int else "a number"
+        return f"{kind} from {self.least:,} to {self.most:,}"
+
+    def admits(self, value: object) -> bool:
+        """Whether ``value`` is of this key's kind (never a bool) and in its range."""
+        kinds = (int,) if type(self.default) is int else (int, float)
+        return (type(value) in kinds and math.isfinite(value)  # type: ignore[arg-type]
+                and self.least <= value <= self.most)  # type: ignore[operator]
 
 
+# every key, declared once: a new bound is one line here and a ``setting(key)`` where it
+# is applied (the documentation's table and the checks follow)
 SETTINGS: dict[str, Setting] = {
     # spans served through memory maps (mapped.py), per process
     "mapped.bytes": Setting(
@@ -105,22 +116,22 @@ def _refused(key: str, value: object, allowed: str) -> SettingError:
                         f"expected {allowed}")
 
 
-def setting(key: str) -> int:
-    """``config``'s value of ``key`` (declared in :data:`SETTINGS`), checked: an integer
-    in the declared range, else :class:`~moczarr_store.errors.SettingError`. Cost: a
-    ``config.get`` and two comparisons."""
+def setting(key: str) -> Any:
+    """``config``'s value of ``key`` (declared in :data:`SETTINGS`), checked: of the
+    declared kind and in its range, else :class:`~moczarr_store.errors.SettingError`.
+    Cost: a ``config.get`` and a few comparisons."""
     declared = SETTINGS[key]
     try:
         value = config.get(key)
     except (KeyError, TypeError, IndexError):  # the section was set to a non-mapping
         value = config.get(key.split(".")[0], None)
         raise _refused(key.split(".")[0], value, "a mapping of settings") from None
-    if type(value) is not int or not declared.least <= value <= declared.most:
+    if not declared.admits(value):
         raise _refused(key, value, declared.allowed())
     return value
 
 
-def check_settings() -> dict[str, int]:
+def check_settings() -> dict[str, Any]:
     """Every declared setting, checked (:func:`setting`), and no unknown key in their
     sections (a mistyped key would be ignored): ``{key: value}``. Cost: one
     :func:`setting` per key."""

@@ -4,6 +4,7 @@ or in the environment; a session takes its caches' bounds when it is created."""
 from __future__ import annotations
 
 import functools
+import math
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from support.hives import FIXTURES, assert_values
 from moczarr_store import MocHiveStore, SettingError, config
 from moczarr_store.cli import EXIT_USAGE
 from moczarr_store.cli import main as cli_main
-from moczarr_store.tunables import DEFAULTS, SETTINGS, check_settings, setting
+from moczarr_store.tunables import DEFAULTS, SETTINGS, Setting, check_settings, setting
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,3 +171,10 @@ def test_a_bad_setting_in_the_environment_exits_2_and_the_next_good_run_works():
 def test_the_docs_table_lists_every_setting():
     rows = [line.split("|")[1].strip() for line in settings_markdown().splitlines()[2:]]
     assert rows == [f"`{key}`" for key in SETTINGS]
+
+
+def test_a_number_setting_takes_finite_numbers_only():
+    seconds = Setting(60.0, "seconds", most=3600)
+    assert seconds.allowed() == "a number from 0 to 3,600"
+    assert [seconds.admits(v) for v in (0, 1.5, 3600)] == [True] * 3
+    assert not any(seconds.admits(v) for v in (math.nan, math.inf, -0.5, 3601, True, "1"))
