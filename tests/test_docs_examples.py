@@ -133,12 +133,18 @@ def _run_bash(block: Block, servers: Servers, where: str) -> str:
     return "".join(printed)
 
 
-def run_page(page: Path, servers: Servers) -> tuple[int, list[str]]:
-    """Run a page's examples; the number run and the reasons of those skipped."""
+CONTINUES = "# continues"  # the first line of a README block that needs the one before
+
+
+def run_page(page: Path, servers: Servers, alone: bool = False) -> tuple[int, list[str]]:
+    """Run a page's examples; the number run and the reasons of those skipped. ``alone``:
+    each python block in a namespace of its own, unless it starts with :data:`CONTINUES`."""
     namespace: dict = {"__name__": "__docs__"}
     ran, skipped = 0, []
     name = page.relative_to(ROOT).as_posix()
     for block in blocks(page):
+        if alone and not block.code.startswith(CONTINUES):
+            namespace = {"__name__": "__docs__"}
         where = f"{name}:{block.line}"
         if missing := _missing(block):
             skipped.append(f"{where} needs {', '.join(missing)} (Python 3.12: the export "
@@ -166,6 +172,13 @@ def test_examples_run_and_print_what_they_show(page, servers, monkeypatch, capsy
             print(f"\n{page.name}: skipped " + "; ".join(skipped))
     if not ran:
         pytest.skip("; ".join(skipped))
+
+
+def test_readme_blocks_run_alone(servers, monkeypatch):
+    """A README block pasted on its own runs, unless it says it continues the one above."""
+    monkeypatch.chdir(ROOT)
+    ran, skipped = run_page(ROOT / "README.md", servers, alone=True)
+    assert ran and not skipped
 
 
 def test_the_matcher_can_fail():

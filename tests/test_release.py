@@ -10,7 +10,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import moczarr_store
+from moczarr_store import sample
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,3 +48,43 @@ def test_license_and_changelog():
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert "## [Unreleased]" in changelog
     assert f"## [{moczarr_store.__version__}]" in changelog
+
+
+def test_the_sample_hive_is_the_fixture_the_wheel_packages():
+    """In a clone the sample is ``fixtures/windowed_explicit``, which the wheel carries as
+    package data (.ci/smoke.py reads it from the installed wheel)."""
+    hatch = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]
+    packaged = hatch["build"]["targets"]["wheel"]["force-include"]
+    assert packaged == {"fixtures/windowed_explicit": f"moczarr_store/{sample.PACKAGED}"}
+    assert Path(moczarr_store.sample_hive()) == ROOT / "fixtures" / "windowed_explicit"
+
+
+def test_the_sample_hive_reads_as_moczarr_reads_it():
+    import moczarr
+    import xarray as xr
+
+    hive = moczarr_store.sample_hive()
+    ds = xr.open_zarr(moczarr_store.MocHiveStore(hive), group="atl06/o4")
+    for i, window in enumerate(ds["window"].values):
+        ref = moczarr.open_hive(hive, window=str(window))
+        assert int(ds["count"][i].sum()) == int(ref["count"].sum()) > 0
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "moczarr_store.cli", *args],
+                          capture_output=True, text=True, timeout=120, cwd="/")
+
+
+def test_the_cli_opens_the_sample_hive():
+    done = cli("inspect", "--sample")
+    assert done.returncode == 0, done.stderr
+    assert f"hive {Path(moczarr_store.sample_hive()).as_uri()}" in done.stdout
+    assert "/atl06/o4" in done.stdout
+
+
+@pytest.mark.parametrize("args", [["inspect"], ["verify", "--sample", "fixtures/windowed"]])
+def test_the_cli_wants_a_source_or_the_sample(args):
+    done = cli(*args)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {args[0]} reads one hive: give its PATH_OR_URL, "
+                                  "or --sample"), done.stderr

@@ -24,6 +24,7 @@ from .errors import (
     UnusableCoverage,
 )
 from .hive.aoi import aoi_mask
+from .sample import sample_hive
 from .store import MocHiveStore
 from .tunables import config
 
@@ -55,8 +56,9 @@ __all__ = [
     "cell_ranges",
     "decode_cells",
     "open_cells",
+    "sample_hive",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str):

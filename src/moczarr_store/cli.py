@@ -439,7 +439,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", parents=parents,
                            help="serve the hive as a Zarr v3 hierarchy over HTTP")
-    serve.add_argument("source", help="hive root: a path or a file/s3/gs/http(s) URL")
+    add_source(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     serve.add_argument("--port", type=count(0, 65535), default=8000, help="port (8000)")
     add_store_arguments(serve)
@@ -575,6 +575,26 @@ def run_refs(args: argparse.Namespace) -> int:
 SOURCE_HELP = "hive root: a path or a file/s3/gs/http(s) URL"
 
 
+def add_source(parser: argparse.ArgumentParser) -> None:
+    """The hive to open: ``PATH_OR_URL``, or ``--sample`` for the one in the package."""
+    parser.add_argument("source", nargs="?", help=SOURCE_HELP + " (or --sample)")
+    parser.add_argument("--sample", action="store_true",
+                        help="the small sample hive installed with the package")
+
+
+def resolve_source(args: argparse.Namespace) -> None:
+    """``args.source`` from ``--sample``; exactly one of the two is given."""
+    if not hasattr(args, "sample"):
+        return
+    if args.sample == (args.source is not None):
+        raise OptionError(f"{args.command} reads one hive: give its PATH_OR_URL, or --sample "
+                          "for the sample hive, not both")
+    if args.sample:
+        from .sample import sample_hive
+
+        args.source = sample_hive()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: every subcommand, every argument with its help."""
     parents = [storage_parser()]
@@ -587,7 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     inspect = sub.add_parser("inspect", parents=parents,
                              help="print the virtual tree and the hive facts")
-    inspect.add_argument("source", help=SOURCE_HELP)
+    add_source(inspect)
     add_store_arguments(inspect, verify="open")  # to report debris, read every stamp
     check = sub.add_parser(
         "verify",
@@ -596,7 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=VERIFY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument("source", help=SOURCE_HELP)
+    add_source(check)
     check.add_argument("--group", help="only the levels under this virtual path (atl06/o7)")
     check.add_argument("--json", action="store_true", help="print a JSON summary")
     check.add_argument("--strict", action="store_true",
@@ -669,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always")
         try:
             check_settings()  # a bad one refused before anything is opened
+            resolve_source(args)
             code = COMMANDS[args.command](args)
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
