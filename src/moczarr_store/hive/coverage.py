@@ -75,7 +75,7 @@ def _bounds_at_once(ranges: list, order: int) -> np.ndarray | None:
     Cost: the endpoints' characters twice (a string and its bytes) and a few arrays of
     8 bytes per endpoint; no string or array per endpoint or per digit.
     """
-    if not all(type(pair) is list and len(pair) == 2 for pair in ranges):
+    if set(map(type, ranges)) - {list} or set(map(len, ranges)) - {2}:  # no Python loop
         return None
     try:  # endpoints "[-]B" + ``order`` digits, separated by "|" (no endpoint holds one)
         data = np.frombuffer("|".join([e for pair in ranges for e in pair]).encode("ascii"),
@@ -122,12 +122,15 @@ def _merged(bounds: np.ndarray) -> np.ndarray:
 def _expand(bounds: np.ndarray) -> np.ndarray:
     """Every rank of sorted, disjoint inclusive ``[lo, hi]`` rows, ascending.
 
-    Cost: two arrays of 8 bytes per rank.
+    Cost: one array of 8 bytes per rank, made by one cumulative sum (a step of 1 within
+    a row, the gap to the row before at its first rank).
     """
     lengths = (bounds[:, 1] - bounds[:, 0] + np.uint64(1)).astype(np.int64)
-    ranks = np.arange(int(lengths.sum()), dtype=np.uint64)
-    offsets = bounds[:, 0] - (np.cumsum(lengths) - lengths).astype(np.uint64)
-    ranks += np.repeat(offsets, lengths)
+    ranks = np.ones(int(lengths.sum()), dtype=np.uint64)
+    if ranks.size:
+        ranks[np.cumsum(lengths) - lengths] = bounds[:, 0] - np.concatenate(
+            ([np.uint64(0)], bounds[:-1, 1]))
+        np.cumsum(ranks, out=ranks)
     return ranks
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..diagnostics import FIRST_NAMES, first_names
 from ..errors import HiveWarning
 from .aoi import Cells
-from .ids import ancestor_ranks
+from .ids import ancestor_ranks, distinct_sorted
 from .jsonio import is_int
 from .leaves import LeafCache
 from .level import Level
@@ -123,7 +123,7 @@ def declare_pyramid(source: Level, moc_ranks: np.ndarray | None) -> list[Level]:
             _omit(f"{source.product}/o{cell_order}", "ancestor paths of a grouped tree are "
                   "unsettled")
             continue
-        ranks = np.unique(ancestor_ranks(moc_ranks, source.node_order - node_order))
+        ranks = distinct_sorted(ancestor_ranks(moc_ranks, source.node_order - node_order))
         variants: list[dict[str, Any]] = [{"windows": source.windows, "window": source.window}]
         if artifact == "overview" and windowed and all_time and source.window is None:
             variants.append({"fold": True})

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..errors import HiveFormatError, HiveWarning
 from ..hints import ROOT_HINT
-from ..hive.level import Level, Product
+from ..hive.ids import distinct_sorted
+from ..hive.level import Level, Product, ranks_to_runs
 from ..hive.roster import Hive
 from .arrays import (
     FabricatedArray,
@@ -96,19 +97,29 @@ def coverage_moc(level: Level) -> dict:
     string at the node order, so a client maps rows (node after node, ``cells_per_node``
     each) to cells without reading ``cell_ids``. Longer than ``MAX_MOC_CHARS``, the nodes'
     parents at the finest coarser order that fits (a superset: where the data may be, no
-    longer how rows map to cells). Cost: O(nodes) in numpy per order tried."""
+    longer how rows map to cells). Cost: one pass over the nodes (their runs of
+    consecutive ones), then O(runs) per order tried."""
     order = level.node_order
-    nodes = np.unique(level.node_ranks.astype(np.int64) - 4**order)
+    starts, lengths = ranks_to_runs(distinct_sorted(level.node_ranks))
+    firsts = starts.astype(np.int64) - 4**order
+    lasts = firsts + lengths - 1
     while True:
-        cut = np.flatnonzero(np.diff(nodes) != 1)
-        if order == 0 or cut.size < MAX_MOC_CHARS // 8:
-            firsts = nodes[np.r_[0, cut + 1]].tolist() if nodes.size else []
-            lasts = nodes[np.r_[cut, nodes.size - 1]].tolist() if nodes.size else []
+        if order == 0 or firsts.size < MAX_MOC_CHARS // 8:
             text = f"{order}/" + " ".join(
-                f"{a}-{b}" if b > a else f"{a}" for a, b in zip(firsts, lasts, strict=True))
+                f"{a}-{b}" if b > a else f"{a}"
+                for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True))
             if len(text) <= MAX_MOC_CHARS or order == 0:
                 return {"coverage_moc": text}
-        nodes, order = np.unique(nodes >> 2), order - 1
+        firsts, lasts, order = *_joined_runs(firsts >> 2, lasts >> 2), order - 1
+
+
+def _joined_runs(firsts: np.ndarray, lasts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ascending inclusive runs ``[first, last]`` whose neighbours may now touch or overlap
+    (their parents' runs), joined into maximal ones. Cost: O(runs)."""
+    if firsts.size < 2:
+        return firsts, lasts
+    breaks = np.flatnonzero(firsts[1:] > lasts[:-1] + 1) + 1
+    return firsts[np.r_[0, breaks]], lasts[np.r_[breaks - 1, lasts.size - 1]]
 
 
 class View:
