@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from . import state
 from .io import watch
 from .tunables import setting
 
@@ -86,11 +87,28 @@ _FAILED = ctypes.c_void_p(-1).value
 # span key -> (its mapped bytes, the identity of each file mapped, in order, and each
 # file's real path when it may be watched)
 _Made = tuple[np.ndarray, list[tuple[int, ...]], list[str] | None]
-_KEPT: OrderedDict[Hashable, _Made] = OrderedDict()
-_KEPT_TOTALS = [0, 0]  # bytes, files
-_TOUCHED: OrderedDict[Hashable, np.ndarray] = OrderedDict()  # spans served last, in order
-_TOUCHED_TOTAL = [0]  # their bytes
-_LOCK = threading.Lock()
+
+
+class Kept:
+    """The spans this process keeps mapped (least recently used first), their totals, and
+    those served last whose pages stay resident: this module's part of the process state
+    (:mod:`moczarr_store.state`)."""
+
+    def __init__(self) -> None:
+        self.spans: OrderedDict[Hashable, _Made] = OrderedDict()
+        self.bytes = self.files = 0
+        self.touched: OrderedDict[Hashable, np.ndarray] = OrderedDict()  # in order served
+        self.touched_bytes = 0
+        self.lock = threading.Lock()
+
+    def release(self) -> None:
+        """Let go of every span kept (each unmapped once nothing refers to it)."""
+        with self.lock:
+            while self.spans:
+                _drop(self, next(iter(self.spans)))
+
+
+KEPT = state.Part("mapped spans", Kept, Kept.release)
 
 
 class _Region:
@@ -144,47 +162,47 @@ def span(
     else an open, a ``fstat``, one read of the index and one ``mmap`` per object."""
     if _LIBC is None or step % PAGE or not parts or setting("mapped.bytes") <= 0:
         return None
-    trusted = False
-    with _LOCK:
-        _notice()
-        kept = _KEPT.get(key)
+    trusted, spans = False, KEPT()
+    with spans.lock:
+        _notice(spans)
+        kept = spans.spans.get(key)
         if kept is not None:
-            _KEPT.move_to_end(key)
+            spans.spans.move_to_end(key)
             trusted = watch.watched(key)
     if kept is not None and not trusted and root is not None and kept[2] is not None:
-        trusted = _watch(key, kept, parts, identify, root)  # served again: worth watching
+        trusted = _watch(spans, key, kept, parts, identify, root)  # served again: watch it
     if kept is not None and not trusted and any(
             identify(path) != known for (path, _), known in zip(parts, kept[1], strict=True)):
-        _forget(key)  # a file changed, or was replaced: map it again, checked again
+        _forget(spans, key)  # a file changed, or was replaced: map it again, checked again
         kept = None
     made = _map(parts, step, open_object, root is not None) if kept is None else kept
     if made is None or not _resident(made[0]):
         return None
     if kept is None:
-        _keep(key, made)
-    _touch(key, made[0])
+        _keep(spans, key, made)
+    _touch(spans, key, made[0])
     return made[0].data, 0 if kept is not None else len(parts)
 
 
-def _notice() -> None:
+def _notice(spans: Kept) -> None:
     """Let go of the kept spans a watch of which fired (all when any may have); lock held."""
     changed = watch.changed()
-    for key in list(_KEPT) if changed is None else changed:
-        if key in _KEPT:
-            _drop(key)
+    for key in list(spans.spans) if changed is None else changed:
+        if key in spans.spans:
+            _drop(spans, key)
 
 
-def _watch(key: Hashable, made: _Made, parts: Sequence[tuple[str, bytes]],
+def _watch(spans: Kept, key: Hashable, made: _Made, parts: Sequence[tuple[str, bytes]],
            identify: Callable[[str], tuple[int, ...] | None], root: str) -> bool:
     """Whether the files of the span kept under ``key`` are watched now and still the ones
     mapped (checked after the watch: a change before it is not reported). Asked when a
     span is served again (one served once costs no watch); one that cannot be watched is
     not asked again, and is checked with ``stat`` each call as before."""
-    with _LOCK:
-        if _KEPT.get(key) is not made or made[2] is None:
+    with spans.lock:
+        if spans.spans.get(key) is not made or made[2] is None:
             return False  # let go meanwhile
         if not watch.watch(key, made[2], [known[0] for known in made[1]], root):
-            _KEPT[key] = (made[0], made[1], None)  # not tried again
+            spans.spans[key] = (made[0], made[1], None)  # not tried again
             return False
         if any(identify(path) != known or _identity_at(real) != known
                for (path, _), known, real in zip(parts, made[1], made[2], strict=True)):
@@ -260,55 +278,54 @@ def _resident(array: np.ndarray) -> bool:
 
 
 def release() -> None:
-    """Let go of every span kept mapped (each is unmapped once nothing refers to it)."""
-    with _LOCK:
-        while _KEPT:
-            _drop(next(iter(_KEPT)))
+    """Let go of every span this process keeps mapped (each is unmapped once nothing
+    refers to it)."""
+    KEPT().release()
 
 
-def _keep(key: Hashable, made: _Made) -> None:
+def _keep(spans: Kept, key: Hashable, made: _Made) -> None:
     """Keep a span under ``key``, letting the least recently used go past the limits."""
     most, files = setting("mapped.bytes"), setting("mapped.objects")
-    with _LOCK:
-        if key in _KEPT:
+    with spans.lock:
+        if key in spans.spans:
             return
-        _KEPT[key] = made
-        _KEPT_TOTALS[0] += made[0].nbytes
-        _KEPT_TOTALS[1] += len(made[1])
-        while _KEPT and (_KEPT_TOTALS[0] > most or _KEPT_TOTALS[1] > files):
-            _drop(next(iter(_KEPT)))
+        spans.spans[key] = made
+        spans.bytes += made[0].nbytes
+        spans.files += len(made[1])
+        while spans.spans and (spans.bytes > most or spans.files > files):
+            _drop(spans, next(iter(spans.spans)))
 
 
-def _touch(key: Hashable, array: np.ndarray) -> None:
+def _touch(spans: Kept, key: Hashable, array: np.ndarray) -> None:
     """``array`` served now: its pages stay; the pages of spans served before it past
     ``config["mapped.touched_bytes"]`` are handed back (their mappings stay; touched again,
     they fault in)."""
     touched = setting("mapped.touched_bytes")
-    with _LOCK:
-        if key not in _KEPT:  # let go at once (larger than the limits): nothing to hold
+    with spans.lock:
+        if key not in spans.spans:  # let go at once (larger than the limits): none held
             return
-        if key not in _TOUCHED:  # its pages mapped in at once, not a fault per few pages
+        if key not in spans.touched:  # its pages mapped in at once, not a fault per few
             _LIBC.madvise(array.ctypes.data, array.nbytes, _MADV_POPULATE_READ)
-            _TOUCHED_TOTAL[0] += array.nbytes
-        _TOUCHED[key] = array
-        _TOUCHED.move_to_end(key)
-        while _TOUCHED_TOTAL[0] > touched and len(_TOUCHED) > 1:
-            _, old = _TOUCHED.popitem(last=False)
-            _TOUCHED_TOTAL[0] -= old.nbytes
+            spans.touched_bytes += array.nbytes
+        spans.touched[key] = array
+        spans.touched.move_to_end(key)
+        while spans.touched_bytes > touched and len(spans.touched) > 1:
+            _, old = spans.touched.popitem(last=False)
+            spans.touched_bytes -= old.nbytes
             _LIBC.madvise(old.ctypes.data, old.nbytes, _MADV_DONTNEED)
 
 
-def _forget(key: Hashable) -> None:
-    with _LOCK:
-        if key in _KEPT:
-            _drop(key)
+def _forget(spans: Kept, key: Hashable) -> None:
+    with spans.lock:
+        if key in spans.spans:
+            _drop(spans, key)
 
 
-def _drop(key: Hashable) -> None:
+def _drop(spans: Kept, key: Hashable) -> None:
     """Let the span under ``key`` go (unmapped once nothing refers to it); lock held."""
-    array, files, _ = _KEPT.pop(key)
+    array, files, _ = spans.spans.pop(key)
     watch.unwatch(key)
-    _KEPT_TOTALS[0] -= array.nbytes
-    _KEPT_TOTALS[1] -= len(files)
-    if _TOUCHED.pop(key, None) is not None:
-        _TOUCHED_TOTAL[0] -= array.nbytes
+    spans.bytes -= array.nbytes
+    spans.files -= len(files)
+    if spans.touched.pop(key, None) is not None:
+        spans.touched_bytes -= array.nbytes

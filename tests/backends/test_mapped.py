@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import gc
 import os
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -25,17 +24,6 @@ pytestmark = pytest.mark.skipif(not mapped.available(),
 
 PAGE = mapped.PAGE
 INDEX = b"index of the shard"
-
-
-@pytest.fixture(autouse=True)
-def nothing_kept(monkeypatch):
-    """Each test starts with no span kept, and its spans are not kept for the next."""
-    monkeypatch.setattr(mapped, "_KEPT", OrderedDict())
-    monkeypatch.setattr(mapped, "_KEPT_TOTALS", [0, 0])
-    monkeypatch.setattr(mapped, "_TOUCHED", OrderedDict())
-    monkeypatch.setattr(mapped, "_TOUCHED_TOTAL", [0])
-    yield
-    mapped.release()  # and their watches let go
 
 
 @pytest.fixture
@@ -79,7 +67,7 @@ def test_mapping_is_turned_off_by_a_configuration_key(tmp_path, tuned):
     """``moczarr_store.config.set({"mapped.bytes": 0})``: spans are read, not mapped."""
     _files(tmp_path, 2)
     tuned({"mapped.bytes": 0})
-    assert _span(tmp_path, 2) is None and not mapped._KEPT
+    assert _span(tmp_path, 2) is None and not mapped.KEPT().spans
 
 
 def test_a_file_changed_after_it_was_mapped_is_mapped_and_checked_again(tmp_path):
@@ -91,7 +79,7 @@ def test_a_file_changed_after_it_was_mapped_is_mapped_and_checked_again(tmp_path
     assert opened == 3 and bytes(view) == data[0] + new + data[2]
     (tmp_path / "o2").write_bytes(data[2] + INDEX.upper())  # its index is not the layout's
     assert _span(tmp_path, 3) is None
-    assert not mapped._KEPT
+    assert not mapped.KEPT().spans
 
 
 @pytest.mark.parametrize("defect", ["index", "size", "unpaged", "refused"])
@@ -111,7 +99,7 @@ def test_a_span_that_cannot_be_mapped_exactly_is_not(tmp_path, defect):
 
     got = mapped.span("key", parts, step, refuse if defect == "refused" else open_object,
                       lambda path: None)
-    assert got is None and not mapped._KEPT
+    assert got is None and not mapped.KEPT().spans
 
 
 def test_a_span_let_go_stays_readable_while_held_and_is_unmapped_once_released(tmp_path,
@@ -121,7 +109,7 @@ def test_a_span_let_go_stays_readable_while_held_and_is_unmapped_once_released(t
     held, _ = _span(tmp_path, 2, names=["o0", "o1"])
     _span(tmp_path, 2, names=["o2", "o3"])
     _span(tmp_path, 2, names=["o4", "o5"])  # the least recently used span is let go
-    assert ("o0", "o1") not in mapped._KEPT and len(mapped._KEPT) == 2
+    assert ("o0", "o1") not in mapped.KEPT().spans and len(mapped.KEPT().spans) == 2
     assert bytes(held) == data[0] + data[1] and str(tmp_path / "o0") in _mapped_files()
     del held
     gc.collect()
@@ -158,7 +146,7 @@ def test_no_more_files_are_kept_mapped_than_the_limit(tmp_path, tuned):
     _files(tmp_path, 6)
     for names in (["o0", "o1", "o2"], ["o3", "o4", "o5"]):
         assert _span(tmp_path, 3, names=names) is not None
-    assert list(mapped._KEPT) == [("o3", "o4", "o5")] and mapped._KEPT_TOTALS[1] == 3
+    assert list(mapped.KEPT().spans) == [("o3", "o4", "o5")] and mapped.KEPT().files == 3
 
 
 def test_pages_not_in_the_page_cache_are_read_not_mapped(tmp_path):
@@ -169,7 +157,7 @@ def test_pages_not_in_the_page_cache_are_read_not_mapped(tmp_path):
         os.posix_fadvise(fd, 0, 2 * PAGE, os.POSIX_FADV_DONTNEED)  # its data, not its index
         os.close(fd)
     assert _span(tmp_path, 2) is None  # the event loop would wait on the disk
-    assert not mapped._KEPT
+    assert not mapped.KEPT().spans
 
 
 # -- through the store: ``paged`` (leaves of 1,024 cells in 16 inner chunks; 4 dense, 1 not) ---
@@ -189,7 +177,7 @@ def _warm(root) -> tuple[MocHiveStore, zarr.Array, np.ndarray]:
 def test_a_warm_span_of_whole_page_sized_shards_is_mapped_and_read_again_with_no_request():
     store, array, want = _warm(FIXTURES / "paged")
     np.testing.assert_array_equal(array[:], want)  # warm: mapped
-    assert len(mapped._KEPT) == 1
+    assert len(mapped.KEPT().spans) == 1
     store.request_stats.reset()
     got = asyncio.run(store.get(f"{ARRAY}/c/{MAPPED_CHUNK}", default_buffer_prototype()))
     assert store.request_stats.total == 0
@@ -202,13 +190,13 @@ def test_a_new_store_serves_a_span_another_store_of_the_process_mapped():
     """A span kept mapped is the process's: a new store's first read of it checks each
     file (one ``stat``) and maps, or opens, none of its objects again."""
     _warm(FIXTURES / "paged")
-    assert len(mapped._KEPT) == 1
+    assert len(mapped.KEPT().spans) == 1
     store = MocHiveStore(FIXTURES / "paged", chunking=2)
     array = zarr.open_array(store, path=ARRAY, mode="r")
     store.request_stats.reset()
     got = asyncio.run(store.get(f"{ARRAY}/c/{MAPPED_CHUNK}", default_buffer_prototype()))
     assert dict(store.request_stats.counts) == {"get_range": 4}  # 2 stamps, 2 array docs
-    assert len(mapped._KEPT) == 1
+    assert len(mapped.KEPT().spans) == 1
     rows = array.chunks[0]
     want = zarr.open_array(MocHiveStore(FIXTURES / "paged"), path=ARRAY, mode="r")[:]
     np.testing.assert_array_equal(got.as_numpy_array().view("<f4"),
@@ -232,15 +220,15 @@ def test_an_unpickled_copy_reads_spans_into_buffers_and_serve_maps_as_its_store(
         copied = zarr.open_array(copy, path=ARRAY, mode="r")
         np.testing.assert_array_equal(copied[:], want)
         np.testing.assert_array_equal(copied[:], want)
-    assert len(mapped._KEPT) == 0
+    assert len(mapped.KEPT().spans) == 0
     np.testing.assert_array_equal(array[:], want)  # the store itself: warm, mapped
-    assert len(mapped._KEPT) == 1
+    assert len(mapped.KEPT().spans) == 1
     mapped.release()
     again, _ = store_factory(store, {})
     served = zarr.open_array(again(), path=ARRAY, mode="r")
     for _ in range(2):  # cold, then warm: mapped
         np.testing.assert_array_equal(served[:], want)
-    assert len(mapped._KEPT) == 1
+    assert len(mapped.KEPT().spans) == 1
 
 
 def _leaf_shard(root: Path, leaf: str) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import warnings
-from collections import OrderedDict
 from pathlib import Path
 
 import moczarr
@@ -26,19 +25,6 @@ pytestmark = pytest.mark.skipif(not (mapped.available() and watch.available()),
                                 reason="spans are mapped and watched on Linux only")
 
 ARRAY = "atl06/o8/h_mean"
-
-
-@pytest.fixture(autouse=True)
-def nothing_kept(monkeypatch):
-    """Each test starts with no span kept or watched, and leaves none for the next."""
-    mapped.release()
-    watch._start_over()  # watches of spans other tests kept in dictionaries of their own
-    monkeypatch.setattr(mapped, "_KEPT", OrderedDict())
-    monkeypatch.setattr(mapped, "_KEPT_TOTALS", [0, 0])
-    monkeypatch.setattr(mapped, "_TOUCHED", OrderedDict())
-    monkeypatch.setattr(mapped, "_TOUCHED_TOTAL", [0])
-    yield
-    mapped.release()
 
 
 def _oracle(root: Path) -> np.ndarray:
@@ -78,7 +64,7 @@ def _read(array: zarr.Array) -> np.ndarray:
 
 
 def _all_watched() -> bool:
-    return bool(mapped._KEPT) and all(watch.watched(key) for key in mapped._KEPT)
+    return bool(mapped.KEPT().spans) and all(watch.watched(key) for key in mapped.KEPT().spans)
 
 
 def _changed_as(root: Path, array: zarr.Array, before: np.ndarray) -> None:
@@ -106,7 +92,7 @@ def test_a_kept_span_on_a_local_file_system_is_watched_not_stat_checked(hive_cop
         os.stat = stat  # type: ignore[assignment]
     assert not [path for path in calls if path.endswith("/c/0")]  # no object stat'ed
     mapped.release()  # every watch let go with the spans
-    assert not watch._OWNED and not watch._OWNERS and not watch._PATHS
+    assert not watch.WATCHES().owned and not watch.WATCHES().owners and not watch.WATCHES().paths
 
 
 def test_a_change_before_the_watch_is_seen_by_the_check_after_it(hive_copy):
@@ -114,7 +100,7 @@ def test_a_change_before_the_watch_is_seen_by_the_check_after_it(hive_copy):
     event, the check of each file after its watch finds it."""
     root = hive_copy("paged")
     array, before = _warm(root, watched=False)
-    assert mapped._KEPT and not any(watch.watched(key) for key in mapped._KEPT)
+    assert mapped.KEPT().spans and not any(watch.watched(key) for key in mapped.KEPT().spans)
     _replace_old_shards(root)  # the same paths, other files: a watch of each is added
     _changed_as(root, array, before)
 
@@ -200,8 +186,8 @@ def test_past_the_bound_of_watches_spans_are_checked_with_stat(hive_copy):
     root = hive_copy("paged")
     with config.set({"mapped.watches": 3}):  # fewer than one object and its directories
         array, before = _warm(root)
-        assert mapped._KEPT and not any(watch.watched(key) for key in mapped._KEPT)
-        assert not watch._OWNERS
+        assert mapped.KEPT().spans and not any(watch.watched(key) for key in mapped.KEPT().spans)
+        assert not watch.WATCHES().owners
         for leaf in _leaves(root):
             commit(leaf, 1.0)
         _changed_as(root, array, before)
@@ -212,13 +198,14 @@ def test_objects_on_a_file_system_not_known_local_are_not_watched(tmp_path):
     path.write_bytes(b"x")
     unknown = os.makedev(4095, 1048575)  # no such mount
     assert not watch.watch("elsewhere", [str(path)], [unknown], str(tmp_path))
-    assert not watch.watched("elsewhere") and not watch._OWNERS
+    assert not watch.watched("elsewhere") and not watch.WATCHES().owners
 
 
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 def test_a_forked_child_trusts_no_watch_of_its_parent(hive_copy):
-    """The inotify instance a child inherits is its parent's: the child starts over with
-    no watch, never reading the parent's events (the child only changes files and asks
+    """The inotify instance a child inherits is its parent's: the child starts with a
+    process state of its own (no span kept, no watch), closes its copy of the parent's
+    descriptor and never reads the parent's events (the child only changes files and asks
     what changed: zarr's event loop thread is not forked)."""
     root = hive_copy("paged")
     array, before = _warm(root)
@@ -227,7 +214,7 @@ def test_a_forked_child_trusts_no_watch_of_its_parent(hive_copy):
     for leaf in _leaves(root):
         old.append(leaf / current(leaf))
         commit(leaf, 1.0, remove_old=False)  # the kept spans' files untouched
-    inherited = watch._STATE["inotify"]
+    inherited = watch.WATCHES().inotify
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -235,7 +222,8 @@ def test_a_forked_child_trusts_no_watch_of_its_parent(hive_copy):
             for version in old:
                 shutil.rmtree(version)
             gone = watch.changed()  # as the child's next read asks
-            code = 0 if gone is None and inherited.closed and not watch._OWNED else 2
+            fresh = not mapped.KEPT().spans and not watch.WATCHES().owned
+            code = 0 if gone == set() and inherited.closed and fresh else 2
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)

@@ -81,6 +81,7 @@ def test_the_io_layer_reads_no_hive():
     allowed = {"moczarr_store.errors", "moczarr_store.options", "moczarr_store.buffers",
                "moczarr_store.mapped", "moczarr_store.slots", "moczarr_store.storage",
                "moczarr_store.diagnostics", "moczarr_store.hints", "moczarr_store.tunables",
+               "moczarr_store.state",
                "moczarr_store.hive.aoi",
                "moczarr_store.hive.paths", "moczarr_store.hive.ids"}
     for name, imported in GRAPH.items():
@@ -88,3 +89,8 @@ def test_the_io_layer_reads_no_hive():
             outside = {m for m in imported if not m.startswith("moczarr_store.io")}
             assert outside <= allowed, (name, outside - allowed)
     assert not any("moczarr_store.backend" in imported for imported in GRAPH.values())
+
+
+def test_the_process_state_imports_nothing_of_the_package():
+    """Every module may declare its part of the process state: ``state`` is a leaf."""
+    assert GRAPH["moczarr_store.state"] == set()
