@@ -1,13 +1,46 @@
-"""A bounded LRU of values loaded asynchronously, with one in-flight load per key."""
+"""Bounded LRUs: :class:`AsyncCache` of values loaded asynchronously, with one in-flight
+load per key; :class:`Lru`, a plain one shared across threads."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
+
+
+class Lru(Generic[V]):
+    """At most ``max_entries`` values by key, the least recently used let go first; safe
+    across threads (sessions on other threads' event loops share one). Cost: a dict
+    operation under a lock."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._kept: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, key: Hashable) -> V | None:
+        """The value kept under ``key`` (counted as a use), or ``None``."""
+        with self._lock:
+            value = self._kept.get(key)
+            if value is not None:
+                self._kept.move_to_end(key)
+            return value
+
+    def setdefault(self, key: Hashable, value: V) -> V:
+        """The value kept under ``key`` (counted as a use), else ``value``, kept now."""
+        with self._lock:
+            kept = self._kept.setdefault(key, value)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.max_entries:
+                self._kept.popitem(last=False)
+            return kept
 
 
 class AsyncCache(Generic[V]):

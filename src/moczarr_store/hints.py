@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable
 
+from . import state
 from .diagnostics import logger
 from .errors import NotAHiveError
 
@@ -59,7 +60,8 @@ ROOT_HINT = ("open a group: group={group!r} (all: xr.open_datatree(store, engine
              "no arrays here")
 
 
-_HINTED: set[tuple[str, str]] = set()  # (store, node) hinted in this process; bounded
+HINTS_KEPT = 256  # (store, node) pairs hinted in a process: past it, no more hints
+HINTED: state.Part[set[tuple[str, str]]] = state.Part("missing nodes hinted", set)
 
 
 def hint_missing(store, key: str) -> None:
@@ -69,10 +71,10 @@ def hint_missing(store, key: str) -> None:
     256 in a process (a server's clients may ask for anything). zarr raises its own error
     after it: a store cannot raise for an absent key. No I/O."""
     path = "" if key == "zarr.json" else key.removesuffix("/zarr.json")
-    mark = (repr(store), path)
-    if mark in _HINTED or len(_HINTED) >= 256:
+    mark, hinted = (repr(store), path), HINTED()
+    if mark in hinted or len(hinted) >= HINTS_KEPT:
         return
-    _HINTED.add(mark)
+    hinted.add(mark)
     view = store.session.view
     logger.warning("%r: %s", store, missing_node(path, view.groups, view.arrays))
 

@@ -14,16 +14,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 import pickle
-import threading
 import uuid
-from collections import OrderedDict
 
 import numpy as np
 
+from . import state
 from .buffers import BufferPool
-from .cache import AsyncCache
+from .cache import AsyncCache, Lru
 from .diagnostics import Problems
 from .errors import HiveFormatError, MocHiveError, OutsideRootError
 from .hive.leaves import LeafCache
@@ -196,9 +194,9 @@ class HiveSession:
 
 
 # what a process learned of immutable versions (leaf_metas, indexes, groups), by store
-_learned: OrderedDict[tuple[str, bytes], tuple[
-    AsyncCache[object], AsyncCache[np.ndarray | None], AsyncCache[bool]]] = OrderedDict()
-_learned_lock = threading.Lock()
+Learned = tuple[AsyncCache[object], AsyncCache[np.ndarray | None], AsyncCache[bool]]
+LEARNED: state.Part[Lru[Learned]] = state.Part(
+    "immutable versions learned by unpickled stores", lambda: Lru(LEARNED_KEPT))
 
 
 def adopt_pickled(session: HiveSession, origin: str, snapshot: bytes) -> None:
@@ -210,24 +208,8 @@ def adopt_pickled(session: HiveSession, origin: str, snapshot: bytes) -> None:
     leaf array metadata again. Stamps stay each copy's own, read afresh. Cost: a hash of
     ``snapshot``, and unpickling it."""
     key = (origin, hashlib.blake2b(snapshot, digest_size=16).digest())
-    with _learned_lock:
-        learned = _learned.pop(key, None)
-        if learned is not None:
-            session.leaf_metas, session.indexes, session.groups = learned
-        _learned[key] = (session.leaf_metas, session.indexes, session.groups)
-        while len(_learned) > LEARNED_KEPT:
-            _learned.popitem(last=False)
+    session.leaf_metas, session.indexes, session.groups = LEARNED().setdefault(
+        key, (session.leaf_metas, session.indexes, session.groups))
     session.adopt(pickle.loads(snapshot))
     session._pickled = (origin, snapshot)
 
-
-def _forget_learned() -> None:
-    """In a forked child: what its parent's sessions learned (and their pending reads) is
-    not its own."""
-    global _learned_lock
-    _learned_lock = threading.Lock()
-    _learned.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_learned)

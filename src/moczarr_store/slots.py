@@ -25,6 +25,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from . import state
+
 T = TypeVar("T")
 _EAGER: dict[str, Any] = {"eager_start": True} if sys.version_info >= (3, 12) else {}
 
@@ -164,12 +166,14 @@ def started(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     return asyncio.Task(coro, loop=asyncio.get_running_loop(), **_EAGER)
 
 
-_per_loop: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# event loop -> {cap: its RequestSlots}; a loop let go takes its slots with it
+PER_LOOP: state.Part[weakref.WeakKeyDictionary] = state.Part(
+    "request slots per event loop", weakref.WeakKeyDictionary)
 
 
 def request_slots(cap: int) -> RequestSlots:
     """The process-wide :class:`RequestSlots` for ``cap`` on the running event loop."""
-    slots = _per_loop.setdefault(asyncio.get_running_loop(), {})
+    slots = PER_LOOP().setdefault(asyncio.get_running_loop(), {})
     if cap not in slots:
         slots[cap] = RequestSlots(cap)
     return slots[cap]

@@ -377,12 +377,11 @@ def test_a_warm_span_takes_the_fast_path_only_while_each_leaf_s_encoding_is_know
     np.testing.assert_array_equal(array[:], want)
 
 
-def test_kept_span_layouts_are_let_go_past_the_span_parts_limit(full_span, monkeypatch):
-    from moczarr_store import config
+def test_kept_span_layouts_are_let_go_past_the_span_parts_limit(full_span):
+    from moczarr_store import config, state
     from moczarr_store.read import fastpath
 
-    monkeypatch.setattr(fastpath, "_LAYOUTS", {})
-    monkeypatch.setattr(fastpath, "_LAYOUT_PARTS", [0])
+    state.reset()  # none kept from the fixture's reads
     root, _array, want = full_span
     with config.set({"cache.span_parts": 4}):  # one span of 3 parts at a time
         for chunking in (3, 2):
@@ -390,9 +389,9 @@ def test_kept_span_layouts_are_let_go_past_the_span_parts_limit(full_span, monke
                                     path="atl06/o7/h_mean", mode="r")
             np.testing.assert_array_equal(array[:], want)
             np.testing.assert_array_equal(array[:], want)
-            assert fastpath._LAYOUT_PARTS[0] <= 4
-            assert sum(len(parts) for parts, _ in fastpath._LAYOUTS.values()) == (
-                fastpath._LAYOUT_PARTS[0])
+            kept = fastpath.LAYOUTS()
+            assert 0 < kept.parts <= 4
+            assert sum(len(parts) for parts, _ in kept.kept.values()) == kept.parts
 
 
 def test_a_new_store_s_first_read_of_a_span_is_served_in_one_pass(full_span, monkeypatch):

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
+from .. import state
 from ..cache import AsyncCache
 from ..errors import OutsideRootError
 from ..io.backend import NOT_NOW
@@ -128,16 +129,19 @@ def _groups(groups: object) -> frozenset[str] | object:
     return _interned(frozenset(k for k in groups if len(k) <= 4))
 
 
-_SHARED: dict[frozenset[str], frozenset[str]] = {}  # one set per distinct set of names
+# one set per distinct set of names, while fewer than _SHARED_SETS were seen
+SHARED: state.Part[dict[frozenset[str], frozenset[str]]] = state.Part(
+    "shared sets of array names", dict)
 _SHARED_SETS = 1024
 
 
 def _interned(names: frozenset[str]) -> frozenset[str]:
     """``names``, as the one set kept for equal ones (a cached leaf costs a reference, not
     a set), while fewer than ``_SHARED_SETS`` distinct ones were seen."""
-    shared = _SHARED.get(names)
-    if shared is None and len(_SHARED) < _SHARED_SETS:
-        shared = _SHARED[names] = names
+    kept = SHARED()
+    shared = kept.get(names)
+    if shared is None and len(kept) < _SHARED_SETS:
+        shared = kept[names] = names
     return names if shared is None else shared
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .. import state
 from ..chunks import full_shard, reframe
 from ..io.backend import Backend
 from ..tunables import setting
@@ -51,10 +52,19 @@ def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
 
 _Layout = tuple[tuple[str, ...], list[tuple[LeafRead, bytes] | None],
                 list[tuple[str, bytes]] | None]
-# ``(id(parts), step)`` -> ``(parts, its layout)``; their parts counted, at most
-# ``config["cache.span_parts"]`` (all let go when one more would not fit)
-_LAYOUTS: dict[tuple[int, int], tuple[Sequence[Plan | None], _Layout | None]] = {}
-_LAYOUT_PARTS = [0]
+
+
+class Layouts:
+    """Span layouts by ``(id(parts), step)`` (with the ``parts`` they were made for), their
+    parts counted: at most ``config["cache.span_parts"]``, all let go when one more would
+    not fit. This module's part of the process state."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[int, int], tuple[Sequence[Plan | None], _Layout | None]] = {}
+        self.parts = 0
+
+
+LAYOUTS = state.Part("span layouts for the fast path", Layouts)
 
 
 def _layout(parts: Sequence[Plan | None], step: int) -> _Layout | None:
@@ -64,8 +74,8 @@ def _layout(parts: Sequence[Plan | None], step: int) -> _Layout | None:
     map (``None``: read them); ``None`` when the span cannot take the fast path. Plans
     are frozen and a span's are reused while its stamps hold: kept per ``parts`` object
     (one dict look a call instead of the checks of every part)."""
-    slot = (id(parts), step)
-    kept = _LAYOUTS.get(slot)
+    slot, layouts_kept = (id(parts), step), LAYOUTS()
+    kept = layouts_kept.kept.get(slot)
     if kept is not None and kept[0] is parts:
         return kept[1]
     layouts: list[tuple[LeafRead, bytes] | None] = []
@@ -93,12 +103,12 @@ def _layout(parts: Sequence[Plan | None], step: int) -> _Layout | None:
                                                     for plan, want in whole)
         found = (tuple(plan.meta for plan, _ in whole), layouts,
                  [(plan.object, want) for plan, want in whole] if mappable else None)
-    if _LAYOUT_PARTS[0] + len(parts) > setting("cache.span_parts"):
-        _LAYOUTS.clear()
-        _LAYOUT_PARTS[0] = 0
-    if slot not in _LAYOUTS:
-        _LAYOUT_PARTS[0] += len(parts)
-    _LAYOUTS[slot] = (parts, found)
+    if layouts_kept.parts + len(parts) > setting("cache.span_parts"):
+        layouts_kept.kept.clear()
+        layouts_kept.parts = 0
+    if slot not in layouts_kept.kept:
+        layouts_kept.parts += len(parts)
+    layouts_kept.kept[slot] = (parts, found)
     return found
 
 
