@@ -21,6 +21,7 @@ from ..errors import HiveWarning, OptionError
 from ..io.redact import redact
 from ..options import REFERENCE_CHUNKINGS
 from ..verify import public_source
+from .access import ATTRIBUTE, source_access
 from .collect import Collected, collect, published
 
 Format = Literal["icechunk", "kerchunk-json", "mdim-refs"]
@@ -41,6 +42,7 @@ class ExportReport:
     layouts: dict[str, str] = field(default_factory=dict)  # chunking="auto": group -> layout
     remap: list[tuple[str, str]] = field(default_factory=list)
     checksums: bool = True
+    access: dict[str, Any] = field(default_factory=dict)  # refs.access.source_access
     seconds: float = 0.0
     bytes_on_disk: int = 0
     problems: list[str] = field(default_factory=list)
@@ -51,7 +53,8 @@ class ExportReport:
             "chunking": self.chunking, **self.counts,
             **({"layouts": self.layouts} if self.layouts else {}),
             "remap": [{"prefix": p, "replacement": n} for p, n in self.remap],
-            "checksums": self.checksums, "seconds": round(self.seconds, 3),
+            "checksums": self.checksums, "access": self.access,
+            "seconds": round(self.seconds, 3),
             "bytes_on_disk": self.bytes_on_disk, "problems": self.problems,
         }
 
@@ -130,6 +133,8 @@ async def export_refs_async(
         raise OptionError("an export needs the hive's URL (not an obstore store instance)")
     start = time.perf_counter()
     collected: Collected = await collect(session, backend.url, groups, progress, relayout)
+    access = source_access(backend.url, backend.options)
+    collected.groups[""] = {**collected.groups.get("", {}), ATTRIBUTE: access}
     _check_remap(collected, rules)
     _warn_unchecked(collected, format, checksums)
     if backend.ignores_ranges and not rules:
@@ -140,7 +145,7 @@ async def export_refs_async(
             "the references there"), stacklevel=3)
     publish = published(rules)
     report = ExportReport(format, out, public_source(backend.url), str(collected.chunking),
-                          collected.counts(), collected.layouts, rules, checksums)
+                          collected.counts(), collected.layouts, rules, checksums, access)
     if format == "mdim-refs":
         from .mdim import write_mdim
 
@@ -212,7 +217,10 @@ def export_refs(
     own chunking). ``checksums`` (Icechunk): each
     reference carries its object's ETag, else its modification time; turn off when
     publishing to a copy whose objects were re-uploaded (their own ETag and time differ).
-    ``containers`` (Icechunk): object store configurations by container prefix.
+    ``containers`` (Icechunk): object store configurations by container prefix (the hive
+    root's defaults to the endpoint, region and anonymous access of ``source``). Every
+    format records these in its root group's attribute ``moczarr_store_source`` (never a
+    secret), so a reader elsewhere reaches the objects.
     ``store_options`` go to :class:`MocHiveStore` (storage options, ``window``, ``aoi``).
 
     Cost: the store's read plan for every chunk (one GET per leaf stamp, one per leaf

@@ -9,7 +9,9 @@ precision), so reading an object changed since fails instead of returning other 
 Inline chunks (fabricated, transcoded, re-framed) are written as native chunks.
 
 One virtual chunk container is declared per published root (the hive root, or each
-``--remap`` replacement used); readers authorize them when they open the repository.
+``--remap`` replacement used); readers authorize them when they open the repository. The
+hive root's container carries the endpoint, region and anonymous access the export read
+the hive with (:mod:`.access`).
 """
 
 from __future__ import annotations
@@ -20,32 +22,16 @@ import shutil
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
-from urllib.parse import unquote
 
 from zarr.core.buffer import default_buffer_prototype
 
 from ..errors import HiveFormatError
 from ..io.reader import ObjectStat
+from .access import ATTRIBUTE, icechunk_config
 from .collect import Collected
 from .manifest import group_doc, manifest_array
 
 NATIVE_BATCH = 256  # native chunks written concurrently (Icechunk takes one store.set each)
-
-
-def store_config(prefix: str) -> Any:
-    """Icechunk's object store configuration for a container at ``prefix`` (defaults:
-    credentials and region come from the reader's environment)."""
-    import icechunk
-
-    if prefix.startswith("file://"):
-        return icechunk.local_filesystem_store(unquote(prefix[len("file://") :]))
-    if prefix.startswith("s3://"):
-        return icechunk.s3_store()
-    if prefix.startswith("gs://"):
-        return icechunk.gcs_store()
-    if prefix.startswith(("http://", "https://")):
-        return icechunk.http_store()
-    raise HiveFormatError(f"no Icechunk virtual chunk container for {prefix!r}")
 
 
 def checksum(stat: ObjectStat | None) -> dict[str, Any]:
@@ -102,8 +88,10 @@ async def _write(collected: Collected, out: str, publish: Callable[[str], str],
 
     quiet_icechunk_logs(icechunk)
     config = icechunk.RepositoryConfig.default()
+    access = collected.groups.get("", {}).get(ATTRIBUTE, {})
     for prefix in containers(collected, publish, remap):
-        conf = (configs or {}).get(prefix) or store_config(prefix)
+        source = access if prefix == publish(collected.root) else None
+        conf = (configs or {}).get(prefix) or icechunk_config(prefix, source)
         config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, conf))
     repo = icechunk.Repository.create(icechunk.local_filesystem_storage(out), config)
     session = repo.writable_session("main")
