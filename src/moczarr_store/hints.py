@@ -6,7 +6,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import socket
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from . import state
 from .diagnostics import logger
@@ -31,6 +33,45 @@ def credentials(detail: str) -> str | None:
     return CREDENTIALS if _METADATA.search(detail) else None
 
 
+_REACHED: dict[tuple[str, int], str | None] = {}  # (host, port) -> what a connect found
+
+
+def unreachable(url: str | None, options: dict, detail: str) -> str | None:
+    """For a failure that says only "error sending request" (obstore's HTTP client names no
+    cause), ``detail`` and what a connection to the server finds: nothing listening
+    (connection refused), a host name that does not resolve, or no answer. The server is
+    ``url``'s for http(s), else the ``endpoint`` option; ``None`` when neither, or when the
+    connection succeeds. One TCP connect (at most 2 s) per server and process."""
+    if "error sending request" not in detail:
+        return None
+    target = url if url and url.startswith(("http://", "https://")) else options.get("endpoint")
+    parts = urlsplit(str(target or ""))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    try:
+        where = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except ValueError:  # a port out of range
+        return None
+    if where not in _REACHED and len(_REACHED) < 64:
+        _REACHED[where] = _connect(*where)
+    found = _REACHED.get(where)
+    return f"{detail}; {found}" if found else None
+
+
+def _connect(host: str, port: int) -> str | None:
+    address = f"{host}:{port}"
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except ConnectionRefusedError:
+        return (f"nothing is listening at {address} (connection refused): is the server "
+                "running, and are the host and port right?")
+    except socket.gaierror:
+        return f"the host name {host!r} does not resolve: is it spelt right?"
+    except OSError as err:
+        return f"{address} does not answer ({err.strerror or err})"
+    return None
+
+
 def missing_root(path: str) -> Exception:
     """The error for a local hive root that is not a directory: a file names what to give
     instead (the directory holding it, when that is where a hive's root objects live);
@@ -51,6 +92,16 @@ def missing_node(path: str, groups: Iterable[str], arrays: Iterable[str] = ()) -
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     shown = ", ".join(groups[:12]) + (f", ... ({len(groups)} in all)" if len(groups) > 12 else "")
     return f"no group or array {path!r} in this hive{hint}; its groups: {shown or 'none'}"
+
+
+def missing_group(group: str, groups: Iterable[str]) -> str:
+    """The line for a ``group=`` (``--group``) that names no group: the closest matches
+    among ``groups`` and the groups there are (the first 12). No I/O."""
+    groups = sorted(g for g in groups if g)
+    close = difflib.get_close_matches(group.strip("/"), groups, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    shown = ", ".join(groups[:12]) + (f", ... ({len(groups)} in all)" if len(groups) > 12 else "")
+    return f"group {group!r} names no group of the hive{hint}; its groups: {shown or 'none'}"
 
 
 # the group attribute ``hint`` of the root and of each product (no arrays there): what

@@ -639,7 +639,9 @@ async def verify_hive(
             if _in_group(level.path, group):
                 work.append(_LevelJob(session, level, _siblings(product.levels, level)))
     if not work:
-        raise OptionError(f"group={group!r} names no level of the hive")
+        from .hints import missing_group
+
+        raise OptionError(missing_group(str(group), session.view.groups))
     if progress is not None:
         progress.reset(total=sum(j.level.n_nodes * max(1, len(j.level.windows)) for j in work))
     queue = ((job, *obj) for job in work for obj in job.objects())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -143,3 +144,49 @@ def test_refs_offers_the_formats_this_python_can_write():
     done = cli("refs", str(FIXTURES / "sharded"), "--format", "icechunk", "out")
     assert done.returncode == 2
     assert "icechunk needs Python 3.12 or newer" in done.stderr
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port where nothing listens (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_http_url_where_nothing_listens_says_so(closed_port):
+    url = f"http://127.0.0.1:{closed_port}/hive"
+    store = MocHiveStore(url, storage_options={"retry_config": {"max_retries": 0}})
+    with pytest.raises(ObjectReadError) as caught:
+        zarr.open_group(store, mode="r")
+    assert str(caught.value).endswith(
+        f"error sending request; nothing is listening at 127.0.0.1:{closed_port} (connection "
+        "refused): is the server running, and are the host and port right?")
+    done = cli("inspect", url, "--retries", "0")
+    assert done.returncode == 4
+    assert f"nothing is listening at 127.0.0.1:{closed_port}" in done.stderr
+
+
+def test_the_unreachable_hint_is_for_send_errors_only(closed_port):
+    from moczarr_store.hints import unreachable
+
+    assert unreachable(f"http://127.0.0.1:{closed_port}/h", {}, "HTTP 404 Not Found") is None
+    assert unreachable("s3://bucket/h", {}, "error sending request") is None  # no endpoint
+    assert "connection refused" in unreachable(
+        "s3://bucket/h", {"endpoint": f"http://127.0.0.1:{closed_port}"},
+        "error sending request")
+
+
+@pytest.mark.parametrize("command", [["verify", "--sample"],
+                                     ["refs", "--format", "mdim-refs", "SAMPLE", "OUT"]])
+def test_a_misspelt_group_on_the_command_line_names_the_closest(command, tmp_path):
+    from moczarr_store import sample_hive
+
+    args = [sample_hive() if a == "SAMPLE" else str(tmp_path / "x") if a == "OUT" else a
+            for a in command]
+    done = cli(*args, "--group", "atl06/o5")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: group 'atl06/o5' names no group of the hive (did you mean 'atl06/o4' or "
+        "'atl06/o2' or 'atl06'?); its groups: atl06, atl06/all_time, atl06/all_time/o2, "
+        "atl06/o2, atl06/o4\n")

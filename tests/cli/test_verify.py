@@ -161,7 +161,8 @@ def test_group_restricts_to_one_level():
 def test_group_naming_no_level_is_an_error(capsys):
     code = main(["verify", str(FIXTURES / "sharded"), "--group", "atl06/o99"])
     assert code == 2  # a usage error, not a verification failure (1)
-    assert "names no level" in capsys.readouterr().err
+    assert ("group 'atl06/o99' names no group of the hive (did you mean 'atl06/o7' or "
+            "'atl06'?); its groups: atl06, atl06/o7") in capsys.readouterr().err
 
 
 # -- damage --------------------------------------------------------------------------------

@@ -188,9 +188,15 @@ def test_group_narrows_the_export(tmp_path):
     export_refs(FIXTURES / "multiproduct", "mdim-refs", out, group=["atl06_a"])
     arrays = {a for (a,) in sqlite3.connect(out).execute("SELECT array FROM arrays")}
     assert arrays and all(a.startswith("atl06_a/") for a in arrays)
-    with pytest.raises(OptionError, match="names no array"):
+    with pytest.raises(OptionError, match="names no group of the hive; its groups: atl06_a"):
         export_refs(FIXTURES / "multiproduct", "mdim-refs", tmp_path / "x.sqlite",
                     group=["nothing"])
+    # a typo beside a good group is refused, naming the closest groups, not left out
+    with pytest.raises(OptionError, match=r"'atl06_c/o6' names no group of the hive \(did "
+                       r"you mean 'atl06_a/o6' or 'atl06_b/o7'"):
+        export_refs(FIXTURES / "multiproduct", "mdim-refs", tmp_path / "x.sqlite",
+                    group=["atl06_a", "atl06_c/o6"])
+    assert not (tmp_path / "x.sqlite").exists()
 
 
 def test_refuses_an_existing_output_and_a_bad_remap(tmp_path):

@@ -245,10 +245,11 @@ class Backend:
             return err
         if type(err) is ValueError:  # a path that is not below the root
             return ValueError(scrub(str(err), self._reader.options))
-        from ..hints import credentials
+        from ..hints import credentials, unreachable
 
         detail = scrub(first_paragraph(err), self._reader.options)
-        detail = credentials(detail) or detail
+        detail = (credentials(detail) or unreachable(self.url, self._reader.options, detail)
+                  or detail)
         return ObjectReadError(f"{what} {path} from {self}: {detail}")
 
     async def get(self, path: str, byte_range: ByteRequest | None = None) -> BytesLike | None:

@@ -177,9 +177,14 @@ async def collect(
         root = "file://" + quote(root[len("file://"):], safe="/")
     out = Collected(root if root.endswith("/") else root + "/",
                     "auto" if relayout else session.options.chunking)
+    for group in groups or ():  # each must name something: a typo is not left out silently
+        if not any(in_groups(p, [group]) for p in view.arrays):
+            from ..hints import missing_group
+
+            raise OptionError(missing_group(group, view.groups))
     arrays = [view.arrays[p] for p in view.arrays if in_groups(p, groups)]
     if not arrays:
-        raise OptionError(f"group={list(groups or [])!r} names no array of the hive")
+        raise OptionError("the hive has no array to export")
     keep = {a for array in arrays for a in _ancestors(array.path)}
     keep |= {g for g in view.groups if g and in_groups(g, groups)}
     out.groups = {g: view.groups[g].attrs for g in view.groups if g in keep}
