@@ -33,7 +33,9 @@ def credentials(detail: str) -> str | None:
     return CREDENTIALS if _METADATA.search(detail) else None
 
 
-_REACHED: dict[tuple[str, int], str | None] = {}  # (host, port) -> what a connect found
+SERVERS_KEPT = 64  # servers whose connect result a process keeps: past it, no more hints
+# (host, port) -> what a connect found
+REACHED: state.Part[dict[tuple[str, int], str | None]] = state.Part("servers reached", dict)
 
 
 def unreachable(url: str | None, options: dict, detail: str) -> str | None:
@@ -52,9 +54,10 @@ def unreachable(url: str | None, options: dict, detail: str) -> str | None:
         where = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
     except ValueError:  # a port out of range
         return None
-    if where not in _REACHED and len(_REACHED) < 64:
-        _REACHED[where] = _connect(*where)
-    found = _REACHED.get(where)
+    reached = REACHED()
+    if where not in reached and len(reached) < SERVERS_KEPT:
+        reached[where] = _connect(*where)
+    found = reached.get(where)
     return f"{detail}; {found}" if found else None
 
 
