@@ -9,7 +9,8 @@ it never uses its parent's locks, memory maps or inotify instance: what the pare
 is dropped in the child (or handed to the part's ``forked``, which closes the child's
 copy of a descriptor), never closed as at :func:`reset`, which could undo the parent's
 watches.
-:func:`parts` names the parts made so far. Nothing here imports the rest of the package.
+:func:`parts` names the parts made so far, :func:`declared` every part declared.
+Nothing here imports the rest of the package.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Part(Generic[T]):
                  close: Callable[[T], None] | None = None,
                  forked: Callable[[T], None] | None = None) -> None:
         self.name, self._make, self._close, self._forked = name, make, close, forked
+        _declared.append(self)
 
     def __call__(self) -> T:
         """This process's instance, made now if need be. Cost: a dict lookup."""
@@ -54,6 +56,12 @@ class _State:
 
 _current = _State()
 _lock = threading.Lock()
+_declared: list[Part[Any]] = []  # appended to at import only
+
+
+def declared() -> list[str]:
+    """The names of every part the modules imported so far declare."""
+    return [part.name for part in _declared]
 
 
 def parts() -> list[str]:

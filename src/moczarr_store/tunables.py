@@ -88,6 +88,15 @@ SETTINGS: dict[str, Setting] = {
     "cache.absences": Setting(65_536, "Keys a run-* version was confirmed not to hold."),
     "cache.span_parts": Setting(
         1 << 17, "Parts of the span plans kept (about 470 bytes each: about 60 MB)."),
+    "cache.object_paths": Setting(
+        1 << 16, "Object paths a level remembers (about 150 bytes each: about 10 MB)."),
+    "cache.directories": Setting(
+        65_536, "Real paths of a local hive's directories a reader remembers."),
+    # moczarr-store serve, per generation (serve/generations.py)
+    "serve.object_sizes": Setting(
+        65_536, "Sizes of immutable objects serve learned by a HEAD request."),
+    "serve.span_tags": Setting(
+        4_096, "Entity tags of joined chunks (chunking=\"span\") serve keeps."),
 }
 
 

@@ -178,3 +178,22 @@ def test_a_number_setting_takes_finite_numbers_only():
     assert seconds.allowed() == "a number from 0 to 3,600"
     assert [seconds.admits(v) for v in (0, 1.5, 3600)] == [True] * 3
     assert not any(seconds.admits(v) for v in (math.nan, math.inf, -0.5, 3601, True, "1"))
+
+
+def test_the_reader_level_and_serve_bounds_are_taken_from_config():
+    """``cache.object_paths`` (a level's paths), ``cache.directories`` (a local reader's)
+    and ``serve.*`` (a serve generation's caches) bound what they keep."""
+    pytest.importorskip("starlette", reason="serve is the [serve] extra")
+    from moczarr_store.serve.generations import Generation
+
+    small = {"cache.object_paths": 2, "cache.directories": 1, "serve.object_sizes": 3,
+             "serve.span_tags": 4}
+    with config.set(small):
+        store = MocHiveStore(FIXTURES / "paged", chunking="leaf")
+        array = zarr.open_array(store, path="atl06/o8/h_mean", mode="r")
+        assert_values(array[:], _paged_by_moczarr(), "h_mean")  # 5 leaves, 5 paths
+        level = store.session.hive.products[0].levels[0]
+        reader = store.session.backend._reader
+        assert 0 < len(level._paths) <= 2 and 0 < len(reader._dirs) <= 1
+        generation = Generation(store, 0.0)
+        assert (generation.sizes.max_entries, generation.span_tags.max_entries) == (3, 4)

@@ -51,3 +51,23 @@ def test_a_forked_child_never_uses_its_parent_s_state():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert mapped.KEPT() is kept  # the parent's is untouched
+
+
+def test_the_cache_table_names_every_part_and_lists_each_cache_once():
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    import moczarr_store
+
+    for module in pkgutil.walk_packages(moczarr_store.__path__, "moczarr_store."):
+        if not module.name.startswith(("moczarr_store.serve", "moczarr_store.refs")):
+            importlib.import_module(module.name)  # the extras' modules declare no part
+    table = (Path(moczarr_store.__file__).parent / "ARCHITECTURE.md").read_text()
+    table = table.split("## Caches and process state", 1)[1]
+    rows = [line.split("|")[1:3] for line in table.splitlines()
+            if line.startswith("| ") and not line.startswith("| Cache ")]
+    for column in zip(*rows, strict=True):  # each cache, and where it lives, once
+        assert len(column) == len(set(column)) > 20
+    missing = [name for name in state.declared() if f'("{name}")' not in table]
+    assert missing in ([], ["test part"])  # the one another test declares

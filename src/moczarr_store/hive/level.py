@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..tunables import setting
 from .ids import rank_to_decimal
 from .jsonio import is_int
 from .manifest import Manifest
@@ -26,7 +27,6 @@ OVERVIEW_SPECS = ("zagg-overview/1", "zagg-overview/2")
 COLUMN_SPEC = "zagg-column/1"
 
 COORDINATE_NAMES = ("morton", "cell_ids")
-PATHS_KEPT = 1 << 16  # object paths remembered per level (~10 MB at most)
 WINDOW_COORDINATES = ("window", "window_start", "window_end")
 
 
@@ -112,7 +112,8 @@ class Level:
 
     def object_path(self, index: int, window: str | None = None) -> str:
         """Hive-relative path of the ``index``-th object (in ``window``). Cost: a dict
-        lookup once computed (up to ``PATHS_KEPT`` paths kept per level)."""
+        lookup once computed (up to ``config["cache.object_paths"]`` paths kept per
+        level, all let go when full)."""
         return self._kept_path(int(self.node_ranks[index]), window or self.window)
 
     def object_paths(self, start: int, stop: int, window: str | None = None) -> list[str]:
@@ -124,7 +125,7 @@ class Level:
     def _kept_path(self, rank: int, window: str | None) -> str:
         path = self._paths.get((rank, window))
         if path is None:
-            if len(self._paths) >= PATHS_KEPT:
+            if len(self._paths) >= setting("cache.object_paths"):
                 self._paths.clear()
             path = self._paths[rank, window] = self._object_path(rank, window)
         return path

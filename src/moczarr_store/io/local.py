@@ -17,10 +17,10 @@ from typing import Any
 from .. import mapped
 from ..buffers import BufferPool, uninitialised
 from ..errors import OutsideRootError
+from ..tunables import setting
 from .ranges import BytesLike, RangeOption, byte_bounds
 from .reader import ObjectStat
 
-DIR_CACHE = 65_536  # real paths of local directories a reader remembers
 GUESS = max(mapped.PAGE, 16 << 10)  # whole pages a document (size unknown) is first read into
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: fail instead of waiting on the disk
 _NO_NOWAIT = (errno.EAGAIN, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
@@ -144,7 +144,7 @@ class LocalReader:
     one call that fails on a link anywhere on its way (``openat2``): opened, its real path
     is the root's with its own appended, inside, and nothing more is checked. Where that
     fails (a link on the way: it may stay inside) or is not available, the real paths of
-    directories found inside are remembered (up to ``DIR_CACHE``); an object in a
+    directories found inside are remembered (up to ``config["cache.directories"]``); an object in a
     directory not yet known is opened under the root and its real path, as the kernel
     resolved it (``/proc/self/fd``), is checked before a byte is read: one ``readlink`` per
     new directory instead of one ``lstat`` per path component (without ``/proc``: the
@@ -166,6 +166,7 @@ class LocalReader:
         self._root_prefix = os.fsencode(self._real_root.rstrip("/") + "/")
         self._flags = 0 if follow_links else _NOFOLLOW
         self._dirs: dict[str, str] = {}  # hive-relative directory -> its real path, inside
+        self._dirs_kept = setting("cache.directories")  # all let go when full
         self._ready = False
 
     def ready(self) -> None:
@@ -181,7 +182,7 @@ class LocalReader:
         return real == root or real.startswith(root.rstrip("/") + "/")
 
     def _remember(self, rel: str, real: str) -> None:
-        if len(self._dirs) >= DIR_CACHE:
+        if len(self._dirs) >= self._dirs_kept:
             self._dirs.clear()
         self._dirs[rel] = real
 

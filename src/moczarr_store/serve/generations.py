@@ -36,11 +36,10 @@ from typing import Any
 from ..cache import AsyncCache
 from ..errors import OptionError
 from ..store import MocHiveStore
+from ..tunables import setting
 
 DEFAULT_STAMP_TTL = 60.0
 MAX_STAMP_TTL = 365 * 86400.0
-OBJECT_SIZES = 65_536  # sizes of immutable objects learned by HEAD, per generation
-SPAN_TAGS = 4_096  # entity tags of span plans, per generation (each keeps its plan's parts)
 
 
 class Generation:
@@ -50,9 +49,11 @@ class Generation:
     def __init__(self, store: MocHiveStore, expires: float) -> None:
         self.store = store
         self.expires = expires
-        self.sizes: AsyncCache[int | None] = AsyncCache(OBJECT_SIZES)
+        self.sizes: AsyncCache[int | None] = AsyncCache(setting("serve.object_sizes"))
         self.declared: dict[str, str] = {}  # array path -> its declared encoding, as JSON
-        self.span_tags: AsyncCache[tuple[Any, str | None]] = AsyncCache(SPAN_TAGS)
+        # each keeps its plan's parts
+        self.span_tags: AsyncCache[tuple[Any, str | None]] = AsyncCache(
+            setting("serve.span_tags"))
 
     def max_age(self, now: float) -> int:
         """Whole seconds left in this generation's lifetime."""
