@@ -97,6 +97,11 @@ SETTINGS: dict[str, Setting] = {
         65_536, "Sizes of immutable objects serve learned by a HEAD request."),
     "serve.span_tags": Setting(
         4_096, "Entity tags of joined chunks (chunking=\"span\") serve keeps."),
+    # moczarr-store serve, per worker process (serve/guard.py): past it, the connections
+    # whose answers have waited longest are closed (32 of auto's largest chunks, 8 MiB)
+    "serve.unsent_bytes": Setting(
+        256 << 20, "Bytes of answers a serve worker holds while their clients do not read "
+        "them; past it, the connections that waited longest are closed.", most=MOST_BYTES),
 }
 
 

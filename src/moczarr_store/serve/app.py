@@ -51,6 +51,7 @@ from .representation import (
     range_applies,
 )
 from .resource import Found, find, leaf_tag, read_range, whole
+from .streamed import Streamed
 
 logger = logging.getLogger("moczarr_store.serve")
 access_logger = logging.getLogger("moczarr_store.serve.access")
@@ -226,7 +227,9 @@ class KeyServer:
                 return self._not_found(generation, self.generations.now())
             length = len(payload)
         headers = {**common, **extra, "Content-Length": str(length)}
-        return Response(payload, status, headers=headers, media_type=found.media_type)
+        if payload is None:
+            return Response(None, status, headers=headers, media_type=found.media_type)
+        return Streamed(payload, status, headers, found.media_type)
 
 
 # -- the application ------------------------------------------------------------------

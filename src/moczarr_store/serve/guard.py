@@ -11,11 +11,17 @@ while ordinary clients wait. Here:
   the server starting to wait for it (on connecting, and after each response): it is
   then closed, with a ``408`` if part of a head had arrived;
 - an answer the client stops reading is cut short after :data:`SEND_TIMEOUT` seconds
-  (from the moment the server's write buffer is full, again each time it fills up);
+  (from the moment the server's write buffer is full, again each time it fills up), and
+  the connection's next request (pipelined) waits until that answer is sent: a stalled
+  connection holds one answer at most;
+- the answers waiting for their clients to read them hold at most
+  ``config["serve.unsent_bytes"]`` bytes in the process: past it, the connections
+  stalled longest are closed;
 - at most :func:`connection_bound` connections are open (:data:`MAX_CONNECTIONS`, fewer
   when the descriptor limit is low): a new connection beyond it closes the connection
-  that has waited longest for a request head, or is itself closed when every open
-  connection has a request in progress;
+  that has waited longest for a request head, else the one whose answer has waited
+  longest for its client to read it, or is itself closed when every open connection has
+  a request in progress and is reading its answer;
 - connections closed by these bounds and failed ``accept()`` calls are counted and
   logged as one line per :data:`REPORT_EVERY` seconds, at most; any other error of the
   event loop is logged once per interval (its repeats are counted in that line).
@@ -34,6 +40,8 @@ import weakref
 from collections import Counter
 from typing import Any
 
+from ..tunables import setting
+
 logger = logging.getLogger("moczarr_store.serve")
 
 HEAD_TIMEOUT = 10.0  # seconds from waiting for a request head to having all of it
@@ -46,6 +54,10 @@ REPORT_EVERY = 10.0  # seconds between two log lines about closed connections, a
 ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message
 LATE = "closed without a complete request head in time"
 STALLED = "closed: the client stopped reading its answer"
+MADE_ROOM = "closed to make room"
+STALLED_ROOM = "closed to make room (their answers not read)"
+UNWRITTEN = "moczarr_store.unwritten"  # scope key: bytes of the answer not yet written
+OVER_HELD = "closed: unsent answers over the bound (the longest unread first)"
 TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n"
              b"connection: close\r\n\r\n")
 
@@ -96,8 +108,9 @@ def connection_bound(descriptors: int) -> int:
 
 class Guard:
     """The bounds of one uvicorn server (its ``ServerState``), shared by its connections:
-    which are open, which wait for a request head (oldest first), and the counts not yet
-    logged. Cost: O(1) per connection event."""
+    which are open, which wait for a request head (oldest first), which wait for their
+    client to read an answer (longest first, with the bytes they hold), and the counts
+    not yet logged. Cost: O(1) per connection event, and per connection it closes."""
 
     _of: weakref.WeakKeyDictionary[Any, Guard] = weakref.WeakKeyDictionary()
 
@@ -115,6 +128,9 @@ class Guard:
         self.bound = connection_bound(raise_descriptor_limit()[1])
         self.open: set[Any] = set()
         self.waiting: dict[Any, None] = {}  # insertion order: longest waiting first
+        self.stalled: dict[Any, int] = {}  # unsent bytes, longest stalled first
+        self.held = 0  # bytes the stalled connections' answers hold, in all
+        self.held_bound = setting("serve.unsent_bytes")
         self.counts: Counter[str] = Counter()
         self._report: asyncio.TimerHandle | None = None
         self._since = loop.time()  # when the interval began
@@ -127,18 +143,45 @@ class Guard:
         many; ``False`` (and nothing counted) when none waits: close ``connection``."""
         if len(self.open) >= self.bound:
             victim = next(iter(self.waiting), None)
-            if victim is None:
+            if victim is not None:
+                self.forget(victim)
+                victim.transport.close()
+                self.note(MADE_ROOM)
+            elif self.stalled:
+                self.close_stalled(next(iter(self.stalled)), STALLED_ROOM)
+            else:
                 self.note("refused (every open connection has a request in progress)")
                 return False
-            self.forget(victim)
-            victim.transport.close()
-            self.note("closed to make room")
         self.open.add(connection)
         return True
 
     def forget(self, connection: Any) -> None:
         self.open.discard(connection)
         self.waiting.pop(connection, None)
+        self.unstall(connection)
+
+    def stall(self, connection: Any, unsent: int) -> None:
+        """``connection``'s answer waits for its client to read ``unsent`` bytes: while
+        the stalled answers hold more than the bound, close those stalled longest (never
+        ``connection`` itself: an answer larger than the bound is sent alone)."""
+        self.unstall(connection)
+        self.stalled[connection] = unsent
+        self.held += unsent
+        while self.held > self.held_bound:
+            victim = next(iter(self.stalled))
+            if victim is connection:
+                break
+            self.close_stalled(victim, OVER_HELD)
+
+    def unstall(self, connection: Any) -> None:
+        """``connection``'s client reads again (or it is gone)."""
+        self.held -= self.stalled.pop(connection, 0)
+
+    def close_stalled(self, connection: Any, why: str) -> None:
+        """Close a stalled connection and drop what it holds (``why``: for the log)."""
+        self.forget(connection)
+        connection.transport.abort()  # what is buffered goes too
+        self.note(why)
 
     def note(self, what: str) -> None:
         """Count one event for the next log line."""
@@ -191,6 +234,7 @@ class Guarded:
 
     transport: Any
     cycle: Any
+    flow: Any
     loop: asyncio.AbstractEventLoop
     server_state: Any
 
@@ -198,6 +242,7 @@ class Guarded:
         self._head_timer: asyncio.TimerHandle | None = None
         self._send_timer: asyncio.TimerHandle | None = None
         self._heard = False
+        self._deferred = False  # the next request waits for the answer to be read
         super().connection_made(transport)  # type: ignore[misc]
         self._guard = Guard.of(self.server_state, self.loop, transport)
         if not self._guard.admit(self):
@@ -224,6 +269,10 @@ class Guarded:
         super().shutdown()  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
+        if self._send_timer is not None and not self.transport.is_closing():
+            self._deferred = True  # unread: a pipelined request would pin one more answer
+            self.flow.pause_reading()
+            return
         super().on_response_complete()  # type: ignore[misc]
         idle = self.cycle is None or self.cycle.response_complete
         if idle and not self.transport.is_closing() and not getattr(self, "pipeline", None):
@@ -233,10 +282,21 @@ class Guarded:
         super().pause_writing()  # type: ignore[misc]
         if self._send_timer is None:
             self._send_timer = self.loop.call_later(SEND_TIMEOUT, self._send_late)
+        self._guard.stall(self, self._unsent())
 
     def resume_writing(self) -> None:
         self._sent()
+        self._guard.unstall(self)
         super().resume_writing()  # type: ignore[misc]
+        if self._deferred:
+            self._deferred = False
+            self.on_response_complete()
+
+    def _unsent(self) -> int:
+        """Bytes of this connection's answer not yet sent: its write buffer, and what a
+        streamed answer has not written yet (:mod:`.streamed`)."""
+        unwritten = 0 if self.cycle is None else self.cycle.scope.get(UNWRITTEN, 0)
+        return self.transport.get_write_buffer_size() + unwritten
 
     def _sent(self) -> None:
         if self._send_timer is not None:

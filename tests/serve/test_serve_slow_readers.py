@@ -1,0 +1,163 @@
+"""Clients that pipeline requests for large chunks and never read the answers: they cannot
+keep ordinary clients out, and what their unread answers hold is bounded (see
+``moczarr_store.serve.guard``)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+import warnings
+
+import numpy as np
+import pytest
+from support.serving import FIXTURES, Served, fetch
+
+from moczarr_store import config
+from moczarr_store.serve import create_app, guard, streamed
+from moczarr_store.serve.protocols import HTTPTOOLS, NoDelayH11Protocol, http_protocol
+
+PROTOCOLS = {"h11": NoDelayH11Protocol, "httptools": http_protocol()} if HTTPTOOLS else {
+    "h11": NoDelayH11Protocol
+}
+CELLS = "atl06/o7/cell_ids"  # with geometry="sphere": 65,536 uint64 cell ids a chunk (512 KiB)
+PER_CHUNK = 65_536
+ANSWERS = 16  # answers a connection asks for at once: 8 MiB
+
+
+def cell_ids(chunk: int) -> np.ndarray:
+    """The chunk's values: HEALPix nested ids are consecutive along the sphere's cells."""
+    return np.arange(chunk * PER_CHUNK, (chunk + 1) * PER_CHUNK, dtype="<u8")
+
+
+def stalled_readers(port: int, count: int, pipelined: int = 16) -> list[socket.socket]:
+    """``count`` connections, each sending ``pipelined`` GETs of 512 KiB chunks at once and
+    reading nothing: more than the kernel's buffers hold (on Linux up to 4 MiB per socket
+    by default), so the rest stays with the server."""
+    request = b"".join(f"GET /{CELLS}/c/{i % 3} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+                       for i in range(pipelined))
+    opened = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(10)
+        try:
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(request)
+        except OSError:  # closed by the server at once: counts as made
+            sock.close()
+            continue
+        opened.append(sock)
+    return opened
+
+
+def guard_of(server: Served) -> guard.Guard:
+    """The server's guard (made when its first connection is)."""
+    assert wait_for(lambda: server.server.server_state in guard.Guard._of)
+    return guard.Guard._of[server.server.server_state]
+
+
+def wait_for(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_stalled_pipelining_readers_do_not_keep_ordinary_clients_out(protocol, monkeypatch,
+                                                                     caplog):
+    """Four times the connection bound of stalled readers: ordinary GETs are answered, with
+    the right bytes, by closing the connections whose answers have waited longest."""
+    monkeypatch.setattr(guard, "MAX_CONNECTIONS", 20)
+    monkeypatch.setattr(guard, "REPORT_EVERY", 0.2)
+    caplog.set_level(logging.INFO, "moczarr_store.serve")
+    caplog.set_level(logging.WARNING, "moczarr_store.serve.access")
+    app = create_app(FIXTURES / "sharded", stamp_ttl=600, geometry="sphere")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Served(app, http=PROTOCOLS[protocol]) as server:
+            stalled = stalled_readers(server.port, 80)
+            state = guard_of(server)
+            try:  # the answers planned: every open connection's client stopped reading
+                wait_for(lambda: len(getattr(state, "stalled", ())) >= len(state.open) - 1)
+                for chunk in range(3):
+                    status, _, body = fetch(server, f"/{CELLS}/c/{chunk}")
+                    assert status == 200
+                    np.testing.assert_array_equal(np.frombuffer(body, "<u8"), cell_ids(chunk))
+                assert wait_for(lambda: "their answers not read" in caplog.text)
+            finally:
+                for sock in stalled:
+                    sock.close()
+    lines = [r.getMessage() for r in caplog.records if "their answers not read" in r.getMessage()]
+    assert lines and all(r.levelno == logging.WARNING for r in caplog.records
+                         if "their answers not read" in r.getMessage())
+
+
+def test_a_pipelined_request_waits_until_the_answer_before_it_is_read(monkeypatch):
+    """A connection whose client does not read holds one answer, not one per request it
+    pipelined: the next request is planned once the answer before it is sent; then each
+    answer arrives, in order, with the right bytes."""
+    app = create_app(FIXTURES / "sharded", stamp_ttl=600, geometry="sphere")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Served(app) as server:
+            (sock,) = stalled_readers(server.port, 1, pipelined=ANSWERS)
+            with sock:
+                time.sleep(1.0)  # time enough to plan (and pin) them all, were they run
+                stalls = getattr(guard_of(server), "stalled", {})
+                assert len(stalls) == 1
+                (held,) = stalls.values()
+                assert held <= PER_CHUNK * 8 + (64 << 10) + 4096  # one answer (and a rest)
+                received = b""
+                sock.settimeout(2.0)  # the answers are all sent once 2 s pass without a byte
+                with contextlib.suppress(TimeoutError):
+                    while piece := sock.recv(1 << 20):
+                        received += piece
+    for i in range(ANSWERS):
+        head, received = received.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 200 ")
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        body, received = received[:length], received[length:]
+        np.testing.assert_array_equal(np.frombuffer(body, "<u8"), cell_ids(i % 3))
+    assert received == b""
+
+
+def unsent(server: Served) -> int:
+    """Bytes the server's open connections hold for their answers: what each one's write
+    buffer holds, and what a streamed answer has still to write."""
+    return sum(c.transport.get_write_buffer_size()
+               + (c.cycle.scope.get(guard.UNWRITTEN, 0) if c.cycle is not None else 0)
+               for c in list(server.server.server_state.connections)
+               if not c.transport.is_closing())
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_unsent_answers_are_bounded_in_bytes(protocol, monkeypatch, caplog):
+    """40 stalled readers of 512 KiB answers against a server whose unsent answers may hold
+    2 MiB: its connections never hold more (one or two answers each were they kept); the
+    connections stalled longest are closed, and ordinary GETs answered."""
+    monkeypatch.setattr(guard, "REPORT_EVERY", 0.2)
+    caplog.set_level(logging.INFO, "moczarr_store.serve")
+    caplog.set_level(logging.WARNING, "moczarr_store.serve.access")
+    bound = 2 << 20
+    app = create_app(FIXTURES / "sharded", stamp_ttl=600, geometry="sphere")
+    with warnings.catch_warnings(), config.set({"serve.unsent_bytes": bound}):
+        warnings.simplefilter("ignore")
+        with Served(app, http=PROTOCOLS[protocol]) as server:
+            stalled = stalled_readers(server.port, 40)
+            try:
+                most = 0
+                for _ in range(40):  # four seconds: every answer planned by then
+                    most = max(most, unsent(server))
+                    time.sleep(0.1)
+                # a piece written past the bound (before it applies) and its rest
+                assert most <= bound + streamed.PIECE + (64 << 10), most
+                status, _, body = fetch(server, f"/{CELLS}/c/2")
+                assert status == 200
+                np.testing.assert_array_equal(np.frombuffer(body, "<u8"), cell_ids(2))
+                assert wait_for(lambda: "unsent answers over the bound" in caplog.text)
+            finally:
+                for sock in stalled:
+                    sock.close()
