@@ -113,8 +113,23 @@ def _nested(flat: dict[str, Setting]) -> dict[str, dict[str, Any]]:
     return out
 
 
+class _Config(Config):
+    """donfig's ``Config``; a malformed YAML file is remembered (``malformed``) and refused
+    by :func:`check_settings`, not raised at import: the files are then left out."""
+
+    malformed: str | None = None
+
+    def collect(self, paths: list[str] | None = None, env: Any = None) -> dict[str, Any]:
+        self.malformed = None
+        try:
+            return dict(super().collect(paths, env))
+        except ValueError as err:  # donfig: "A config file at '...' is malformed, ..."
+            self.malformed = str(err).split(", original error", 1)[0].split("\n", 1)[0]
+            return dict(super().collect([], env))
+
+
 DEFAULTS = _nested(SETTINGS)
-config = Config("moczarr_store", defaults=[DEFAULTS])
+config = _Config("moczarr_store", defaults=[DEFAULTS])
 
 
 def env_name(key: str) -> str:
@@ -146,9 +161,12 @@ def setting(key: str) -> Any:
 
 
 def check_settings() -> dict[str, Any]:
-    """Every declared setting, checked (:func:`setting`), and no unknown key in their
-    sections (a mistyped key would be ignored): ``{key: value}``. Cost: one
-    :func:`setting` per key."""
+    """Every declared setting, checked (:func:`setting`), no malformed config file, and
+    no unknown key in their sections (a mistyped key would be ignored): ``{key: value}``.
+    Cost: one :func:`setting` per key."""
+    if config.malformed:
+        raise SettingError(f"{config.malformed}: fix or remove it (settings are read from "
+                           "the YAML files in ~/.config/moczarr_store/ and MOCZARR_STORE_CONFIG)")
     values = {key: setting(key) for key in SETTINGS}
     for section in {key.split(".")[0] for key in SETTINGS}:
         for name in config.get(section):

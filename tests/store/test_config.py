@@ -202,3 +202,37 @@ def test_the_reader_level_and_serve_bounds_are_taken_from_config():
         assert 0 < len(level._paths) <= 2 and 0 < len(reader._dirs) <= 1
         generation = Generation(store, 0.0)
         assert (generation.sizes.max_entries, generation.span_tags.max_entries) == (3, 4)
+
+
+@pytest.fixture
+def settings_file(tmp_path):
+    """``settings_file(text)``: the settings read from a YAML file holding ``text``, as at
+    import; the usual ones read again after the test."""
+    def read(text: str) -> None:
+        path = tmp_path / "settings.yaml"
+        path.write_text(text)
+        config.refresh(paths=[str(path)])
+
+    yield read
+    config.refresh()
+
+
+def test_a_bad_value_in_a_settings_file_exits_2_naming_it(settings_file, capsys):
+    settings_file("cache:\n  stamps: -5\n")
+    assert cli_main(["inspect", str(FIXTURES / "sharded")]) == EXIT_USAGE
+    assert capsys.readouterr().err == "error: " + _refused_message("cache.stamps", -5).format(
+        "moczarr_store.config.set or a config file") + "\n"
+
+
+def test_a_malformed_settings_file_is_refused_not_a_traceback(settings_file, tmp_path, capsys):
+    settings_file("cache:\n  stamps: [unclosed\n")
+    with pytest.raises(SettingError) as refused:
+        MocHiveStore(FIXTURES / "sharded")
+    path = tmp_path / "settings.yaml"
+    assert str(refused.value) == (
+        f"A config file at {str(path)!r} is malformed: fix or remove it (settings are read "
+        "from the YAML files in ~/.config/moczarr_store/ and MOCZARR_STORE_CONFIG)")
+    assert cli_main(["inspect", str(FIXTURES / "sharded")]) == EXIT_USAGE
+    assert "is malformed: fix or remove it" in capsys.readouterr().err
+    settings_file("cache:\n  stamps: 5\n")  # mended: read as usual
+    assert MocHiveStore(FIXTURES / "sharded").session.leaves.max_entries == 5
