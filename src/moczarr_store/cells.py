@@ -1,13 +1,13 @@
 """Label indexes over the ``cells`` dimension that never materialise its coordinates.
 
 A level's rows are a few contiguous runs of HEALPix NESTED ids (the covered nodes'
-subtrees, or the whole sphere); :func:`cell_ranges` gives them as ``[start, stop)`` at
+subtrees, or the whole sphere); ``cell_ranges`` gives them as ``[start, stop)`` at
 order 29 (xdggs's ``"ranges"`` layout) from the open store, without a request, and
-:func:`decode_cells` (or :func:`open_cells`) turns them into
+``decode_cells`` (or ``open_cells``) turns them into
 
 - an xdggs ``HealpixIndex`` of kind ``"moc"`` on ``cell_ids`` (``ds.sel(cell_ids=...)``,
   ``ds.dggs.sel_latlon``, ``cell_centers``, ``zoom_to``), and
-- a :class:`MortonIndex` on ``morton`` (``ds.sel(morton=...)`` by packed word or by
+- a ``MortonIndex`` on ``morton`` (``ds.sel(morton=...)`` by packed word or by
   decimal id),
 
 both O(runs) in memory and time; the coordinate values are computed per dask chunk, on
@@ -170,7 +170,7 @@ class MortonIndex(xr.Index):
     def from_variables(cls, variables: Mapping[Any, xr.Variable], *, options: Mapping[str, Any]
                        ) -> MortonIndex:
         """``ds.set_xindex("morton", MortonIndex)``: from the words themselves (reads the
-        coordinate once, O(cells); :func:`decode_cells` needs only the runs)."""
+        coordinate once, O(cells); ``decode_cells`` needs only the runs)."""
         (name, var), = variables.items()
         words = np.asarray(var.values, dtype=_U64).reshape(-1)
         orders = np.unique(words & _U64(0x3F))
@@ -314,9 +314,9 @@ def cell_ranges(store: MocHiveStore, group: str) -> np.ndarray:
 
 def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
                  *, indexes: Iterable[str] = ("cell_ids", "morton")) -> xr.Dataset:
-    """``ds`` (a level group of a :class:`~moczarr_store.MocHiveStore`) with O(runs)
-    indexes built from ``ranges`` (:func:`cell_ranges`): ``cell_ids`` gets xdggs's
-    healpix MOC index (needs ``xdggs``) and ``morton`` a :class:`MortonIndex`. Reads no
+    """``ds`` (a level group of a ``MocHiveStore``) with O(runs)
+    indexes built from ``ranges`` (``cell_ranges``): ``cell_ids`` gets xdggs's
+    healpix MOC index (needs ``xdggs``) and ``morton`` a ``MortonIndex``. Reads no
     coordinate: they stay lazy, chunked as ``cell_ids`` was."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"decode_cells takes a Dataset, got {type(ds).__name__}")
@@ -352,7 +352,7 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
 
 
 def open_cells(store: MocHiveStore, group: str, **open_zarr: Any) -> xr.Dataset:
-    """``xr.open_zarr(store, group=group, **open_zarr)`` with :func:`decode_cells`'s
+    """``xr.open_zarr(store, group=group, **open_zarr)`` with ``decode_cells``'s
     indexes: label selection on ``cell_ids`` / ``morton`` without their coordinates in
     memory. Cost: the open, then O(nodes) with no request."""
     ds = xr.open_zarr(store, group=group, **open_zarr)

@@ -1,11 +1,11 @@
 """The package's errors and its one warning.
 
-Every error the store raises on purpose derives from :class:`MocHiveError`, and
+Every error the store raises on purpose derives from ``MocHiveError``, and
 from one of two standard roots so that generic handlers keep working:
 
-- :class:`HiveReadError` (an ``OSError``): an object could not be read, or its bytes
+- ``HiveReadError`` (an ``OSError``): an object could not be read, or its bytes
   cannot be right (truncated, a shard index that lies, a link out of the hive root).
-- :class:`HiveFormatError` (a ``ValueError``): the hive's metadata is malformed or
+- ``HiveFormatError`` (a ``ValueError``): the hive's metadata is malformed or
   describes something this reader cannot present (manifest, coverage, stamps, leaf
   schemas, encodings that cannot be converted safely).
 

@@ -18,11 +18,19 @@ def sample_hive() -> str:
     ``atl06/o4`` (the leaves, 48 cells), ``atl06/o2`` (an overview per window) and
     ``atl06/all_time/o2`` (both windows folded). About 440 KB on disk. Cost: a stat.
 
-    :returns: a path that :class:`~moczarr_store.MocHiveStore` and the command line
-        (``moczarr-store serve --sample``) open.
-    :raises FileNotFoundError: when the package was installed without its data.
+    Returns
+    -------
+    str
+        A path that ``MocHiveStore`` and the command line (``--sample``) open.
 
-    Example: ``MocHiveStore(sample_hive())``.
+    Raises
+    ------
+    FileNotFoundError
+        When the package was installed without its data.
+
+    Examples
+    --------
+    ``zarr.open_group(MocHiveStore(sample_hive()), mode="r")["atl06/o4/count"]``
     """
     packaged = resources.files(__package__).joinpath(PACKAGED)
     if isinstance(packaged, Path) and packaged.is_dir():

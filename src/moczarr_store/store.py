@@ -109,22 +109,27 @@ class MocHiveStore(Store):
 
     @property
     def verify(self) -> str:
+        """The ``verify`` option the store was opened with."""
         return self.options.verify
 
     @property
     def chunking(self) -> str | int:
+        """The ``chunking`` option the store was opened with."""
         return self.options.chunking
 
     @property
     def window(self) -> str | None:
+        """The ``window`` option the store was opened with."""
         return self.options.window
 
     @property
     def aoi(self) -> tuple[str | int, ...] | None:
+        """The ``aoi`` option the store was opened with."""
         return self.options.aoi
 
     @property
     def geometry(self) -> str:
+        """The ``geometry`` option the store was opened with."""
         return self.options.geometry
 
     # -- identity ---------------------------------------------------------------
@@ -327,7 +332,22 @@ class MocHiveStore(Store):
         self._refuse()
 
 
-MocHiveStore.__doc__ = f"{inspect.cleandoc(MocHiveStore.__doc__ or '')}\n{docstring_parameters()}"
+_RAISES = """
+Raises
+------
+OptionError
+    An unknown keyword or a bad value, at construction (no request is made then).
+NotAHiveError
+    At the first read, when the source holds no hive.
+HiveReadError
+    At a read, when an object cannot be read (``ObjectReadError`` names it).
+
+Examples
+--------
+``zarr.open_group(MocHiveStore("s3://bucket/hive", storage_options={"anon": True}))``
+"""
+MocHiveStore.__doc__ = (f"{inspect.cleandoc(MocHiveStore.__doc__ or '')}\n"
+                        f"{docstring_parameters()}\n{_RAISES}")
 
 
 def _prefix(prefix: object) -> str:

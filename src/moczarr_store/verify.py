@@ -143,6 +143,7 @@ class VerifyReport:
         return self.status == "verified"
 
     def add(self, verdict: ObjectVerdict) -> None:
+        """Count one object's verdict (``verify_hive`` calls it)."""
         self.objects += 1
         self.arrays += verdict.checked
         self.nbytes += verdict.nbytes
@@ -159,6 +160,7 @@ class VerifyReport:
             self.unserved.append(verdict)
 
     def skip(self, path: str) -> None:
+        """Count an object without a stamp (``verify_hive`` calls it)."""
         self.n_not_stamped += 1
         if len(self.not_stamped) < MAX_NAMES:
             self.not_stamped.append(path)

@@ -1,7 +1,7 @@
 """Publish a hive as byte references: Icechunk, kerchunk JSON or mdim-refs/0.2 SQLite.
 
 ``export_refs(source, format, out, ...)`` plans every chunk with the store's read plan
-(:mod:`.collect`) and writes one format. References point at the hive's own objects;
+(``collect``) and writes one format. References point at the hive's own objects;
 what cannot be a byte reference (fabricated coordinates, transcoded mixed-writer chunks,
 re-framed chunks with gaps) is written inline. ``icechunk`` and ``kerchunk-json`` need the
 ``[export]`` extra (Python >= 3.12); ``mdim-refs`` needs only the standard library.
@@ -26,6 +26,7 @@ from .collect import Collected, collect, published
 
 Format = Literal["icechunk", "kerchunk-json", "mdim-refs"]
 FORMATS: tuple[str, ...] = get_args(Format)
+"""The formats ``export_refs`` writes: ``icechunk``, ``kerchunk-json``, ``mdim-refs``."""
 
 __all__ = ["FORMATS", "ExportReport", "export_refs", "export_refs_async", "parse_remap"]
 
@@ -48,6 +49,7 @@ class ExportReport:
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
+        """The report as a JSON-ready dict (what ``refs --json`` prints)."""
         return {
             "format": self.format, "out": self.out, "source": self.source,
             "chunking": self.chunking, **self.counts,
@@ -96,9 +98,9 @@ async def export_refs_async(
     progress: Any = None,
     **store_options: Any,
 ) -> ExportReport:
-    """Export the hive at ``source`` (a path, URL or :class:`MocHiveStore`, which is
+    """Export the hive at ``source`` (a path, URL or ``MocHiveStore``, which is
     exported with its own options) as ``format`` at the local path ``out`` (which must not
-    exist). See :func:`export_refs`."""
+    exist). See ``export_refs``."""
     from ..store import MocHiveStore
 
     if format not in FORMATS:
@@ -177,7 +179,7 @@ def _check_remap(collected: Collected, rules: list[tuple[str, str]]) -> None:
 
 
 def _warn_unchecked(collected: Collected, format: str, checksums: bool) -> None:
-    """One :class:`HiveWarning` when references name objects a later run rewrites in place
+    """One ``HiveWarning`` when references name objects a later run rewrites in place
     (unversioned leaves) and the format records no checksum a reader would compare: such a
     reader would then get other bytes at the referenced ranges."""
     rewritable = collected.rewritable()
@@ -213,7 +215,7 @@ def export_refs(
     sharded leaf arrays are referenced (``shard``: whole objects; ``inner``: one reference
     per inner chunk; ``leaf``: the payload as one range, inline where a shard has gaps;
     ``auto``: per group, ``leaf`` where every shard is whole and in order, else ``shard``:
-    every chunk a reference either way; a :class:`MocHiveStore` source is exported with its
+    every chunk a reference either way; a ``MocHiveStore`` source is exported with its
     own chunking). ``checksums`` (Icechunk): each
     reference carries its object's ETag, else its modification time; turn off when
     publishing to a copy whose objects were re-uploaded (their own ETag and time differ).
@@ -221,7 +223,7 @@ def export_refs(
     root's defaults to the endpoint, region and anonymous access of ``source``). Every
     format records these in its root group's attribute ``moczarr_store_source`` (never a
     secret), so a reader elsewhere reaches the objects.
-    ``store_options`` go to :class:`MocHiveStore` (storage options, ``window``, ``aoi``).
+    ``store_options`` go to ``MocHiveStore`` (storage options, ``window``, ``aoi``).
 
     Cost: the store's read plan for every chunk (one GET per leaf stamp, one per leaf
     array metadata not yet known), then one request per referenced object that also gives

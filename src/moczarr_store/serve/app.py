@@ -3,11 +3,11 @@
 Routes: ``GET /`` is the viewer page (``static/index.html`` beside this module when it
 exists, else one line of text) for a request that accepts ``text/html`` (a browser), and
 the root's directory index for any other (GDAL, curl); ``GET /{group}/`` is the group's
-directory index (:mod:`.listing`); ``/.static/...`` the viewer's files (a prefix no
+directory index (``listing``); ``/.static/...`` the viewer's files (a prefix no
 virtual key can have), and every other path a virtual key. Keys answer ``GET`` and
 ``HEAD`` (anything else is 405 with ``Allow``). See
-:mod:`.protocol` for ranges and conditionals, :mod:`.resource` for entity tags and
-:mod:`.generations` for how long bytes may be cached.
+``protocol`` for ranges and conditionals, ``resource`` for entity tags and
+``generations`` for how long bytes may be cached.
 
 Status codes: 200/206 with the bytes; 304 when ``If-None-Match`` names the current tag;
 404 for keys outside the hierarchy and for chunks with nothing stored (the fill value),
@@ -268,7 +268,7 @@ class AccessLog:
 
 class HiveApp:
     """The ASGI app: a ``GET`` or ``HEAD`` of a virtual key goes to
-    :meth:`KeyServer.handle` at once; every other request (the viewer, its files,
+    ``KeyServer.handle`` at once; every other request (the viewer, its files,
     directory indexes, other methods) to the Starlette app ``pages``, which routes it.
     Routing a chunk request through Starlette's router and middleware would cost more
     than reading a warm chunk. ``state.generations`` holds the current store."""
@@ -342,7 +342,7 @@ def create_app(
     """An ASGI app serving one hive as a Zarr v3 hierarchy over HTTP.
 
     ``source_or_store``: a path or URL (with ``store_options`` for
-    :class:`~moczarr_store.MocHiveStore`: ``chunking``, ``verify``, ``window``,
+    ``MocHiveStore``: ``chunking``, ``verify``, ``window``,
     ``geometry``, storage options...) or a ``MocHiveStore`` (its recipe makes each later
     generation).
     ``cors``: origins allowed to read (``"*"`` for any). ``stamp_ttl``: seconds a

@@ -39,6 +39,7 @@ from ..store import MocHiveStore
 from ..tunables import setting
 
 DEFAULT_STAMP_TTL = 60.0
+"""Seconds a served leaf's stamp is trusted by default (``serve --stamp-ttl``)."""
 MAX_STAMP_TTL = 365 * 86400.0
 
 
