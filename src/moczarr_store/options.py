@@ -231,8 +231,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "chunking", "auto",
         "How a leaf array is chunked in the view: auto (the default: consecutive leaves "
-        "joined 16 to a chunk, more or fewer to hold 512 KiB to 8 MiB, where their bytes "
-        "join; one leaf per chunk where not), leaf (one contiguous chunk per leaf; for "
+        "joined where their bytes join, as the chunking guide tells; one leaf per chunk "
+        "where not), leaf (one contiguous chunk per leaf; for "
         "lookups), shard (the shard object passed through), inner (one chunk "
         "per inner chunk), span or an int k (k consecutive leaves per chunk).",
         parse_chunking, _text_chunking, choices=CHUNKINGS, view=True, recorded=True,
@@ -240,10 +240,7 @@ OPTIONS: tuple[Option, ...] = (
         note="The refs subcommand takes the export's own --chunking instead (auto, shard, "
              "leaf, inner): a reference names one byte range of one object.",
         more="``\"span\"`` chooses ``k`` so that a chunk holds about 4 MiB of the level's "
-             "largest field. ``\"auto\"`` joins ``AUTO_LEAVES`` (16: a lookup reads every leaf "
-             "of its chunk), more while a chunk holds under ``AUTO_MIN_BYTES`` (512 KiB: "
-             "xarray's scans pay dask's per-task cost), fewer while over ``AUTO_MAX_BYTES`` "
-             "(8 MiB), at most ``AUTO_MAX_LEAVES`` (``benchmarks/chunk_curve.py``). Spans "
+             "largest field. ``\"auto\"`` chooses per level (the chunking guide). Spans "
              "make full scans pay zarr's and dask's per-chunk cost ``k`` times less often; a "
              "read of one cell then reads ``k`` leaves. Fields whose leaves cannot be joined "
              "byte for byte (compressed or variable-length) stay one leaf per chunk."),
