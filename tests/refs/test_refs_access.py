@@ -18,7 +18,7 @@ if sys.version_info < (3, 12):  # where it installs, a missing extra fails the i
 
 from support.hives import FIXTURES  # noqa: E402
 from support.refs_read import assert_same, store_values  # noqa: E402
-from support.servers import BUCKET, CREDENTIALS, REGION, s3_options  # noqa: E402
+from support.servers import BUCKET, CREDENTIALS, REGION, http_options, s3_options  # noqa: E402
 
 from moczarr_store import HiveWarning  # noqa: E402
 from moczarr_store.refs import export_refs  # noqa: E402
@@ -67,9 +67,10 @@ if fmt == "icechunk":
 
     storage = icechunk.local_filesystem_storage(out)
     prefixes = icechunk.Repository.fetch_config(storage).virtual_chunk_containers
+    s3_access = icechunk.s3_static_credentials(access_key_id=key, secret_access_key=secret)
     repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=(
         icechunk.containers_credentials({
-            p: icechunk.s3_static_credentials(access_key_id=key, secret_access_key=secret)
+            p: s3_access if p.startswith("s3://") else icechunk.credentials.HttpAccess
             for p in prefixes})))
     values = walk(zarr.open_group(repo.readonly_session("main").store, mode="r"))
 elif fmt == "kerchunk-json":
@@ -130,6 +131,19 @@ def test_an_s3_export_reads_back_from_a_fresh_process(tmp_path, s3_server, fmt):
                 "anonymous": False}
     assert report.access == recorded
     assert_same(read_back(fmt, out, tmp_path), store_values(FIXTURES / name))
+
+
+def test_an_http_export_to_icechunk_reads_back_from_a_fresh_process(tmp_path, http_server):
+    """An HTTP hive's container needs nothing recorded: the reader authorizes HttpAccess."""
+    name = "windowed_explicit"
+    source = f"{http_server.url}/{name}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HiveWarning)
+        report = export_refs(source, "icechunk", tmp_path / "repo",
+                             storage_options=http_options())
+    assert report.access == {"url": source}
+    assert_same(read_back("icechunk", tmp_path / "repo", tmp_path),
+                store_values(FIXTURES / name))
 
 
 def test_the_record_holds_no_secret_and_takes_the_environment(monkeypatch):
