@@ -354,6 +354,16 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
 def open_cells(store: MocHiveStore, group: str, **open_zarr: Any) -> xr.Dataset:
     """``xr.open_zarr(store, group=group, **open_zarr)`` with ``decode_cells``'s
     indexes: label selection on ``cell_ids`` / ``morton`` without their coordinates in
-    memory. Cost: the open, then O(nodes) with no request."""
+    memory. Cost: the open, then O(nodes) with no request.
+
+    Raises
+    ------
+    ImportError
+        Without the ``xdggs`` extra.
+
+    Examples
+    --------
+    ``open_cells(MocHiveStore(sample_hive()), "atl06/o4").sel(cell_ids=...)``
+    """
     ds = xr.open_zarr(store, group=group, **open_zarr)
     return decode_cells(ds, cell_ranges(store, group))

@@ -625,6 +625,15 @@ async def verify_hive(
     object's decoded arrays each), read on the event loop and hashed by ``threads``
     worker threads (one job per object; 0: on the loop). Objects whose stamp records no hashes are
     ``unverifiable`` (not a failure); unstamped objects (debris) are skipped and counted.
+
+    Raises
+    ------
+    OptionError
+        When ``group`` names no group of the hive (the closest ones are named).
+
+    Examples
+    --------
+    ``sync(verify_hive(MocHiveStore(sample_hive()))).status`` is ``"verified"``.
     """
     from .store import MocHiveStore
 

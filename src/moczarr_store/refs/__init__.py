@@ -230,6 +230,20 @@ def export_refs(
     its size and time: the ranged GET of a shard's index, or a HEAD of a plain chunk
     (``auto`` adds only the open of a leaf-chunked view, a few requests); fabricated and
     inline chunks are computed or read whole. Memory: the references and the inline bytes.
+
+    Raises
+    ------
+    OptionError
+        An unknown format, a chunking that joins leaves, a group that names nothing or a
+        remap rule that matches nothing.
+    FileExistsError
+        When ``out`` exists.
+    ImportError
+        For ``icechunk`` and ``kerchunk-json`` without the ``export`` extra.
+
+    Examples
+    --------
+    ``export_refs(sample_hive(), "mdim-refs", "refs.sqlite").to_json()["chunks_referenced"]``
     """
     from zarr.core.sync import sync
 
