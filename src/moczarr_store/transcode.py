@@ -26,6 +26,7 @@ from zarr.core.metadata.v3 import ArrayV3Metadata  # internal: no public equival
 from zarr.storage import MemoryStore, StorePath
 
 from .errors import EncodingError, TranscodeReadError
+from .hive.jsonio import check_size, read_document
 from .view.arrays import FieldArray
 
 
@@ -43,7 +44,12 @@ class _BackendStore(Store):
         return isinstance(other, _BackendStore) and other.backend == self.backend
 
     async def get(self, key, prototype, byte_range=None):
-        data = await self.backend.get(key, byte_range)
+        if byte_range is None and key.rpartition("/")[2] == "zarr.json":  # a document: bounded
+            data = await read_document(self.backend, key)
+            if data is not None:
+                check_size(data, key)
+        else:
+            data = await self.backend.get(key, byte_range)
         if data is None and self.missing is not None:
             self.missing.append(key)
         return None if data is None else prototype.buffer.from_bytes(data)

@@ -102,6 +102,14 @@ SETTINGS: dict[str, Setting] = {
     "serve.unsent_bytes": Setting(
         256 << 20, "Bytes of answers a serve worker holds while their clients do not read "
         "them; past it, the connections that waited longest are closed.", most=MOST_BYTES),
+    # one listing of a remote directory (io/remote.py), read when it is made: obstore
+    # follows a listing's pages to their end inside one call, so its pages are bounded by
+    # time, and its requests are stopped when it is refused. A hive's directories hold a
+    # few names (digits, leaves, versions): one page, rarely a few
+    "listing.seconds": Setting(
+        60.0, "Seconds one remote listing may take (an endpoint whose listing never ends "
+        "is refused after it; 0: no remote listing).", most=86_400.0),
+    "listing.keys": Setting(1_000_000, "Names one remote listing may hold."),
 }
 
 

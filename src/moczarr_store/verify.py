@@ -444,8 +444,7 @@ class _LevelJob:
         """The verdict on one object, or its (unstamped) leaf. Its arrays are read
         concurrently, then cast and hashed together by ``hasher`` (a worker thread)."""
         level = self.level
-        payload = await session.backend.get(f"{path}/zarr.json")
-        leaf = parse_leaf(path, None if payload is None else bytes(payload))
+        leaf = parse_leaf(path, await read_document(session.backend, f"{path}/zarr.json"))
         if leaf.state != "stamped":
             return leaf
         refused = level.refusal(leaf, index, level.windows[window] if level.windows else None)

@@ -5,7 +5,9 @@ Every metadata document of a hive (manifest, root MOC, leaf stamps, group and ar
 object, what ``json.loads`` would accept or choke on in surprising ways: bytes that
 are not UTF-8, ``NaN``/``Infinity`` (and numbers that overflow to them), nesting too
 deep to re-serialize, integers past Python's digit limit, and documents larger than a
-cap. :func:`read_document` fetches at most the cap (plus one byte) in one request.
+cap. :func:`read_document` fetches at most the cap (plus one byte) in one request: every
+document of a hive is read through it (or, for a leaf's stamp, with its window
+:data:`DOCUMENT_WINDOW`), so a huge object is never downloaded whole.
 """
 
 from __future__ import annotations
@@ -70,8 +72,7 @@ def load_json(
     containers of the result (skip it for documents whose containers are all checked
     by their parser, such as the root MOC's ranges).
     """
-    if len(payload) > max_bytes:
-        raise error(f"{where}: the document is larger than the {max_bytes:,}-byte limit")
+    check_size(payload, where, max_bytes, error)
     try:
         text = str(payload, "utf-8")  # decoded from the buffer itself: no copy of the bytes
         value = _decode(text)
@@ -84,6 +85,15 @@ def load_json(
     if max_depth is not None and _may_exceed(text, max_depth) and _depth_exceeds(value, max_depth):
         raise error(f"{where}: JSON nested deeper than {max_depth} levels")
     return value
+
+
+def check_size(payload: bytes | bytearray | memoryview, where: str,
+               max_bytes: int = DEFAULT_MAX_JSON_BYTES,
+               error: type[HiveFormatError] = MalformedMetadataError) -> None:
+    """Refuse a document (as read by :func:`read_document`: at most ``max_bytes + 1``
+    bytes) larger than ``max_bytes``, naming ``where``."""
+    if len(payload) > max_bytes:
+        raise error(f"{where}: the document is larger than the {max_bytes:,}-byte limit")
 
 
 def _may_exceed(text: str, limit: int) -> bool:

@@ -127,7 +127,7 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
             return
         if leaf.current is not None:
             group = f"{leaf.data_prefix}/{cell_order}"
-            if await backend.get(f"{group}/zarr.json") is None:
+            if await read_document(backend, f"{group}/zarr.json") is None:
                 dangling.append((leaf, group))
                 dropped.append(path)
                 return

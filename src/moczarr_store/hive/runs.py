@@ -23,11 +23,11 @@ a narrower dtype is cast safely, a wider one is an ``EncodingError`` naming the 
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import OutsideRootError
+from ..errors import MalformedMetadataError, OutsideRootError
+from .jsonio import load_json, read_document
 from .leaves import Leaf, LeafCache, parse_leaf
 
 if TYPE_CHECKING:
@@ -70,19 +70,19 @@ async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:
     leaf = leaves.peek(path)
     if not isinstance(leaf, Leaf):
         try:
-            leaf = parse_leaf(path, await backend.get(f"{path}/zarr.json"))
+            leaf = parse_leaf(path, await read_document(backend, f"{path}/zarr.json"))
         except (ValueError, OutsideRootError):
             return None
     return leaf if leaf.state == "stamped" else None
 
 
 async def _array_meta(backend, key: str) -> dict | None:
-    payload = await backend.get(key)
+    payload = await read_document(backend, key)
     if payload is None:
         return None
     try:
-        meta = json.loads(bytes(payload))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        meta = load_json(payload, key)
+    except MalformedMetadataError:
         return None  # reported when the leaf's chunks are read
     return meta if isinstance(meta, dict) else None
 

@@ -3,6 +3,7 @@ an obstore store instance) read with obstore (:class:`ObstoreReader`)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import obstore
 
 from ..errors import HiveReadError, ObjectReadError
+from ..tunables import setting
 from .ranges import BytesLike, RangeOption, byte_bounds
 from .reader import MISSING, ObjectStat
 from .redact import first_paragraph, redact, scrub
@@ -146,8 +148,35 @@ class ObstoreReader:
                     self.url, **{**self.options, "retry_config": retry})
         return self._lister
 
+    @property
+    def endpoint(self) -> str:
+        """The root and, when an option names one, the endpoint it is read from (redacted)."""
+        for key in ("endpoint", "base_url"):
+            if self.options.get(key):
+                return f"{self.name} at {redact(str(self.options[key]))}"
+        return self.name
+
     async def list(self, prefix: str) -> tuple[list[str], list[str]]:
-        listing = await obstore.list_with_delimiter_async(self.lister, prefix or None)
+        """Cost: one LIST, whose pages obstore follows to the end: within
+        ``config["listing.seconds"]`` and ``config["listing.keys"]`` names, else a
+        :class:`HiveReadError` naming the endpoint and the cap (the requests are stopped)."""
+        seconds, keys = setting("listing.seconds"), setting("listing.keys")
+        where = f"listing {prefix or '.'} from {self.endpoint}"
+        task = asyncio.ensure_future(
+            obstore.list_with_delimiter_async(self.lister, prefix or None))
+        try:
+            done, _ = await asyncio.wait([task], timeout=seconds)
+        finally:
+            if not task.done():
+                task.cancel()  # obstore stops requesting pages
+        if not done:
+            raise HiveReadError(
+                f"{where}: the listing did not end within {seconds:g} s (an endpoint whose "
+                "listing never ends?); the cap is moczarr_store.config 'listing.seconds'")
+        listing = task.result()
+        if len(listing["common_prefixes"]) + len(listing["objects"]) > keys:
+            raise HiveReadError(f"{where}: the listing holds more than {keys:,} names; the cap "
+                                "is moczarr_store.config 'listing.keys'")
         cut = len(prefix) + 1 if prefix else 0
         dirs = [p.rstrip("/")[cut:] for p in listing["common_prefixes"]]
         return dirs, [meta["path"][cut:] for meta in listing["objects"]]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import FIRST_NAMES, first_names
 from ..errors import LeafMovedError
+from ..hive.jsonio import read_document
 from ..hive.leaves import Leaf, tick
 from ..view.arrays import FieldArray
 from .plan import LeafRead
@@ -97,7 +98,7 @@ async def check_version(session: HiveSession, plan: LeafRead, array: FieldArray)
     group = plan.meta.rsplit("/", 2)[0]
 
     async def group_exists() -> bool:
-        return await session.backend.get(f"{group}/zarr.json") is not None
+        return await read_document(session.backend, f"{group}/zarr.json") is not None
 
     if await session.groups.get(group, group_exists):
         return True
