@@ -149,7 +149,8 @@ def storage_parser() -> argparse.ArgumentParser:
     )
     storage.add_argument("--anon", action="store_true",
                          help="unsigned requests (public buckets: skip_signature)")
-    storage.add_argument("--endpoint", help="the S3 endpoint URL, or the GCS base URL")
+    storage.add_argument("--endpoint", help="the S3 or Azure endpoint URL, or the GCS base "
+                         "URL (a plain http:// one is allowed)")
     storage.add_argument("--region", help="the S3 region")
     limits = parent.add_argument_group("fail fast (remote sources)")
     limits.add_argument("--connect-timeout", type=seconds, default=FAIL_FAST["connect_timeout"],
@@ -207,6 +208,7 @@ ENV_CLIENT_KEYS = ("allow_http", "allow_invalid_certificates", "proxy_url",
                    "proxy_ca_certificate", "proxy_excludes", "http1_only", "http2_only",
                    "randomize_addresses")
 ENV_PREFIXES = {"s3": "AWS_", "gs": "GOOGLE_"}
+ENDPOINT_KEY = {"s3": "endpoint", "gs": "base_url", "az": "endpoint"}  # what --endpoint sets
 
 
 def env_client_options(kind: str) -> dict[str, Any]:
@@ -241,9 +243,9 @@ def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
             raise OptionError("--anon applies to s3:// and gs:// sources")
         options["skip_signature"] = True
     if args.endpoint:
-        if kind not in ("s3", "gs"):
-            raise OptionError("--endpoint applies to s3:// and gs:// sources")
-        options["endpoint" if kind == "s3" else "base_url"] = args.endpoint
+        if kind not in ENDPOINT_KEY:
+            raise OptionError("--endpoint applies to s3://, gs:// and az:// sources")
+        options[ENDPOINT_KEY[kind]] = args.endpoint
     if args.region:
         if kind != "s3":
             raise OptionError("--region applies to s3:// sources")

@@ -4,7 +4,8 @@
 ``secret``, ``token``, ``endpoint_url``, ``client_kwargs``, ``headers``, ...) or with
 obstore's own keys (``endpoint``, ``region``, ``skip_signature``, ``client_options``,
 ``retry_config``, ...); :func:`obstore_options` turns either into obstore's. A plain
-``http://`` URL (or S3 endpoint) sets ``client_options["allow_http"]``: the scheme says so.
+``http://`` URL (or S3, GCS or Azure endpoint) sets ``client_options["allow_http"]``: the
+scheme says so.
 :func:`check_options` builds the obstore store once (no I/O) so that a misspelt key is
 refused when the store is constructed, naming the valid ones. :data:`FAIL_FAST` is the
 command line's bounded timeouts and retries.
@@ -116,11 +117,26 @@ def obstore_options(url: str, options: Mapping[str, Any] | None) -> dict[str, An
     out = {"s3": _s3, "gs": _gs, "http": _http, "https": _http}.get(kind, dict)(out)
     if "client_options" in out:
         out["client_options"] = dict(out["client_options"])
-    http_endpoint = str(out.get("endpoint", "")).lower().startswith("http://")
-    if kind == "http" or (kind == "s3" and http_endpoint):
+    if kind == "http" or _http_endpoint(out):
         client = out.setdefault("client_options", {})
         client.setdefault("allow_http", True)
     return out
+
+
+# the options naming where an S3, GCS or Azure store sends its requests (obstore's keys,
+# with and without their environment prefix); not the credential services' endpoints
+_ENDPOINT_KEYS = frozenset({
+    "endpoint", "aws_endpoint", "aws_endpoint_url", "aws_endpoint_url_s3", "endpoint_url_s3",
+    "base_url", "google_base_url", "gcs_base_url", "azure_storage_endpoint", "azure_endpoint",
+})
+
+
+def _http_endpoint(options: Mapping[str, Any]) -> bool:
+    """Whether an endpoint option names a plain ``http://`` URL (obstore then needs
+    ``allow_http``; the URL says so)."""
+    return any(str(key).lower() in _ENDPOINT_KEYS
+               and str(value).strip().lower().startswith("http://")
+               for key, value in options.items())
 
 
 def storage_arguments(

@@ -184,6 +184,16 @@ def test_a_malformed_option_is_a_usage_error(item, capsys):
     assert code == EXIT_USAGE and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("url", ["ftp://host/hive", "ftp://user:pass-word@host/hive?x=1"])
+def test_an_unsupported_scheme_is_named_not_an_option(url, capsys):
+    """Before, ``ftp://`` blamed ``client_options`` (the fail-fast limits the command line
+    sets), an option the user never gave."""
+    code, _, err = run(capsys, "inspect", url)
+    assert code == EXIT_USAGE and err.count("\n") == 1
+    assert "'ftp' is not supported" in err and "s3://" in err and "az://" in err
+    assert "client_options" not in err and "pass-word" not in err
+
+
 def test_a_misspelt_option_is_refused_naming_the_valid_one(capsys):
     code, _, err = run(capsys, "inspect", "s3://bucket/hive", "-o", "endpont=http://x")
     assert code == EXIT_USAGE

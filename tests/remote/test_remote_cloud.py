@@ -76,3 +76,43 @@ def test_azure_errors_never_print_the_account_key(azurite):
         assert key not in text and key[1:21] not in text, text
     assert "no_such_hive" in str(failures[0][0])
     assert "morton_hive.json" in str(failures[1][0]) and "403" in str(failures[1][0])
+
+
+def _without_allow_http(options: dict) -> dict:
+    client = {k: v for k, v in options["client_options"].items() if k != "allow_http"}
+    return {**options, "client_options": client}
+
+
+def test_an_http_endpoint_needs_no_allow_http_on_gcs_or_azure(gcs_emulator, azurite):
+    """A plain ``http://`` endpoint (GCS ``base_url``, Azure ``endpoint``) sets
+    ``allow_http`` itself, as it does for S3; before, obstore failed with an opaque
+    ``builder error``."""
+    local = MocHiveStore(FIXTURES / "pyramid1")
+    for server in (gcs_emulator, azurite):
+        remote = MocHiveStore(server.url("pyramid1"),
+                              storage_options=_without_allow_http(server.options()))
+        assert remote.backend.options["client_options"]["allow_http"] is True
+        for group in array_groups(local)[:2]:
+            assert_same_read(remote, local, group)
+
+
+def test_the_command_line_endpoint_reaches_gcs_and_azure(gcs_emulator, azurite, capsys):
+    """``--endpoint http://...`` on ``gs://`` and ``az://`` sources, no ``allow_http``
+    given: the hive is read as the local copy."""
+    from moczarr_store.cli import EXIT_OK, main
+
+    assert main(["inspect", str(FIXTURES / "pyramid1")]) == EXIT_OK
+    want = [line for line in capsys.readouterr().out.splitlines()
+            if not line.startswith(("hive ", "backend requests"))]
+    account = azurite.options()
+    runs = [["inspect", gcs_emulator.url("pyramid1"), "--anon", "--endpoint",
+             gcs_emulator.front.url],
+            ["inspect", azurite.url("pyramid1"), "--endpoint", account["endpoint"],
+             "-o", f"account_name={account['account_name']}",
+             "-o", f"account_key={account['account_key']}"]]
+    for argv in runs:
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == EXIT_OK, err
+        assert [line for line in out.splitlines()
+                if not line.startswith(("hive ", "backend requests"))] == want

@@ -72,7 +72,13 @@ def test_plain_http_sets_allow_http(http_server):
     ("gs://b/h", {"token": "anon"}, {"skip_signature": True}),
     ("gs://b/h", {"token": {"type": "service_account"}},
      {"service_account_key": '{"type": "service_account"}'}),
-    ("gs://b/h", {"token": "google_default", "endpoint_url": "http://g"}, {"base_url": "http://g"}),
+    ("gs://b/h", {"token": "google_default", "endpoint_url": "http://g"},
+     {"base_url": "http://g", "client_options": {"allow_http": True}}),  # a plain http endpoint
+    ("gs://b/h", {"base_url": "https://g"}, {"base_url": "https://g"}),
+    ("az://c/h", {"endpoint": "http://127.0.0.1:10000/a"},
+     {"endpoint": "http://127.0.0.1:10000/a", "client_options": {"allow_http": True}}),
+    ("az://c/h", {"azure_storage_endpoint": "HTTP://a", "client_options": {"allow_http": False}},
+     {"azure_storage_endpoint": "HTTP://a", "client_options": {"allow_http": False}}),  # as given
     ("https://h/x", {"headers": {"X-A": "1"}},
      {"client_options": {"default_headers": {"X-A": "1"}}}),
 ])

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 
 from ..errors import OptionError
+from .redact import redact
+
+SUPPORTED = "s3://, gs://, az:// (or abfs://), http(s)://, file:// or a local path"
 
 
 def normalize_url(url: str | os.PathLike) -> str:
     """A canonical URL: local paths become absolute ``file://`` URLs, trailing slashes go
-    (``file:///`` stays the file system's root). A URL with nothing to name, or a NUL, is
-    refused."""
+    (``file:///`` stays the file system's root). A URL with nothing to name, a NUL, or a
+    scheme no store reads (``ftp://``) is refused."""
     text = os.fspath(url)
     if not isinstance(text, str):
         raise OptionError(f"expected a URL or a path as text, got {type(text).__name__}")
@@ -21,6 +24,9 @@ def normalize_url(url: str | os.PathLike) -> str:
     scheme, _, path = text.partition("://")
     if not path:
         raise OptionError(f"{text!r} names no hive: the URL has nothing after '://'")
+    if family(text) == "other":
+        raise OptionError(f"{redact(text)[:200]}: the scheme {scheme[:20]!r} is not supported; "
+                          f"a hive is read from {SUPPORTED}")
     if scheme == "file":
         return "file://" + (path.rstrip("/") or "/")
     return text.rstrip("/")
