@@ -336,6 +336,22 @@ def test_a_time_range_up_to_year_9999_ends_there(hive_copy):
     _check_windows(root, ds.isel(window=[0, 1]).load())
 
 
+@pytest.mark.parametrize("time_range", [
+    ["9999-01-01T00:00:00+00:00", "9999-12-31T23:59:59+00:00"],
+    ["2030-01-01T00:00:00+00:00", "2031-06-30T00:00:00+00:00"],
+])
+def test_a_time_range_naming_no_written_window_is_named(hive_copy, time_range):
+    """Windows the coverage's time_range names, and no leaf was written in: the error
+    names the time_range (before: only "no committed leaf among the 3 nodes")."""
+    root = hive_copy("windowed")
+    _edit(root / "coverage.moc", _set("time_range", value=time_range))
+    with pytest.raises(NoCoverageError) as refused:
+        zarr.open_group(MocHiveStore(root), mode="r")
+    text = str(refused.value)
+    assert "no committed leaf" in text and time_range[0] in text and "coverage.moc" in text
+    assert time_range[0][:4] in text.partition("window(s) looked in")[2]
+
+
 # -- wrong JSON types: stamps, content hashes, group and array metadata ---------------------------
 
 

@@ -198,13 +198,29 @@ async def load_source(
         check_window(scoped, known_labels(manifest, envelope, walked, where), name)
     if windowed and scoped is None:
         level.windows = tuple(await _window_labels(backend, level, envelope, walked))
-    await fill_schema(backend, leaves, level, aoi)
+    try:
+        await fill_schema(backend, leaves, level, aoi)
+    except NoCoverageError as err:
+        raise _named_time_range(err, level, envelope) from None
     drop_outside_aoi(level, aoi)
     if verify == "open" or scoped is not None:
         await drop_unstamped(backend, leaves, level)
     if verify == "open" and source == "moc":
         await warn_if_stale(backend, leaves, level, ranks)
     return level, (ranks if source == "moc" else None)
+
+
+def _named_time_range(err: NoCoverageError, level: Level,
+                      envelope: dict | None) -> NoCoverageError:
+    """``err`` naming the root coverage's ``time_range`` when the windows no leaf was found
+    in are the ones it names (a range in year 9999, say, names none the writer made)."""
+    time_range = (envelope or {}).get("time_range")
+    if not level.windows or time_range is None or explicit_labels(level.manifest) is not None:
+        return err
+    shown = ", ".join(level.windows[:3]) + (", ..." if len(level.windows) > 3 else "")
+    return NoCoverageError(
+        f"{err}; the {len(level.windows):,} window(s) looked in ({shown}) are those the "
+        f"time_range {short(time_range)} of {_join(level.root, COVERAGE_NAME)} names")
 
 
 async def warn_if_stale(
