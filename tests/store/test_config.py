@@ -67,7 +67,8 @@ def _bad_values(key: str) -> list[object]:
 
 
 def _refused_message(key: str, value: object) -> str:
-    return (f"setting {key!r} is {value!r} (from {{}}): expected an integer from "
+    kind = "an integer" if type(SETTINGS[key].default) is int else "a number"  # seconds
+    return (f"setting {key!r} is {value!r} (from {{}}): expected {kind} from "
             f"{SETTINGS[key].least:,} to {SETTINGS[key].most:,}")
 
 
