@@ -15,6 +15,7 @@ from ..tunables import setting
 from .ranges import BytesLike, RangeOption, byte_bounds
 from .reader import MISSING, ObjectStat
 from .redact import first_paragraph, redact, scrub
+from .settle import tracked
 
 STREAM_PIECE = 64 << 10  # bytes a streamed body is read in (a range of a whole GET)
 RANGE_REFUSED = re.compile(r"\b416\b|range (was invalid|not satisfiable)|InvalidRange", re.I)
@@ -87,11 +88,11 @@ class ObstoreReader:
         return None
 
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
-        data, meta = await self._get(path, option)
+        data, meta = await tracked(self._get(path, option))
         return data, meta["size"]
 
     async def read_stat(self, path: str, option: RangeOption) -> tuple[BytesLike, ObjectStat]:
-        data, meta = await self._get(path, option)
+        data, meta = await tracked(self._get(path, option))
         return data, obstore_stat(meta)
 
     async def _get(self, path: str, option: RangeOption) -> tuple[BytesLike, Any]:
@@ -133,7 +134,7 @@ class ObstoreReader:
         return data
 
     async def stat(self, path: str) -> ObjectStat:
-        return obstore_stat(await obstore.head_async(self.store, path))
+        return obstore_stat(await tracked(obstore.head_async(self.store, path)))
 
     @property
     def lister(self) -> Any:
@@ -163,7 +164,7 @@ class ObstoreReader:
         seconds, keys = setting("listing.seconds"), setting("listing.keys")
         where = f"listing {prefix or '.'} from {self.endpoint}"
         task = asyncio.ensure_future(
-            obstore.list_with_delimiter_async(self.lister, prefix or None))
+            tracked(obstore.list_with_delimiter_async(self.lister, prefix or None)))
         try:
             done, _ = await asyncio.wait([task], timeout=seconds)
         finally:
