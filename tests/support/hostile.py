@@ -20,6 +20,10 @@ giving the same ``HiveWarning`` twice), and finer kinds of wrong data: ``silent-
 ``values-where-moczarr-fails``, ``missing-array``, ``missing-group``, ``extra-array``.
 After a live commit (``commit-after-read``: a new ``run-*`` version, the stamp swapped and
 the old version removed between two reads of one store) only ``values-equal`` is right.
+``oversize-json`` pads a document with whitespace past the 16 MiB limit (moczarr reads it;
+the store must refuse it naming it). ``lie-length`` and ``endless-listing`` change no file:
+the copy is served by a rogue S3 endpoint on loopback (``support.rogue``, backend
+``"rogue"``) that lies about the target's length, or never ends a listing.
 
 moczarr computes ``morton`` from an object's path as the store does, so on leaves that
 trade places (``misplace``) its values are the swapped ones; the store's fill with a
@@ -71,6 +75,7 @@ from hypothesis import strategies as st
 from zarr.storage import LocalStore
 
 from moczarr_store import HiveWarning, MocHiveError, MocHiveStore
+from moczarr_store.hive.jsonio import DEFAULT_MAX_JSON_BYTES
 from support.hives import swap
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -78,7 +83,11 @@ HIVES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "multiproduct"
          "pyramid1_resweep", "pyramid2", "ragged", "sharded", "windowed", "windowed_explicit",
          "paged")
 KINDS = ("type-swap", "truncate-json", "truncate-chunk", "shard-index", "rename-array",
-         "symlink", "rewrite-after-read", "drift", "delete", "misplace", "commit-after-read")
+         "symlink", "rewrite-after-read", "drift", "delete", "misplace", "commit-after-read",
+         "oversize-json", "lie-length", "endless-listing")
+ROGUE_KINDS = ("lie-length", "endless-listing")  # what a rogue endpoint does, not the files
+LIES = ("says-small", "says-big")  # support.rogue: no Content-Length then 1 GiB; half of it
+LISTING_SECONDS = 2.0  # the listing cap of an endless-listing case
 OK = ("values-equal", "fill+warning", "omitted+warning", "package-error")
 VIOLATIONS = ("wrong-values", "wrong-dtype", "silent-fill", "values-where-moczarr-fails",
               "missing-array", "missing-group", "extra-array", "followed-link", "bare-exception",
@@ -257,7 +266,8 @@ class Case:
     verify: str = "lazy"
     xarray: bool = False
     aoi: str | None = None  # the store opened with this node as its AOI
-    backend: str = "local"  # or "s3": the mutated copy read from the loopback S3 server
+    # or "s3": the mutated copy read from the loopback S3 server; "rogue": from a rogue one
+    backend: str = "local"
     export: bool = False  # also exported as mdim-refs, read back and compared with the store
 
     def param(self, name: str, default: object = None) -> object:
@@ -282,6 +292,11 @@ def _targets(p: Pristine, kind: str) -> tuple[str, ...]:
         "delete": p.chunks + p.arrays + p.json_docs + p.objects,
         "misplace": tuple(o for o in p.objects if _places(p, o)),
         "commit-after-read": tuple(a for a in p.arrays if "/run-" in a),
+        "oversize-json": tuple(d for d in p.json_docs if not d.endswith("coverage.moc")),
+        "lie-length": p.json_docs + p.chunks,
+        # a hive's or a product's manifest stands for the hive: every listing never ends
+        "endless-listing": tuple(d for d in p.json_docs
+                                 if d.endswith("morton_hive.json") and d.count("/") <= 1),
     }[kind]
 
 
@@ -325,7 +340,7 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
     p = pristine(draw(st.sampled_from(names)))
     target = draw(st.sampled_from(_targets(p, kind)))
     size = (FIXTURES / p.name / target).stat().st_size if kind not in (
-        "symlink", "delete", "misplace") else 0
+        "symlink", "delete", "misplace", "endless-listing") else 0
     if kind == "type-swap":
         paths = _json_paths(_json(FIXTURES / p.name / target))
         params = {"at": draw(st.sampled_from(paths)), "swap": draw(st.sampled_from(SWAPS))}
@@ -336,8 +351,10 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
                   "fix_crc": draw(st.booleans())}
     elif kind == "rename-array":
         params = {"to": draw(st.sampled_from(NEW_NAMES)), "hashes": draw(st.booleans())}
-    elif kind in ("symlink", "delete"):
+    elif kind in ("symlink", "delete", "oversize-json", "endless-listing"):
         params = {}
+    elif kind == "lie-length":
+        params = {"how": draw(st.sampled_from(LIES))}
     elif kind == "misplace":  # trade places with another leaf (a botched move or sync)
         params = {"partner": draw(st.sampled_from(_places(p, target)))}
     elif kind == "rewrite-after-read":
@@ -350,7 +367,7 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
     # links and rewrites after a first read are local: an upload copies what a link
     # points at, and a rewrite would need a second upload
     remote = (["local"] if kind in ("symlink", "rewrite-after-read", "commit-after-read")
-              else ["local"] * 3 + ["s3"])
+              else ["rogue"] if kind in ROGUE_KINDS else ["local"] * 3 + ["s3"])
     chunking = draw(st.sampled_from(["leaf", "shard", "inner", 2]))  # 2: spans of 2 leaves
     verify, xarray = draw(st.sampled_from(["lazy", "open"])), draw(st.booleans())
     aoi, backend = draw(st.sampled_from([None, None, None, node or None])), draw(
@@ -689,6 +706,11 @@ def apply(case: Case, root: Path, outside: Path) -> Applied:
     elif case.kind == "delete":
         path = root / case.target
         shutil.rmtree(path) if path.is_dir() else path.unlink()
+    elif case.kind == "oversize-json":
+        with open(root / case.target, "ab") as padded:  # still JSON: trailing whitespace
+            padded.write(b" " * (DEFAULT_MAX_JSON_BYTES + 1))
+    elif case.kind == "endless-listing":
+        applied.names.add("listing")  # the refusal names the listing, not an object
     return applied
 
 
@@ -1217,9 +1239,14 @@ def _s3_server():
 @contextlib.contextmanager
 def _source(case: Case, root: Path):
     """``(source, storage options)`` of the mutated copy at ``root``: itself, or uploaded
-    to the loopback S3 server under a prefix of its own, deleted after the case."""
+    to the loopback S3 server under a prefix of its own, deleted after the case, or served
+    by a rogue S3 endpoint doing what the case's kind says."""
     if case.backend == "local":
         yield root, {}
+        return
+    if case.backend == "rogue":
+        with _rogue(case, root) as source:
+            yield source
         return
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.s3.models import s3_backends
@@ -1236,6 +1263,24 @@ def _source(case: Case, root: Path):
         backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
         for key in keys:
             backend.delete_object(BUCKET, key)
+
+
+@contextlib.contextmanager
+def _rogue(case: Case, root: Path):
+    """The copy at ``root`` served by a rogue S3 endpoint of its own for the case."""
+    from moczarr_store import config
+    from support.rogue import RogueS3
+
+    server = RogueS3(root.parent)
+    if case.kind == "lie-length":
+        server.behaviours[f"{root.name}/{case.target}"] = (str(case.param("how")), 1 << 30)
+    elif case.kind == "endless-listing":
+        server.behaviours["list"] = ("endless", 100)
+    try:
+        with config.set({"listing.seconds": LISTING_SECONDS}):
+            yield f"s3://{server.bucket}/{root.name}", {"storage_options": server.options()}
+    finally:
+        server.stop()
 
 
 def _repeated_warnings(caught: list) -> list[Read]:
@@ -1407,6 +1452,23 @@ def examples() -> tuple[Case, ...]:
               partner="4/4/4/1/1/2/444112.zarr"),
         _case("windowed", "misplace", ("444111_2019.zarr",), verify="open",
               partner="4/4/4/1/1/2/444112_2019.zarr"),
+        # documents past the size limit: a stamp (alone, and joined with a neighbour), an
+        # array document, a product's manifest
+        _case("bare_versioned", "oversize-json", ("444112.zarr/zarr.json",)),
+        _case("bare_versioned", "oversize-json", ("444112.zarr/zarr.json",), chunking=2),
+        _case("legacy", "oversize-json", ("444113.zarr/7/h_mean/zarr.json",), verify="open"),
+        _case("multiproduct", "oversize-json", ("atl06_b/morton_hive.json",)),
+        # a rogue endpoint: lengths that lie, listings that never end
+        replace(_case("bare_versioned", "lie-length", ("444112.zarr/zarr.json",),
+                      how="says-small"), backend="rogue"),
+        replace(_case("sharded", "lie-length", sharded, how="says-big", chunking="shard"),
+                backend="rogue"),
+        replace(_case("legacy", "lie-length", ("morton_hive.json",), how="says-big"),
+                backend="rogue"),
+        replace(_case("multiproduct", "endless-listing", ("atl06_a/morton_hive.json",)),
+                backend="rogue"),
+        replace(_case("bare_versioned", "endless-listing", ("morton_hive.json",)),
+                backend="rogue"),  # a hive read without listing: every value
     )
 
 
