@@ -1,7 +1,8 @@
 """``moczarr-store serve`` under hostile clients, measured on loopback.
 
     python -m benchmarks.serve_hardening [--hive PATH] [--nofile 1024] [--seconds 15]
-        [--phases quiet,idle,slowloris,headers,crowd]
+        [--phases quiet,idle,slowloris,headers,crowd,slowread] [--readers 1000,3000]
+        [--workers 1,2]
 
 Each phase starts a fresh server (a subprocess, its descriptor limit set to ``--nofile``
 soft and hard, its log kept in a file) and runs for ``--seconds`` (at most 60):
@@ -12,7 +13,11 @@ soft and hard, its log kept in a file) and runs for ``--seconds`` (at most 60):
 - ``slowloris``: as many connections sending a request head one byte per second;
 - ``headers``: 20 clients sending, over and over, a 1 MiB header, 20,000 headers, a
   100,000-digit range and 1,000 ranges;
-- ``crowd``: 500 concurrent ordinary clients.
+- ``crowd``: 500 concurrent ordinary clients;
+- ``slowread``: ``--readers`` connections (1,000 and 3,000), each pipelining 16 GETs of the
+  hive's largest chunks (``--geometry sphere``: 512 KiB coordinate chunks) and reading one
+  byte a second; each one the server closes is opened again at once. Run once per count
+  of ``--readers`` and of ``--workers`` (1 and 2); the ordinary clients GET such a chunk.
 
 The attackers run in a process of their own, from 3 s before the ordinary clients start
 until these stop. Ordinary clients (8 in every phase but ``crowd``, where they are the
@@ -30,6 +35,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import resource
+import socket
 import sys
 import tempfile
 import threading
@@ -44,8 +50,10 @@ import psutil
 from benchmarks.serve_load import free_port, running
 
 REPO = Path(__file__).resolve().parents[1]
-PHASES = ("quiet", "idle", "slowloris", "headers", "crowd")
+PHASES = ("quiet", "idle", "slowloris", "headers", "crowd", "slowread")
 CHUNK = "atl06/o7/h_mean/c/0"
+LARGE = "atl06/o7/cell_ids/c/{}"  # with --geometry sphere: 512 KiB, chunks 0 to 2
+PIPELINED = 16  # GETs a slow reader sends at once: 8 MiB, more than the kernel buffers
 PATIENCE = 10.0  # seconds an ordinary request may take before it counts as failed
 MAX_SECONDS = 60.0
 ACCESS = "moczarr_store.serve.access"
@@ -54,6 +62,8 @@ ACCESS = "moczarr_store.serve.access"
 @dataclass
 class Phase:
     name: str
+    readers: int = 0  # slowread: slow readers
+    workers: int = 1
     latencies: list[float] = field(default_factory=list)
     failed: int = 0
     attacks: int = 0  # connections (or hostile requests) the attackers made
@@ -78,13 +88,13 @@ def _limit(soft: int, hard: int):
 
 @contextlib.contextmanager
 def server(
-    hive: Path, nofile: int, log: Path, soft: int | None = None
+    hive: Path, nofile: int, log: Path, soft: int | None = None, *more: str
 ) -> Iterator[tuple[int, int]]:
     """``moczarr-store serve hive`` with at most ``nofile`` descriptors (the hard limit;
-    the soft one ``soft``, else the same): ``(port, pid)``."""
+    the soft one ``soft``, else the same), and the arguments ``more``: ``(port, pid)``."""
     port = free_port()
     command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(hive), "--port",
-               str(port), "--stamp-ttl", "600", "--access-log"]
+               str(port), "--stamp-ttl", "600", "--access-log", *more]
     with running(command, f"http://127.0.0.1:{port}", log=log,
                  preexec_fn=_limit(soft or nofile, nofile)) as pid:
         yield port, pid
@@ -109,7 +119,8 @@ async def _exchange(port: int, request: bytes, timeout: float) -> int:
 
 
 async def ordinary(port: int, phase: Phase, stop: float) -> None:
-    request = f"GET /{CHUNK} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+    key = LARGE.format(1) if phase.name == "slowread" else CHUNK
+    request = f"GET /{key} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
     while time.monotonic() < stop:
         start = time.perf_counter()
         try:
@@ -150,6 +161,36 @@ async def lingerer(port: int, phase: Phase, stop: float, dribble: bool) -> None:
             writer.close()
 
 
+async def slow_reader(port: int, phase: Phase, stop: float) -> None:
+    """A connection pipelining :data:`PIPELINED` GETs of large chunks and reading a byte a
+    second, opened again whenever the server closes it."""
+    request = b"".join(f"GET /{LARGE.format(i % 3)} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+                       for i in range(PIPELINED))
+    while time.monotonic() < stop:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the answers stay put
+        sock.setblocking(False)
+        try:
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(
+                sock, ("127.0.0.1", port)), max(0.01, stop - time.monotonic()))
+            reader, writer = await asyncio.open_connection(sock=sock)
+        except (OSError, TimeoutError):
+            sock.close()
+            await asyncio.sleep(0.5)
+            continue
+        phase.attacks += 1
+        try:
+            writer.write(request)
+            while time.monotonic() < stop:
+                if await asyncio.wait_for(reader.read(1), 5.0) == b"":
+                    break  # the server closed it
+                await asyncio.sleep(1.0)
+        except (OSError, TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+
 HOSTILE = [
     b"X-Junk: " + b"a" * (1 << 20),
     b"\r\n".join(b"X-H%d: v" % i for i in range(20_000)),
@@ -171,10 +212,12 @@ async def hostile(port: int, phase: Phase, stop: float) -> None:
 RAMP = 3.0  # seconds the attackers run before the ordinary clients start
 
 
-async def _attack(port: int, name: str, nofile: int, stop: float) -> int:
+async def _attack(port: int, name: str, nofile: int, stop: float, readers: int) -> int:
     asyncio.get_running_loop().set_exception_handler(lambda *_: None)  # resets: expected
     phase = Phase(name)
-    if name in ("idle", "slowloris"):
+    if name == "slowread":
+        tasks = [slow_reader(port, phase, stop) for _ in range(readers)]
+    elif name in ("idle", "slowloris"):
         tasks = [lingerer(port, phase, stop, name == "slowloris") for _ in range(2 * nofile)]
     else:
         tasks = [hostile(port, phase, stop) for _ in range(20)]
@@ -182,12 +225,15 @@ async def _attack(port: int, name: str, nofile: int, stop: float) -> int:
     return phase.attacks
 
 
-def attack(port: int, name: str, nofile: int, seconds: float, attacks: Any) -> None:
+def attack(port: int, name: str, nofile: int, seconds: float, attacks: Any,
+           readers: int = 0) -> None:
     """The attackers of phase ``name``, in a process of their own (their event loop is
     busy; the ordinary clients' latency is the server's, not theirs)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * nofile)), hard))
-    attacks.value = asyncio.run(_attack(port, name, nofile, time.monotonic() + seconds))
+    want = max(4 * nofile, readers + 256)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, want)), hard))
+    attacks.value = asyncio.run(
+        _attack(port, name, nofile, time.monotonic() + seconds, readers))
 
 
 async def _ordinary(port: int, phase: Phase, seconds: float) -> None:
@@ -198,21 +244,26 @@ async def _ordinary(port: int, phase: Phase, seconds: float) -> None:
 
 
 def run_phase(
-    hive: Path, name: str, nofile: int, seconds: float, logs: Path | None = None
+    hive: Path, name: str, nofile: int, seconds: float, logs: Path | None = None,
+    readers: int = 0, workers: int = 1,
 ) -> Phase:
-    """One phase against a fresh server: its figures (its log kept in ``logs``)."""
-    phase = Phase(name)
+    """One phase against a fresh server: its figures (its log kept in ``logs``). RSS and
+    descriptors are those of the server and its workers together."""
+    phase = Phase(name, readers, workers)
+    more = ("--geometry", "sphere", "--workers", str(workers)) if name == "slowread" else ()
     with tempfile.TemporaryDirectory() as tmp:
-        log = (logs or Path(tmp)) / f"{name}.log"
-        with server(hive, nofile, log) as (port, pid):
+        log = (logs or Path(tmp)) / f"{name}{readers or ''}-{workers}.log"
+        with server(hive, nofile, log, None, *more) as (port, pid):
             process = psutil.Process(pid)
             done = threading.Event()
 
             def sample() -> None:
                 while not done.wait(0.25):
                     with contextlib.suppress(psutil.Error):
-                        phase.rss_mb = max(phase.rss_mb, process.memory_info().rss / 2**20)
-                        phase.fds = max(phase.fds, process.num_fds())
+                        tree = [process, *process.children(recursive=True)]
+                        rss = sum(p.memory_info().rss for p in tree) / 2**20
+                        phase.rss_mb = max(phase.rss_mb, rss)
+                        phase.fds = max(phase.fds, sum(p.num_fds() for p in tree))
 
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
@@ -221,8 +272,9 @@ def run_phase(
             attacks = spawn.Value("q", 0)
             attacker = None
             if name not in ("quiet", "crowd"):
-                attacker = spawn.Process(target=attack, daemon=True,
-                                         args=(port, name, nofile, RAMP + seconds, attacks))
+                attacker = spawn.Process(
+                    target=attack, daemon=True,
+                    args=(port, name, nofile, RAMP + seconds, attacks, readers))
                 attacker.start()
                 time.sleep(RAMP)
             try:
@@ -252,8 +304,9 @@ def report(phases: list[Phase], nofile: int, seconds: float) -> list[str]:
     ]
     for p in phases:
         big = p.quantile(1.0)
+        name = p.name if not p.readers else f"{p.name} {p.readers:,}, {p.workers} worker(s)"
         out.append(
-            f"| {p.name} | {p.attacks} | {len(p.latencies)} | {p.failed} | "
+            f"| {name} | {p.attacks} | {len(p.latencies)} | {p.failed} | "
             f"{p.quantile(0.5) * 1e3:.1f} | {p.quantile(0.99) * 1e3:.1f} | {big * 1e3:.1f} | "
             f"{p.rss_mb:.0f} | {p.fds} | {p.log_lines} | {p.log_bytes} | {p.other_lines} |"
         )
@@ -267,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nofile", type=int, default=1024)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--phases", default=",".join(PHASES))
+    parser.add_argument("--readers", default="1000,3000",
+                        help="slowread: counts of slow readers, one run each")
+    parser.add_argument("--workers", default="1,2",
+                        help="slowread: counts of worker processes, one run each")
     parser.add_argument("--logs", type=Path, help="keep the server's logs in this directory")
     args = parser.parse_args(argv)
     seconds = min(args.seconds, MAX_SECONDS)
@@ -278,7 +335,12 @@ def main(argv: list[str] | None = None) -> int:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 2 * args.nofile), hard))
     if args.logs:
         args.logs.mkdir(parents=True, exist_ok=True)
-    phases = [run_phase(args.hive, name, args.nofile, seconds, args.logs) for name in names]
+    runs = [(name, 0, 1) for name in names if name != "slowread"]
+    if "slowread" in names:
+        runs += [("slowread", int(r), int(w)) for w in args.workers.split(",")
+                 for r in args.readers.split(",")]
+    phases = [run_phase(args.hive, name, args.nofile, seconds, args.logs, readers, workers)
+              for name, readers, workers in runs]
     print("\n".join(report(phases, args.nofile, seconds)))
     return 0
 
