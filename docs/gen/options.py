@@ -3,7 +3,7 @@ declaration (``moczarr_store.options.OPTIONS``): ``python docs/gen/options.py`` 
 
 from __future__ import annotations
 
-from moczarr_store.options import OPTIONS, Option
+from moczarr_store.options import OPTIONS, SERVE_OPTIONS, Option
 from moczarr_store.tunables import SETTINGS, env_name
 
 
@@ -22,13 +22,14 @@ def _row(o: Option) -> str:
     return f"| `{o.name}` | `{o.default!r}` | {_cell(what)} | {flag} | {env} |"
 
 
-def markdown() -> str:
-    """The options as a Markdown table: keyword, default, what it does, the command line's
-    flag (every subcommand takes it) and the variable ``serve --workers N`` passes it in."""
+def markdown(options: tuple[Option, ...] = OPTIONS) -> str:
+    """The options (the store's, or ``SERVE_OPTIONS``) as a Markdown table: keyword,
+    default, what it does, the command line's flag and the variable ``serve --workers N``
+    passes it in."""
     return "\n".join([
         "| Keyword | Default | What it does | Command line | `serve --workers` variable |",
         "|---|---|---|---|---|",
-        *map(_row, OPTIONS),
+        *map(_row, options),
     ]) + "\n"
 
 
@@ -45,4 +46,5 @@ def settings_markdown() -> str:
 
 if __name__ == "__main__":
     print(markdown(), end="")
+    print(markdown(SERVE_OPTIONS), end="")
     print(settings_markdown(), end="")

@@ -11,6 +11,8 @@ import mkdocs_gen_files
 sys.path.insert(0, str(Path(__file__).parent))  # docs/gen is no package
 from options import markdown, settings_markdown  # noqa: E402
 
+from moczarr_store.options import SERVE_OPTIONS  # noqa: E402
+
 INTRO = """\
 # Options
 
@@ -18,6 +20,18 @@ This page is generated from the declaration of `MocHiveStore`'s options when the
 built. Each option is a keyword of `MocHiveStore`; where the table names them, it is also a
 flag of every subcommand of `moczarr-store` that opens a hive, and the variable that
 `serve --workers N` passes it to its workers in.
+
+"""
+
+SERVE = """\
+## The server's options
+
+`moczarr-store serve` takes these as flags and `moczarr_store.serve.run.serve` as
+keywords (`create_app` takes `cors` and `stamp_ttl`). Every value is checked before the
+hive is opened or a port bound: a bad one exits with status 2 and a message that names
+the option, the value and what is allowed. Those with a variable reach the workers of
+`serve --workers N`, and an app built by `uvicorn --factory
+moczarr_store.serve:app_from_env`.
 
 """
 
@@ -36,4 +50,5 @@ names the key, the value and what is allowed; the command line exits with status
 """
 
 with mkdocs_gen_files.open("reference/options.md", "w") as page:
-    page.write(INTRO + markdown() + "\n" + SETTINGS + settings_markdown() + "\n")
+    page.write(INTRO + markdown() + "\n" + SERVE + markdown(SERVE_OPTIONS) + "\n"
+               + SETTINGS + settings_markdown() + "\n")

@@ -31,7 +31,7 @@ from zarr.core.sync import sync  # internal: zarr exports no runner on its event
 from . import __version__
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
 from .io.redact import redact, scrub
-from .options import OPTIONS, REFERENCE_CHUNKINGS, Option
+from .options import OPTIONS, REFERENCE_CHUNKINGS, SERVE_OPTIONS, Option
 from .storage import FAIL_FAST, fail_fast, family, merged
 from .store import MocHiveStore
 from .tunables import check_settings
@@ -258,14 +258,32 @@ def storage_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
 _STORE_DEST = "store_options_taken"  # the options a subcommand's parser took, by name
 
 
-def _argument_type(option: Option) -> Callable[[str], Any]:
+def _argument_type(option: Option, checked: bool) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         try:
-            return option.text(text)
-        except ValueError as err:
+            value = option.text(text)
+            return option.check(value) if checked else value
+        except (ValueError, OptionError) as err:
             raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
     parse.__name__ = option.name  # argparse names the type in some messages
     return parse
+
+
+def add_option_argument(group, option: Option, default: Any, checked: bool = False) -> None:
+    """The flag of ``option`` (declared in ``options``), in ``group``; ``checked``: a value
+    is checked as it is parsed (a bad one exits with status 2 before anything is opened),
+    else where the option is applied."""
+    help = option.help.replace("%", "%%")
+    if option.default is False:
+        group.add_argument(option.flag, action="store_true", help=help)
+        return
+    metavar = option.metavar or "{" + ",".join(option.choices) + "}"
+    if option.many and isinstance(default, tuple):
+        default = list(default)  # argparse extends it
+    group.add_argument(option.flag, type=_argument_type(option, checked), default=default,
+                       metavar=metavar, action="extend" if option.many else "store",
+                       help=help + (f" Default: {default}." if default else "")
+                       + (" Repeat for several." if option.many else ""))
 
 
 def add_store_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = (),
@@ -279,16 +297,7 @@ def add_store_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] =
         if option.flag is None or option.name == "storage_options" or option.name in skip:
             continue
         taken.append(option.name)
-        default = defaults.get(option.name, option.default)
-        help = option.help.replace("%", "%%")
-        if option.default is False:
-            group.add_argument(option.flag, action="store_true", help=help)
-            continue
-        metavar = option.metavar or "{" + ",".join(option.choices) + "}"
-        group.add_argument(option.flag, type=_argument_type(option), default=default,
-                           metavar=metavar, action="extend" if option.many else "store",
-                           help=help + (f" Default: {default}." if default else "")
-                           + (" Repeat for several." if option.many else ""))
+        add_option_argument(group, option, defaults.get(option.name, option.default))
     parser.set_defaults(**{_STORE_DEST: (*taken, "storage_options")})
 
 
@@ -442,25 +451,10 @@ def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", parents=parents,
                            help="serve the hive as a Zarr v3 hierarchy over HTTP")
     add_source(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    serve.add_argument("--port", type=count(0, 65535), default=8000, help="port (8000)")
+    group = serve.add_argument_group("the server (serve's options)")
+    for option in SERVE_OPTIONS:
+        add_option_argument(group, option, option.default, checked=True)
     add_store_arguments(serve)
-    serve.add_argument(
-        "--cors", action="append", default=[], metavar="ORIGIN",
-        help="an origin allowed to read ('*': any); repeat for several",
-    )
-    serve.add_argument(
-        "--stamp-ttl",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="seconds a leaf's stamp is trusted, and the longest max-age sent (60; "
-        "max-age only with --geometry sphere, else no-cache)",
-    )
-    serve.add_argument("--workers", type=count(1), default=1, help="worker processes (1)")
-    serve.add_argument("--access-log", action="store_true",
-                       help="log one line per request on stderr (off: a read asks for "
-                       "every chunk)")
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -474,10 +468,9 @@ def run_serve(args: argparse.Namespace) -> int:
     options = store_options(args)
     store = MocHiveStore(args.source, **options)
     sync(store.session.ensure_levels(None))
+    served = {o.name: getattr(args, o.name) for o in SERVE_OPTIONS}
     try:
-        serve(args.source, host=args.host, port=args.port, workers=args.workers,
-              cors=args.cors, stamp_ttl=args.stamp_ttl,
-              access_log=args.access_log, **options)
+        serve(args.source, **served, **options)
     except SystemExit as end:  # uvicorn's way of saying it could not start
         if end.code:
             raise OptionError(f"the server did not start on {args.host}:{args.port} "

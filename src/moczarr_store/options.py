@@ -6,15 +6,19 @@ pickled state, the command line's flags (``cli.store_arguments``), ``serve``'s w
 environment (``serve/env.py``) and the documentation's options table
 (``docs/gen/options.py``). A new option is one more :class:`Option` here (and, as every
 keyword, a parameter of ``MocHiveStore.__init__`` and, for a view option, a field of
-``OpenOptions``; a test checks both against this declaration).
+``OpenOptions``; a test checks both against this declaration). ``serve``'s own options
+are declared the same way (:data:`SERVE_OPTIONS`): its flags, its keywords, its workers'
+variables and their documentation come from there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import json
 import numbers
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, cast, get_args
 
@@ -179,7 +183,8 @@ def _show_storage(value: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Option:
-    """One keyword of ``MocHiveStore``, with what each entry point needs to take it.
+    """One keyword of ``MocHiveStore`` (or of ``serve``: :data:`SERVE_OPTIONS`), with what
+    each entry point needs to take it.
 
     ``check`` turns a Python value into the one the store keeps (an :class:`OptionError`
     naming the option otherwise); ``text`` reads a command-line argument or an environment
@@ -324,6 +329,125 @@ def docstring_parameters() -> str:
         body = f"{o.help} Default: ``{o.default!r}``." + (f" {o.more}" if o.more else "")
         lines.extend(textwrap.wrap(body, 88, initial_indent="    ", subsequent_indent="    "))
     return "\n".join(lines)
+
+
+# -- serve's own options ------------------------------------------------------------------------
+
+DEFAULT_STAMP_TTL = 60.0
+"""Seconds a served leaf's stamp is trusted by default (``serve --stamp-ttl``)."""
+MAX_STAMP_TTL = 365 * 86400.0  # a year
+MAX_WORKERS = 256
+_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+_HOST_NAME = re.compile(rf"\A(?=.{{1,253}}\Z){_LABEL}(\.{_LABEL})*\.?\Z")
+_ORIGIN = re.compile(r"\A[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#,\\]+\Z")
+
+
+def check_stamp_ttl(value: object) -> float:
+    """``stamp_ttl`` as seconds: a finite number in (0, a year]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not 0 < float(value) <= MAX_STAMP_TTL:  # NaN too
+        raise OptionError(f"stamp_ttl={short(value)}: expected seconds, more than 0 and at "
+                          f"most {MAX_STAMP_TTL:,.0f} (a year)")
+    return float(value)
+
+
+def _within(name: str, value: object, least: int, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or not least <= int(value) <= most:
+        raise OptionError(f"{name}={short(value)}: expected an integer from {least} to "
+                          f"{most:,}")
+    return int(value)
+
+
+def check_host(value: object) -> str:
+    """The address to bind: an IP address or a host name."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return str(ipaddress.ip_address(value))
+        if _HOST_NAME.match(value) and not value.replace(".", "").isdigit():
+            return value
+    raise OptionError(f"host={short(value)}: expected an IP address or a host name")
+
+
+def check_origins(value: object) -> tuple[str, ...]:
+    """CORS origins: ``*`` or ``scheme://host[:port]`` each (a ``str`` is one origin)."""
+    origins = (value,) if isinstance(value, str) else value
+    if not isinstance(origins, Iterable):
+        raise OptionError(f"cors={short(value)}: expected origins (a list of str)")
+    checked = tuple(origins)
+    for origin in checked:
+        if not isinstance(origin, str) or not (origin == "*" or _ORIGIN.match(origin)):
+            raise OptionError(f"cors: {short(origin)} is no origin: expected '*' or "
+                              "scheme://host[:port], without a path")
+    return checked
+
+
+def _text_number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError("expected a number of seconds") from None
+
+
+def _text_integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError("expected an integer") from None
+
+
+def _text_origins(text: str) -> tuple[str, ...]:
+    """Origins separated by spaces or commas."""
+    origins = tuple(o for o in re.split(r"[\s,]+", text) if o)
+    if not origins:
+        raise ValueError("expected origins: '*' or scheme://host[:port]")
+    return origins
+
+
+SERVE_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "host", "127.0.0.1",
+        "The address to bind: 127.0.0.1 keeps the server reachable from this machine only.",
+        check_host, flag="--host", metavar="ADDRESS", env=False),
+    Option(
+        "port", 8000, "The port to listen on (0: any free port).",
+        lambda v: _within("port", v, 0, 65535), _text_integer, flag="--port", metavar="N",
+        env=False),
+    Option(
+        "workers", 1,
+        f"Worker processes sharing the port, each with its own memory and caches (at most "
+        f"{MAX_WORKERS}).",
+        lambda v: _within("workers", v, 1, MAX_WORKERS), _text_integer, flag="--workers",
+        metavar="N", env=False),
+    Option(
+        "cors", (),
+        "Origins allowed to read, as browsers send them (scheme://host[:port]; '*': any page).",
+        check_origins, _text_origins, lambda v: " ".join(v), flag="--cors", metavar="ORIGIN",
+        many=True),
+    Option(
+        "stamp_ttl", DEFAULT_STAMP_TTL,
+        "Seconds a leaf's commit stamp is trusted before it is read again, and the longest "
+        "max-age sent (max-age only with geometry sphere, else no-cache).",
+        check_stamp_ttl, _text_number, repr, flag="--stamp-ttl", metavar="SECONDS"),
+    Option(
+        "access_log", False,
+        "Log one line per request (off by default: a read asks for every chunk).",
+        lambda v: flag("access_log", v), _text_bool, flag="--access-log", env=False),
+)
+"""``serve``'s own options (``moczarr-store serve``'s flags, ``serve.run.serve``'s keywords),
+each checked before the hive is opened or a port bound. Those with a variable reach the
+workers of ``serve --workers N`` and servers built by ``app_from_env``."""
+
+SERVE_BY_NAME: dict[str, Option] = {o.name: o for o in SERVE_OPTIONS}
+
+
+def check_serve(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every serve option's value from ``given`` (the defaults for the others), checked."""
+    unknown = set(given) - set(SERVE_BY_NAME)
+    if unknown:
+        raise OptionError(f"unknown serve option(s) {sorted(unknown)}: expected "
+                          f"{sorted(SERVE_BY_NAME)}")
+    return {o.name: o.check(given.get(o.name, o.default)) for o in SERVE_OPTIONS}
 
 
 # -- the view's options --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from moczarr_store import MocHiveStore, OptionError
 from moczarr_store.cli import build_parser, store_options
 from moczarr_store.hive.ids import decimal_to_word
 from moczarr_store.options import OPTIONS, VIEW_OPTIONS, OpenOptions, store_keywords
-from moczarr_store.serve.env import app_from_env, store_options_from_env, to_env
+from moczarr_store.serve.env import app_from_env, options_from_env, to_env
 
 SOURCE = FIXTURES / "windowed"
 WORD = decimal_to_word("4441")
@@ -95,7 +95,7 @@ def test_every_cli_argument_has_help():
 def test_every_option_but_read_only_reaches_serve_workers():
     given = {k: v for k, v in GIVEN.items() if k != "read_only"}
     env = to_env(str(SOURCE), **given)
-    assert _taken(MocHiveStore(SOURCE, **store_options_from_env(env))) == {
+    assert _taken(MocHiveStore(SOURCE, **options_from_env(env))) == {
         **GIVEN, "read_only": False}
     with pytest.raises(OptionError, match="'read_only' cannot be passed to worker"):
         to_env(str(SOURCE), read_only=True)
@@ -117,7 +117,7 @@ def test_serve_workers_carry_follow_links_and_an_aoi():
 ])
 def test_a_bad_variable_is_an_error_naming_it(name, text, want):
     with pytest.raises(OptionError, match=f"{name}='{text}': {want}"):
-        store_options_from_env({name: text})
+        options_from_env({name: text})
 
 
 def test_storage_options_as_keywords_still_work_with_a_deprecation_warning():

@@ -6,8 +6,8 @@ uvicorn; ``app_from_env`` is a factory for ``uvicorn --factory`` and other serve
 start one app per worker.
 """
 
+from ..options import DEFAULT_STAMP_TTL
 from .app import create_app
 from .env import app_from_env
-from .generations import DEFAULT_STAMP_TTL
 
 __all__ = ["DEFAULT_STAMP_TTL", "app_from_env", "create_app"]

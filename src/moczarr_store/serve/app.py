@@ -37,10 +37,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import MocHiveError
+from ..options import DEFAULT_STAMP_TTL, check_origins
 from ..read.execute import execute
 from ..read.fresh import planned
 from ..read.plan import Absent, Plan
-from .generations import DEFAULT_STAMP_TTL, Generation, Generations, store_factory
+from .generations import Generation, Generations, store_factory
 from .listing import group_children, index_page
 from .representation import (
     ByteRange,
@@ -361,5 +362,4 @@ def create_app(
     routes.append(Route("/{key:path}", keys.handle, methods=["GET"]))  # 405 for others
     pages = Starlette(routes=routes)
     pages.state.generations = generations
-    origins = [cors] if isinstance(cors, str) else list(cors)
-    return HiveApp(keys, pages, static=static, cors=origins)
+    return HiveApp(keys, pages, static=static, cors=list(check_origins(cors)))

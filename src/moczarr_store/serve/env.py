@@ -5,8 +5,9 @@ worker, ``moczarr-store serve --workers N``).
 ``MOCZARR_STORE_SOURCE`` (required: path or URL); one variable per store option that has
 one (``options.OPTIONS``: ``MOCZARR_STORE_CHUNKING``, ``MOCZARR_STORE_AOI``,
 ``MOCZARR_STORE_STORAGE_OPTIONS`` as JSON, ...; obstore also reads its own ``AWS_*``, ...
-variables); ``MOCZARR_STORE_CORS`` (origins separated by spaces or commas),
-``MOCZARR_STORE_STAMP_TTL`` (seconds), ``MOCZARR_STORE_VIEW`` (a file holding the pickled
+variables) and per serve option that has one (``options.SERVE_OPTIONS``:
+``MOCZARR_STORE_CORS``, origins separated by spaces or commas, ...);
+``MOCZARR_STORE_VIEW`` (a file holding the pickled
 hive every worker presents, written by ``moczarr-store serve --workers N``, which opened
 it once: the workers then agree on what each key names; a pickle, so only a file of that
 command).
@@ -16,12 +17,11 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import OptionError
-from ..options import BY_NAME, ENV_PREFIX, OPTIONS
+from ..options import BY_NAME, ENV_PREFIX, OPTIONS, SERVE_BY_NAME, SERVE_OPTIONS, Option
 from ..store import MocHiveStore
 from .app import HiveApp, create_app
 
@@ -29,32 +29,25 @@ PREFIX = ENV_PREFIX
 VIEW = f"{PREFIX}VIEW"
 
 
-def to_env(
-    source: str,
-    *,
-    cors: Iterable[str] = (),
-    stamp_ttl: float | None = None,
-    **store_options: Any,
-) -> dict[str, str]:
-    """The variables that make :func:`app_from_env` build ``create_app(source, ...)``."""
+def to_env(source: str, **options: Any) -> dict[str, str]:
+    """The variables that make :func:`app_from_env` build ``create_app(source, **options)``
+    (store options and serve options that have a variable)."""
     env = {f"{PREFIX}SOURCE": str(source)}
-    for name, value in store_options.items():
-        option = BY_NAME.get(name)
+    for name, value in options.items():
+        option = BY_NAME.get(name) or SERVE_BY_NAME.get(name)
         if option is None or option.env_name is None:
             raise OptionError(f"option {name!r} cannot be passed to worker processes")
         if value is not None and value != option.default and value != {}:
             env[option.env_name] = option.show(value)
-    if cors:
-        env[f"{PREFIX}CORS"] = " ".join(cors)
-    if stamp_ttl is not None:
-        env[f"{PREFIX}STAMP_TTL"] = repr(float(stamp_ttl))
     return env
 
 
-def store_options_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
-    """``MocHiveStore``'s keyword arguments from the variables :func:`to_env` writes (an
-    empty variable is unset); a bad value is an ``OptionError`` naming the variable."""
-    return {o.name: o.from_text(text, o.env_name) for o in OPTIONS
+def options_from_env(environ: Mapping[str, str],
+                     declared: tuple[Option, ...] = OPTIONS) -> dict[str, Any]:
+    """Keyword arguments from the variables :func:`to_env` writes, of the ``declared``
+    options (the store's, or ``SERVE_OPTIONS``); an empty variable is unset, a bad value
+    an ``OptionError`` naming the variable."""
+    return {o.name: o.from_text(text, o.env_name) for o in declared
             if o.env_name is not None and (text := environ.get(o.env_name))}
 
 
@@ -64,11 +57,10 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> HiveApp:
     source = environ.get(f"{PREFIX}SOURCE")
     if not source:
         raise OptionError(f"{PREFIX}SOURCE is not set: it names the hive to serve")
-    options = store_options_from_env(environ)
-    cors = [o for o in re.split(r"[\s,]+", environ.get(f"{PREFIX}CORS", "")) if o]
-    ttl: dict[str, Any] = {"stamp_ttl": t} if (t := environ.get(f"{PREFIX}STAMP_TTL")) else {}
+    options = options_from_env(environ)
+    served = options_from_env(environ, SERVE_OPTIONS)
     if not (view := environ.get(VIEW)):
-        return create_app(source, cors=cors, **ttl, **options)
+        return create_app(source, **served, **options)
     store = MocHiveStore(source, **options)
     try:
         with open(view, "rb") as kept:
@@ -77,4 +69,4 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> HiveApp:
         raise OptionError(f"{VIEW}={view!r} cannot be read ({type(err).__name__}: {err}); "
                           "it is written by moczarr-store serve --workers N") from None
     store.session.adopt(hive)
-    return create_app(store, cors=cors, **ttl)
+    return create_app(store, **served)

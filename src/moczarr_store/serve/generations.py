@@ -34,13 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..cache import AsyncCache
-from ..errors import OptionError
+from ..options import DEFAULT_STAMP_TTL, check_stamp_ttl
 from ..store import MocHiveStore
 from ..tunables import setting
-
-DEFAULT_STAMP_TTL = 60.0
-"""Seconds a served leaf's stamp is trusted by default (``serve --stamp-ttl``)."""
-MAX_STAMP_TTL = 365 * 86400.0
 
 
 class Generation:
@@ -97,7 +93,7 @@ class Generations:
         first: MocHiveStore | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.stamp_ttl = check_ttl(stamp_ttl)
+        self.stamp_ttl = check_stamp_ttl(stamp_ttl)
         self._make, self._clock = make, clock
         self._current = Generation(first or make(), clock() + self.stamp_ttl)
         self.count = 1
@@ -120,17 +116,6 @@ class Generations:
 
     def now(self) -> float:
         return self._clock()
-
-
-def check_ttl(value: Any) -> float:
-    """``stamp_ttl`` as seconds: finite, positive, at most a year."""
-    try:
-        ttl = float(value)
-    except (TypeError, ValueError):
-        raise OptionError(f"stamp_ttl={value!r}: expected a number of seconds") from None
-    if not (0 < ttl <= MAX_STAMP_TTL):
-        raise OptionError(f"stamp_ttl={value!r}: expected seconds in (0, {MAX_STAMP_TTL:.0f}]")
-    return ttl
 
 
 def store_factory(

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import logging.config
 import os
 import pickle
 import tempfile
-from collections.abc import Iterable
 from typing import Any
 
 import uvicorn
 from zarr.core.sync import sync  # internal: zarr exports no runner on its event loop
 
 from ..hive.roster import Hive
+from ..options import SERVE_BY_NAME, SERVE_OPTIONS, check_serve
 from ..store import MocHiveStore
 from .app import create_app
 from .env import VIEW, to_env
@@ -21,6 +22,10 @@ from .guard import accept_batch, raise_descriptor_limit
 from .protocols import http_protocol
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# seconds a worker process may take to start (its imports, the view it unpickles) before
+# uvicorn takes it for dead and starts another: its 5 s default made a loaded machine
+# restart every worker, over and over
+WORKER_START = 60
 
 
 def log_config(access_log: bool) -> dict[str, Any]:
@@ -39,43 +44,37 @@ def log_config(access_log: bool) -> dict[str, Any]:
     }
 
 
-def serve(
-    source: str,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    workers: int = 1,
-    cors: Iterable[str] = (),
-    stamp_ttl: float | None = None,
-    access_log: bool = False,
-    **store_options: Any,
-) -> None:
-    """Serve ``source`` until interrupted. One worker runs the app in this process; more
-    start ``workers`` processes, each building its own app from the environment.
-    ``access_log``: log one line per request."""
+def serve(source: str, **options: Any) -> None:
+    """Serve ``source`` until interrupted. ``options``: serve's own
+    (``options.SERVE_OPTIONS``: ``host``, ``port``, ``workers``, ``cors``, ``stamp_ttl``,
+    ``access_log``), checked before anything is opened, and the store's, checked as the
+    store is made, before the port is bound. One worker runs the app in this process;
+    more start ``workers`` processes, each building its own app from the environment."""
+    served = check_serve({k: options.pop(k) for k in list(options) if k in SERVE_BY_NAME})
     logging.captureWarnings(True)  # HiveWarnings (damage read as missing) go to the log
-    config = log_config(access_log)
+    config = log_config(served["access_log"])
     logging.config.dictConfig(config)
     before, after = raise_descriptor_limit()  # inherited by the workers
     if after != before:
         logging.getLogger("moczarr_store.serve").info(
             "open-file limit raised from %d to %d (the hard limit)", before, after)
     common: dict[str, Any] = {
-        "host": host, "port": port, "log_config": config, "access_log": False,
-        "http": http_protocol(), "backlog": accept_batch(after),
+        "host": served["host"], "port": served["port"], "log_config": config,
+        "access_log": False, "http": http_protocol(), "backlog": accept_batch(after),
     }
-    if workers <= 1:
-        ttl: dict[str, Any] = {} if stamp_ttl is None else {"stamp_ttl": stamp_ttl}
-        app = create_app(source, cors=cors, **ttl, **store_options)
-        uvicorn.run(app, **common)
+    app_options = {o.name: served[o.name] for o in SERVE_OPTIONS if o.env}  # cors, stamp_ttl
+    if served["workers"] == 1:
+        uvicorn.run(create_app(source, **app_options, **options), **common)
         return
     with tempfile.TemporaryDirectory(prefix="moczarr-store-") as kept:
         view = os.path.join(kept, "view.pickle")  # read by every worker, restarted ones too
         with open(view, "wb") as out:
-            pickle.dump(opened_view(source, store_options), out)
-        env = to_env(source, cors=cors, stamp_ttl=stamp_ttl, **store_options)
-        os.environ.update({**env, VIEW: view})
-        uvicorn.run("moczarr_store.serve:app_from_env", factory=True, workers=workers, **common)
+            pickle.dump(opened_view(source, options), out)
+        os.environ.update({**to_env(source, **app_options, **options), VIEW: view})
+        if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:
+            common["timeout_worker_healthcheck"] = WORKER_START  # where uvicorn has it
+        uvicorn.run("moczarr_store.serve:app_from_env", factory=True,
+                    workers=served["workers"], **common)
 
 
 def opened_view(source: str, store_options: dict[str, Any]) -> Hive:
