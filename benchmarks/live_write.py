@@ -22,6 +22,11 @@ plus one raw HTTP client counting statuses. Each read is one leaf's chunk of one
 (checked again at the end, once every version's record exists). At the end the hive,
 settled, is read by a fresh store and compared with ``moczarr.open_hive``.
 
+``--unversioned``: zagg rewrites leaves in place (``leaf_versions: false``: it clears a
+leaf, then writes it again); every reader reads every stamp before the rewrites begin, and
+a read that meets a leaf being rewritten must fail (``LeafMovedError``; a 502 through
+``serve``), never read as fill.
+
 Prints the commits, the reads and their outcomes by kind: ``match`` (a committed version's
 values), ``fill`` (the fill value for a stamped leaf: wrong), ``wrong`` (no committed
 version's values: a mix or garbage), ``error`` (an exception; its kinds are listed).
@@ -79,17 +84,20 @@ def leaf_path(shard: str) -> str:
 # -- the writer (run in zagg's interpreter) ----------------------------------------------
 
 
-def writer_main(hive: Path, seconds: float, seed: int) -> int:
+def writer_main(hive: Path, seconds: float, seed: int, unversioned: bool = False) -> int:
     """The first run, then runs until ``seconds`` have passed; one JSON line per commit on
-    stdout (``{"ready": true}`` after the first)."""
+    stdout (``{"ready": true}`` after the first). ``unversioned``: leaves rewritten in
+    place (``leaf_versions: false``), no new leaf, and the runs after the first wait for a
+    line on stdin (the readers have read every stamp by then)."""
     sys.path.insert(0, str(FIXTURES))
     import make_fixtures as mf
     import zarr
 
     rng = random.Random(seed)
-    cfg = mf.make_config(SHARD_ORDER, CELL_ORDER)  # zagg defaults: versioned leaves
+    in_place = {"leaf_versions": False} if unversioned else {}  # zagg's default: versioned
+    cfg = mf.make_config(SHARD_ORDER, CELL_ORDER, **in_place)
     granules: dict[str, list[dict]] = {}
-    made = [0]
+    made = [0, 0]  # granules made, runs made
 
     def granule(shard: str) -> dict:
         made[0] += 1
@@ -104,10 +112,12 @@ def writer_main(hive: Path, seconds: float, seed: int) -> int:
         started = time.monotonic()
         mf.run_agg(cfg, hive, {s: list(granules[s]) for s in shards})
         record: dict = {"seconds": round(time.monotonic() - started, 2), "leaves": {}}
+        made[1] += 1
         for shard in shards:
             leaf = hive / leaf_path(shard)
-            current = mf._stamp(leaf)["current"]
-            version = zarr.open_group(str(leaf / current / str(CELL_ORDER)), mode="r")
+            current = mf._stamp(leaf).get("current") or f"commit-{made[1]:06d}"
+            data = leaf if unversioned else leaf / current
+            version = zarr.open_group(str(data / str(CELL_ORDER)), mode="r")
             oracle = hive.parent / "oracle" / shard
             oracle.mkdir(parents=True, exist_ok=True)
             doc = {name: digest(version[name][...]) for name in FIELDS}
@@ -127,12 +137,14 @@ def writer_main(hive: Path, seconds: float, seed: int) -> int:
 
     written = rng.sample(POOL, FIRST)
     print(json.dumps({"commit": 0, **run(written), "ready": True}), flush=True)
+    if unversioned:
+        sys.stdin.readline()  # the readers have read every stamp
     deadline, commit = time.monotonic() + seconds, 0
     while time.monotonic() < deadline:
         commit += 1
         shards = rng.sample(written, min(len(written), rng.randint(1, 4)))
         fresh = [s for s in POOL if s not in written]
-        if fresh and rng.random() < 0.3:
+        if fresh and not unversioned and rng.random() < 0.3:
             shards.append(rng.choice(fresh))
             written.append(shards[-1])
         print(json.dumps({"commit": commit, **run(shards)}), flush=True)
@@ -152,7 +164,7 @@ class Oracle:
 
     def load(self) -> None:
         known: dict[tuple[str, str], set[str]] = {}
-        for path in self.where.glob("*/run-*.json"):
+        for path in self.where.glob("*/*.json"):
             for name, value in json.loads(path.read_text()).items():
                 known.setdefault((path.parent.name, name), set()).add(value)
         with self.lock:
@@ -259,8 +271,10 @@ def run(args) -> dict:
     hive = work / "hive"
     writer = subprocess.Popen(
         [args.zagg_python, str(Path(__file__).resolve()), "--writer", str(hive),
-         "--seconds", str(args.seconds), "--seed", str(args.seed)],
-        stdout=subprocess.PIPE, stderr=open(work / "writer.log", "w"),  # noqa: SIM115
+         "--seconds", str(args.seconds), "--seed", str(args.seed),
+         *(["--unversioned"] if args.unversioned else [])],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=open(work / "writer.log", "w"),  # noqa: SIM115
         text=True, cwd=ROOT,
     )
     commits: list[dict] = []
@@ -294,6 +308,14 @@ def run(args) -> dict:
             for i in range(args.clients)]
         threads.append(threading.Thread(target=_raw_loop, daemon=True,
                                         args=(url, layout, tally, stop, args.seed)))
+
+        if args.unversioned:  # every stamp read here and by the server, then the rewrites
+            for arrays in (local_arrays(), http_arrays()):
+                for name in FIELDS:
+                    arrays[name][...]
+            assert writer.stdin is not None
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
 
         def follow() -> None:
             for line in writer.stdout:  # type: ignore[union-attr]
@@ -362,10 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tmp", default=None, help="where the hive is written")
     parser.add_argument("--keep", action="store_true", help="keep the hive and its oracle")
+    parser.add_argument("--unversioned", action="store_true",
+                        help="leaves rewritten in place (leaf_versions: false); a read of "
+                        "a leaf while it is rewritten may fail, never read as fill")
     parser.add_argument("--writer", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.writer is not None:
-        return writer_main(args.writer, args.seconds, args.seed)
+        return writer_main(args.writer, args.seconds, args.seed, args.unversioned)
     if not args.zagg_python:
         parser.error("the writer needs zagg: give --zagg-python or $MOCZARR_ZAGG_PYTHON")
     out = run(args)

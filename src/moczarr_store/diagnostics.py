@@ -32,6 +32,8 @@ KINDS = {
     "misplaced": "was written for another node or window (its commit stamp's coverage box or "
                  "window says so)",
     "unswept": "has no stamped object at this pyramid level",
+    "unreadable": "cannot be read (damaged or too large), so its rows in a chunk it shares "
+                  "with other leaves read as missing",
 }
 
 

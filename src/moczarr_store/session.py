@@ -53,7 +53,7 @@ class HiveSession:
         # read once, all checked (a bad one is refused at construction): refresh() keeps them
         self._bounds = bound = {key.split(".")[1]: value for key, value
                                 in check_settings().items() if key.startswith("cache.")}
-        self.leaves = LeafCache(bound["stamps"])
+        self.leaves = LeafCache(bound["stamps"], backend.url)
         self.leaf_metas: AsyncCache[object] = AsyncCache(bound["leaf_metas"])
         self.indexes: AsyncCache[np.ndarray | None] = AsyncCache(bound["shard_indexes"])
         self.groups: AsyncCache[bool] = AsyncCache(bound["version_groups"])
@@ -125,7 +125,7 @@ class HiveSession:
         levels and nodes: a key names the node it named), and so does what was learned
         of immutable versions. A new token: dask names what is served from now on anew.
         No request."""
-        self.leaves = LeafCache(self._bounds["stamps"])
+        self.leaves = LeafCache(self._bounds["stamps"], self.backend.url)
         self.span_plans = SpanPlans(self._bounds["span_parts"])
         self.token = uuid.uuid4().hex
 

@@ -189,13 +189,30 @@ def test_truncated_plain_chunk_is_an_error_naming_the_object(hive_copy):
     key = _leaf_chunk(root, "4/4/4/1/1/3/444113.zarr", "h_mean")
     path = root / key
     path.write_bytes(path.read_bytes()[:-4])
-    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)
+    ds = xr.open_zarr(MocHiveStore(root, chunking="leaf"), group=GROUP)
     with pytest.raises(TruncatedChunkError, match=key):
         ds["h_mean"].values  # noqa: B018
     assert ds["count"].values.sum() > 0  # the other fields still read
 
 
-@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner", 2])
+def test_a_truncated_chunk_joined_with_others_costs_only_its_leaf_rows(hive_copy):
+    """Under ``auto`` the leaf's chunk shares one chunk with its neighbours: its rows read
+    as fill, with a warning naming the object; every other row is read."""
+    root = hive_copy("legacy")
+    clean = _open(root)
+    key = _leaf_chunk(root, "4/4/4/1/1/3/444113.zarr", "h_mean")
+    path = root / key
+    path.write_bytes(path.read_bytes()[:-4])
+    with pytest.warns(HiveWarning, match=re.escape(key)):
+        got = _open(root)
+    rows = np.isin(got["morton"].values, clean["morton"].values[16:32])  # node 444113
+    assert np.isnan(got["h_mean"].values[rows]).all()
+    assert not np.isnan(clean["h_mean"].values[rows]).all()
+    np.testing.assert_array_equal(got["h_mean"].values[~rows], clean["h_mean"].values[~rows])
+    np.testing.assert_array_equal(got["count"].values, clean["count"].values)
+
+
+@pytest.mark.parametrize("chunking", ["shard", "leaf", "inner"])
 @pytest.mark.parametrize("cut", [4, 100])
 def test_truncated_shard_is_an_error_naming_the_object(hive_copy, cut, chunking):
     root = hive_copy("sharded")
@@ -215,9 +232,13 @@ def test_escaping_current_pointer_is_refused_naming_the_leaf(hive_copy):
     stamp = json.loads(stamp_path.read_text())
     stamp["attributes"]["morton_hive_commit"]["current"] = "run-x/../../../../etc"
     stamp_path.write_text(json.dumps(stamp))
-    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)
+    ds = xr.open_zarr(MocHiveStore(root, chunking="leaf"), group=GROUP)
     with pytest.raises(ValueError, match="444112.zarr: commit stamp 'current' pointer"):
         ds["count"].values  # noqa: B018
+    # joined with other leaves (auto): refused the same way, its rows alone as fill
+    with pytest.warns(HiveWarning, match="444112.zarr: commit stamp 'current' pointer"):
+        got = _open(root)
+    assert got["count"].values.sum() > 0
 
 
 def test_a_stale_root_moc_warns_under_verify_open(hive_copy):

@@ -119,7 +119,8 @@ def test_opening_reads_one_leaf_per_writer_run():
 
 def test_a_leaf_rewritten_wider_after_open_is_an_error_naming_it(hive_copy):
     root = hive_copy("mixed_writers")
-    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)  # declared: h_mean float32
+    # one leaf per chunk (joined with others, under auto, its rows alone read as fill)
+    ds = xr.open_zarr(MocHiveStore(root, chunking="leaf"), group=GROUP)  # h_mean float32
     leaf = zarr.open_array(str(root / "-4/1/1/3/3/1/-411331.zarr/7/h_mean"), mode="r")
     values = leaf[:]
     shutil.rmtree(root / "-4/1/1/3/3/1/-411331.zarr/7/h_mean")  # rewritten in place, wider
@@ -153,7 +154,7 @@ def test_a_writer_run_the_open_sample_misses_is_refused_not_misread(
     leaves = ["444111"] * 12
     leaves[new_at] = "444112"
     _hive_of(root, tmp_path / "stash", leaves)
-    store = MocHiveStore(root)
+    store = MocHiveStore(root, chunking="leaf")  # auto: that leaf's rows alone as fill
     if sampled:
         assert _assert_like_moczarr(root, store)["count"].dtype == np.int64
         return

@@ -206,7 +206,8 @@ def test_verify_reads_coordinate_metadata_through_the_one_reader(hive_copy, case
 def test_a_later_leafs_unreadable_stamp_is_an_error_naming_it_when_read(hive_copy):
     root = hive_copy("bare_versioned")
     (root / OTHER / "zarr.json").write_bytes(b'{"attributes": {"x": NaN}}')
-    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)  # its stamp is read lazily
+    # its stamp is read lazily; one leaf per chunk (auto: that leaf's rows alone as fill)
+    ds = xr.open_zarr(MocHiveStore(root, chunking="leaf"), group=GROUP)
     with _raises(MalformedMetadataError, f"leaf {OTHER}/zarr.json: not valid JSON"):
         ds["count"].values  # noqa: B018
 
@@ -552,7 +553,8 @@ def test_a_product_that_lost_its_manifest_is_skipped_with_a_warning(hive_copy):
 def test_another_runs_array_of_the_wrong_type_is_refused_when_read(hive_copy):
     root = hive_copy("bare_versioned")
     _edit(root / _data(root, OTHER) / "7/count/zarr.json", _set("shape", value=[16.0]))
-    ds = xr.open_zarr(MocHiveStore(root), group=GROUP)  # another run: read on first use
+    # another run: read on first use; one leaf per chunk (auto: its rows alone as fill)
+    ds = xr.open_zarr(MocHiveStore(root, chunking="leaf"), group=GROUP)
     with _raises(MalformedMetadataError, f"{_data(root, OTHER)}/7/count/zarr.json: field "
                                          "'shape' [16.0]"):
         ds["count"].values  # noqa: B018

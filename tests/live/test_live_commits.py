@@ -200,6 +200,51 @@ def test_an_unversioned_leaf_being_rewritten_is_an_error_naming_it_not_fill(hive
         np.testing.assert_array_equal(_read(store, "atl06/o7")["count"], before["count"])
 
 
+def _cleared(leaf: Path, aside: Path, template: bool) -> Path:
+    """``leaf`` as zagg leaves it mid-rewrite: cleared (``template``: its unstamped group
+    written again); returns where the leaf's files were put aside."""
+    kept = Path(shutil.move(leaf, aside))
+    if template:
+        leaf.mkdir()
+        (leaf / "zarr.json").write_text(json.dumps(
+            {"zarr_format": 3, "node_type": "group", "attributes": {}}))
+    return kept
+
+
+@pytest.mark.parametrize("chunking", ["auto", "leaf"])
+@pytest.mark.parametrize("template", [False, True])
+def test_an_unversioned_leaf_seen_stamped_is_never_fill_while_rewritten(hive_copy, chunking,
+                                                                       template):
+    """A stamp this process has read is gone (zagg cleared the leaf to rewrite it): after
+    ``refresh()``, in a new store, and in a new ``serve`` generation the read fails with
+    ``LeafMovedError`` naming the leaf, never the fill value; once the stamp is back, the
+    values are moczarr's."""
+    root = hive_copy("legacy")
+    leaf = root / "4/4/4/1/1/3/444113.zarr"
+    group = "atl06/o7"
+    store = MocHiveStore(root, chunking=chunking)
+    app = create_app(root, chunking=chunking, stamp_ttl=600)
+    with Served(app) as server, warnings.catch_warnings():
+        warnings.simplefilter("error", HiveWarning)  # no "no commit stamp" warning
+        client = obstore_client(server.url)
+        before = _read(store, group)
+        _equal(_oracle(root), before)
+        _read(client, group)
+        kept = _cleared(leaf, root / "kept.zarr", template)
+        store.refresh()
+        app.state.generations.expire()
+        for reader in (store, MocHiveStore(root, chunking=chunking)):
+            with pytest.raises(LeafMovedError, match="444113.zarr.*rewritten in place"):
+                _read(reader, group)
+        chunk = 0 if chunking == "auto" else 1  # the chunk holding node 444113's rows
+        status, _, body = fetch(server, f"/atl06/o7/count/c/{chunk}")
+        assert status == 502 and b"444113.zarr" in body, (status, body[:300])
+        shutil.rmtree(leaf, ignore_errors=True)
+        shutil.move(kept, leaf)
+        for reader in (store, MocHiveStore(root, chunking=chunking)):
+            _equal(_oracle(root), _read(reader, group))
+
+
 def test_getsize_and_exists_of_a_recommitted_leaf_follow_its_new_version(hive_copy):
     """A size learned by a HEAD of the old version's object (gone now) is read again."""
     from asyncio import run

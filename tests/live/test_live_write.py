@@ -42,3 +42,16 @@ def test_reads_while_zagg_commits_and_cleans_up_are_committed_states(tmp_path: P
     assert status == 0, report
     assert '"commits": 0' not in report and '"versions_removed": 0' not in report, report
     assert '"in-process match"' in report and '"http-0 match"' in report, report
+
+
+def test_leaves_rewritten_in_place_are_never_read_as_fill(tmp_path: Path, capsys):
+    """``leaf_versions: false``: zagg clears a leaf and writes it again. Every stamp was
+    read before the rewrites begin, so a read that meets a cleared leaf, in process, in a
+    fresh store or through ``serve`` (a new generation every second), fails naming it
+    (``LeafMovedError``, a 502) and never reads as fill."""
+    status = main(["--seconds", "12", "--zagg-python", _zagg_python(), "--clients", "1",
+                   "--fresh", "2", "--stamp-ttl", "1", "--unversioned", "--tmp", str(tmp_path)])
+    report = capsys.readouterr().out
+    assert status == 0, report
+    assert '"commits": 0' not in report, report
+    assert '"in-process match"' in report and '"http-0 match"' in report, report

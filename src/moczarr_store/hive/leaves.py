@@ -5,19 +5,26 @@ mapping. Its data lives under ``{leaf}/{current}/`` when the stamp names a versi
 else under ``{leaf}/``. Stamps are read lazily and cached in a bounded LRU; a read that
 finds nothing in the version a cached stamp names has the stamp read again
 (:meth:`LeafCache.reread`).
+
+An unversioned leaf (no ``current``) is rewritten in place: zagg clears it, then writes its
+arrays and its stamp. The process remembers the unversioned leaves it has seen stamped
+(:data:`IN_PLACE`), so a later read of one that has no stamp now, by any store of the same
+hive (after ``refresh()``, a new store, a new ``serve`` generation), raises
+:class:`~moczarr_store.errors.LeafMovedError` instead of taking it for debris.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
 from .. import state
 from ..cache import AsyncCache
-from ..errors import OutsideRootError
+from ..errors import LeafMovedError, OutsideRootError
 from ..io.backend import NOT_NOW
 from ..tunables import setting
 from .ids import DECIMAL_RE
@@ -227,12 +234,58 @@ async def _load(path: str, read) -> Leaf:
     return parse_leaf(path, payload)
 
 
+class InPlace:
+    """The unversioned source leaves this process has seen stamped, by hive (``origin``):
+    one that has no stamp when read again is being rewritten in place, never debris. Bounded
+    by the stamp cache's bound (``config["cache.stamps"]``), least recently seen
+    forgotten first (such a leaf then reads as debris again, as in a new process).
+    Thread-safe: sessions on other threads' event loops share it."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def judge(self, origin: str | None, leaf: Leaf, bound: int) -> Leaf:
+        """``leaf`` as read from hive ``origin`` (``None``: no hive to remember it by),
+        remembered when it is stamped in place (``bound`` leaves kept); a
+        :class:`LeafMovedError` naming it when it was seen so and has no stamp now. Cost:
+        a dict look-up."""
+        if origin is None or leaf.state == "linked" or not _is_leaf(leaf.path):
+            return leaf  # overviews and columns: deleted ones are debris (not yet swept)
+        key = (origin, leaf.path)
+        with self._lock:
+            if leaf.state == "stamped":
+                if leaf.current is None:
+                    self._seen[key] = None
+                    self._seen.move_to_end(key)
+                    while len(self._seen) > bound:
+                        self._seen.popitem(last=False)
+                return leaf
+            if key not in self._seen:
+                return leaf
+        raise LeafMovedError(
+            f"leaf {leaf.path}: it had a commit stamp and has none now ({leaf.state}): it is "
+            "being rewritten in place (unversioned leaves cannot be read while a writer "
+            "rewrites them; read it again once the writer is done)")
+
+
+IN_PLACE: state.Part[InPlace] = state.Part("unversioned leaves seen stamped", InPlace)
+
+
+def _is_leaf(path: str) -> bool:
+    """Whether ``path`` names a source leaf (``{node}.zarr``, ``{node}_{window}.zarr``)."""
+    return split_leaf_name(path.rpartition("/")[2]) is not None
+
+
 class LeafCache(AsyncCache[Leaf]):
     """Resolved leaves by path: a bounded LRU keeping each leaf's slim form."""
 
-    def __init__(self, max_entries: int | None = None) -> None:
+    def __init__(self, max_entries: int | None = None, origin: str | None = None) -> None:
+        """``origin`` names the hive (its URL): what :data:`IN_PLACE` remembers its
+        unversioned leaves by (``None``: nothing is remembered)."""
         bound = setting("cache.stamps") if max_entries is None else max_entries
         super().__init__(bound, keep=Leaf.slim)
+        self.origin = origin
         # path -> (tick its last re-read began at, the leaf it read)
         self._reread: OrderedDict[str, tuple[int, Leaf]] = OrderedDict()
         self._rereading: dict[tuple[int, str], tuple[int, asyncio.Future]] = {}
@@ -241,7 +294,12 @@ class LeafCache(AsyncCache[Leaf]):
         """The leaf at ``path``: cached, else ``parse_leaf`` of one ranged ``read`` of at
         most the document cap."""
 
-        return await self.get(path, lambda: _load(path, read))
+        return await self.get(path, lambda: self._load(path, read))
+
+    async def _load(self, path: str, read) -> Leaf:
+        """:func:`_load`, judged by :data:`IN_PLACE` (an in-place leaf being rewritten
+        raises, and is not cached)."""
+        return IN_PLACE().judge(self.origin, await _load(path, read), self.max_entries)
 
     def resolve_now(self, path: str, backend) -> Leaf | None:
         """The leaf at ``path`` as :meth:`resolve` gives it (its cached, slim form), without
@@ -259,6 +317,7 @@ class LeafCache(AsyncCache[Leaf]):
             return None
         leaf = (Leaf(path, "linked") if payload is _LINKED
                 else parse_leaf(path, payload, slim=True))
+        IN_PLACE().judge(self.origin, leaf, self.max_entries)
         self.put(path, leaf)  # kept as it is (slim): the very object a plan is kept under
         return leaf
 
@@ -267,7 +326,7 @@ class LeafCache(AsyncCache[Leaf]):
         so a stamped leaf cached before is read again (one more GET)."""
         leaf = await self.resolve(path, read)
         if leaf.state == "stamped" and leaf.attrs is None:
-            leaf = parse_leaf(path, await read(f"{path}/zarr.json", DOCUMENT_WINDOW))
+            leaf = await self._load(path, read)
         return leaf
 
     async def rereading(self, path: str) -> Leaf | None:
@@ -293,7 +352,7 @@ class LeafCache(AsyncCache[Leaf]):
         began, future = tick(), loop.create_future()
         self._rereading[slot] = (began, future)
         try:
-            leaf = await _load(path, read)
+            leaf = await self._load(path, read)
         except BaseException as err:
             future.set_exception(err)
             future.exception()  # retrieved: the waiters re-raise it themselves

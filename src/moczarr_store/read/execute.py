@@ -30,7 +30,18 @@ from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
 from .absence import check_version, check_window, no_array, settle_absence
 from .fastpath import read_cached_span
 from .objects import CUTS, HELD
-from .plan import SAME, Absent, Document, Fabricate, LeafRead, Plan, Span
+from .plan import (
+    SAME,
+    Absent,
+    Document,
+    Fabricate,
+    LeafRead,
+    Plan,
+    Span,
+    damaged,
+    on_disk,
+    unreadable,
+)
 
 if TYPE_CHECKING:
     from ..session import HiveSession
@@ -165,13 +176,25 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     if direct is not None:
         return slice_bytes(direct, plan.byte_range)
     present = [p for p in plan.parts if p is not None]
-    parts = list(await asyncio.gather(*(execute(session, p) for p in present)))
+    parts = list(await asyncio.gather(*(_part(session, array, p) for p in present)))
     if all(p is None for p in parts):
         return None
     fill = array.part_fill
     joined = b"".join(fill if p is None else p for p in parts)
     joined += fill * (len(plan.parts) - len(parts))
     return slice_bytes(joined, plan.byte_range)
+
+
+async def _part(session: HiveSession, array: FieldArray, part: Plan) -> Bytes | None:
+    """One part of a joined chunk as :func:`execute` reads it; a leaf whose objects are
+    damaged (:func:`.absence.damaged`) reads as its fill bytes, warned once per level
+    naming it, and its neighbours' rows are read."""
+    try:
+        return await execute(session, part)
+    except Exception as err:
+        if not damaged(err, on_disk(session)) or not isinstance(part, LeafRead):
+            raise
+        return await execute(session, unreadable(array, part.leaf, err))
 
 
 async def read_leaf_chunks(
@@ -232,12 +255,17 @@ def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldA
         if (not isinstance(part, LeafRead) or not part.immutable
                 or metas.peek(part.meta, _UNKNOWN) is not _UNKNOWN or metas.loading(part.meta)):
             continue
-        payload = read_document_now(backend, part.meta)
-        if payload is NOT_NOW or payload is None:  # an absent one: read where it is judged
-            return
-        content = bytes(payload)
-        if last is None or content != last[0]:  # a defect raises, and is never remembered
-            last = (content, _meta_of(content, part, array))
+        try:
+            payload = read_document_now(backend, part.meta)
+            if payload is NOT_NOW or payload is None:  # absent: read where it is judged
+                return
+            content = bytes(payload)
+            if last is None or content != last[0]:  # a defect is never remembered
+                last = (content, _meta_of(content, part, array))
+        except Exception as err:
+            if damaged(err, on_disk(session)):  # judged (and warned) where it is read
+                return
+            raise
         metas.put(part.meta, last[1])
 
 

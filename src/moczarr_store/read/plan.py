@@ -12,11 +12,21 @@ executor establishes the leaf's encoding from it before any byte is served.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..chunks import ChunkCheck
-from ..hive.leaves import Leaf
+from ..errors import (
+    ChunkReadError,
+    HiveFormatError,
+    HiveReadError,
+    LeafMovedError,
+    ObjectReadError,
+    OutsideRootError,
+    TruncatedChunkError,
+)
+from ..hive.leaves import Leaf, LeafCache
 from ..slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 
@@ -142,6 +152,41 @@ Plan = Document | Fabricate | Absent | LeafRead | Span
 OUTSIDE = Absent("outside the virtual hierarchy")
 
 
+def damaged(err: BaseException, local: bool) -> bool:
+    """Whether ``err`` says one leaf's own objects are damaged or refused: the package's
+    read and format errors, except a stamp that moved under the read (the key is planned
+    again), a link out of the hive root (refused with an error in every chunking), a
+    request that failed (also as the cause of another error) and, from a remote backend
+    (``local`` false), bytes cut short (as likely the server's fault as the object's).
+    In a chunk joining several leaves such a leaf reads as missing (:func:`unreadable`):
+    one bad leaf costs only its own rows."""
+    if not isinstance(err, (HiveReadError, HiveFormatError)):
+        return False
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, (LeafMovedError, OutsideRootError, ObjectReadError,
+                              ChunkReadError)):
+            return False
+        cause = cause.__cause__
+    return local or not isinstance(err, TruncatedChunkError)
+
+
+def on_disk(session: HiveSession) -> bool:
+    """Whether the session reads a local hive (bytes cut short are the object's)."""
+    url = session.backend.url
+    return url is not None and url.startswith("file://")
+
+
+def unreadable(array: FieldArray, leaf: str, err: BaseException) -> Absent:
+    """The part of a joined chunk whose leaf cannot be read (``err``, :func:`damaged`):
+    missing, and noted when executed (one warning per level, naming the first such leaf
+    and its error). No I/O."""
+    reason = (str(err).splitlines() or [""])[0][:300]
+    what = (f"cannot be read ({type(err).__name__}: {reason}), so its rows in a chunk it "
+            "shares with other leaves read as missing")
+    return Absent(f"leaf {leaf}: {reason}", "unreadable", array.level.path, leaf, what=what)
+
+
 def document_path(key: str) -> str | None:
     """The node path whose ``zarr.json`` ``key`` names, or ``None``."""
     if key == "zarr.json":
@@ -250,7 +295,13 @@ async def _span(
             parts.append(None)
             continue
         part, located, path = found
-        leaf = None if path is None else resolve_now(path, backend)
+        try:
+            leaf = None if path is None else resolve_now(path, backend)
+        except Exception as err:
+            if not damaged(err, on_disk(session)):
+                raise
+            parts.append(unreadable(array, str(path), err))
+            continue
         if path is None:
             parts.append(_UNCOVERED)
         elif leaf is None:
@@ -263,14 +314,28 @@ async def _span(
         room = backend.room(len(missing))  # waits while a cap's worth of requests waits
         if room is not None:
             await room
-        resolve, get = session.leaves.resolve, backend.get
-        leaves = await asyncio.gather(*(started(resolve(path, get))  # requests out at once
-                                        for _, _, path in missing.values()))
-        for (at, (part, located, _)), leaf in zip(missing.items(), leaves, strict=True):
-            parts[at] = plan_chunk(array, part, leaf, None, located)
+        stamps, get = session.leaves, backend.get
+        local = on_disk(session)
+        read = await asyncio.gather(*(started(_stamp(stamps, path, get, local))  # out at once
+                                      for _, _, path in missing.values()))
+        for (at, (part, located, path)), stamp in zip(missing.items(), read, strict=True):
+            parts[at] = (plan_chunk(array, part, stamp, None, located)
+                         if isinstance(stamp, Leaf) else unreadable(array, path, stamp))
     else:  # every stamp was cached: the plan holds while they are
         session.span_plans.put(key, _KeptSpan(array, tuple(parts), tuple(under)))
     return Span(array.path, coords, tuple(parts), byte_range)
+
+
+async def _stamp(leaves: LeafCache, path: str, get: Callable[..., Any],
+                 local: bool) -> Leaf | Exception:
+    """``leaves.resolve(path, get)``, or the error saying the stamp is damaged
+    (:func:`damaged`)."""
+    try:
+        return await leaves.resolve(path, get)
+    except Exception as err:
+        if not damaged(err, local):
+            raise
+        return err
 
 
 @dataclass(frozen=True, slots=True)
