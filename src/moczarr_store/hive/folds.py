@@ -1,0 +1,162 @@
+"""How a product's fields fold to coarser orders: the hive's own declarations, and the folds.
+
+A zagg manifest declares, per field, how its cells combine into their parent cell
+(``pyramid.overview.fields``, the D24 composability classes). The store computes a field
+at an order the hive does not store only where that declaration is ``exact``: ``sum``,
+``min`` or ``max`` over the cells beneath, skipping missing ones (NaN or the declared fill
+value; ``nan_policy: skip``), an all-missing group reading as the fill value, in the
+declared dtype. That is what zagg's overview sweep stores, so a computed order equals a
+stored one bit for bit (integer sums, minima, maxima; a float sum may differ from a
+writer's cascade of partial sums in its last bits).
+
+Everything else is absent at computed orders, never guessed: class ``none``,
+``approximate`` (t-digests: their merge is order-dependent) and ``packed``; an unknown
+class, method or nan policy, or a dtype or fill value that is not a number of a numeric
+type (with a warning naming the field). A product whose manifest declares no fields (no
+pyramid block, or zagg's declared-off ``{"orders": []}``) has no computed orders: its
+``aggregation.yaml`` is the writer's input, whose classes zagg derives by rules of its
+own; the store does not re-derive them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..chunks import fill_number
+from ..errors import HiveWarning
+from .paths import short
+
+METHODS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+NAN_POLICIES = ("skip",)
+CLASSES = ("exact", "approximate", "packed", "none")
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One field's declared exact fold: ``method`` over the cells beneath, missing cells
+    (NaN, or ``fill``) skipped, the result in ``dtype`` (``fill_value``: as declared, the
+    JSON the computed array's metadata carries)."""
+
+    name: str
+    method: str
+    dtype: np.dtype
+    fill_value: object
+    nan_policy: str = "skip"
+
+    @property
+    def fill(self) -> np.ndarray:
+        """The fill value, as a 0-d array of ``dtype``."""
+        return np.asarray(fill_number(self.fill_value, self.dtype), dtype=self.dtype)
+
+    @property
+    def identity(self) -> np.generic:
+        """The value a missing cell contributes (changes nothing under ``method``)."""
+        if self.method == "sum":
+            return self.dtype.type(0)
+        if self.dtype.kind == "f":
+            return self.dtype.type(np.inf if self.method == "min" else -np.inf)
+        info = np.iinfo(self.dtype) if self.dtype.kind in "iu" else None
+        if info is None:  # bool: min is and, max is or
+            return self.dtype.type(self.method == "min")
+        return self.dtype.type(info.max if self.method == "min" else info.min)
+
+    def declaration(self) -> dict:
+        """The field's fold as the manifest declares it (the computed arrays' metadata)."""
+        return {"class": "exact", "method": self.method, "nan_policy": self.nan_policy,
+                "dtype": self.dtype.name, "fill_value": self.fill_value}
+
+
+def declared_folds(raw: dict, where: str) -> tuple[dict[str, Fold], bool]:
+    """``({field: Fold}, all_time)``: the manifest's exact folds and whether it declares
+    the all-time (cross-window) fold. A malformed entry is left out with a warning
+    naming ``where`` and the field; a known class without an exact fold is left out
+    silently. No I/O."""
+    block = raw.get("pyramid")
+    overview = block.get("overview") if isinstance(block, dict) else None
+    fields = overview.get("fields") if isinstance(overview, dict) else None
+    if not isinstance(fields, dict):
+        return {}, False
+    all_time = overview.get("all_time") is True  # type: ignore[union-attr]
+    folds = {}
+    for name, entry in fields.items():
+        fold = _fold(name, entry, f"{where}: pyramid field {name!r}")
+        if fold is not None:
+            folds[name] = fold
+    return folds, all_time
+
+
+def _fold(name: str, entry: object, where: str) -> Fold | None:
+    cls = entry.get("class") if isinstance(entry, dict) else None
+    if cls not in CLASSES:
+        _skip(where, f"class {short(cls)} is not one of {CLASSES}")
+        return None
+    if cls != "exact":
+        return None
+    assert isinstance(entry, dict)
+    method, policy = entry.get("method"), entry.get("nan_policy", "skip")
+    if method not in METHODS:
+        _skip(where, f"method {short(method)} is not one of {tuple(METHODS)}")
+        return None
+    if policy not in NAN_POLICIES:
+        _skip(where, f"nan_policy {short(policy)} is not one of {NAN_POLICIES}")
+        return None
+    try:
+        dtype = np.dtype(entry.get("dtype"))
+        if dtype.kind not in "biuf":
+            raise TypeError(dtype)
+        fill_value = entry.get("fill_value")
+        np.asarray(fill_number(fill_value, dtype), dtype=dtype)
+        if isinstance(fill_value, bool) != (dtype.kind == "b") or fill_value is None:
+            raise ValueError(fill_value)
+    except (TypeError, ValueError, OverflowError):
+        _skip(where, f"dtype {short(entry.get('dtype'))} / fill_value "
+                     f"{short(entry.get('fill_value'))} is not a numeric type and its value")
+        return None
+    return Fold(name, method, dtype, fill_value, policy)
+
+
+def _skip(where: str, why: str) -> None:
+    warnings.warn(f"{where}: {why}; not computed at orders the hive does not store",
+                  HiveWarning, stacklevel=4)
+
+
+def missing(values: np.ndarray, fold: Fold) -> np.ndarray:
+    """Which cells are missing: NaN (floats) or the fold's fill value."""
+    fill = np.asarray(fill_number(fold.fill_value, values.dtype), dtype=values.dtype)[()]
+    if values.dtype.kind == "f":
+        return np.isnan(values) | (values == fill) if not np.isnan(fill) else np.isnan(values)
+    return values == fill
+
+
+class Accumulator:
+    """The fold of cells into ``size`` target cells, built from parts in any order: each
+    part's cells fold ``factor`` to one into consecutive targets from ``at``, or, with
+    ``factor`` the part's size, into one target that other parts fold into too. Memory:
+    ``size`` values and flags. Cost: one pass over each part in numpy."""
+
+    def __init__(self, fold: Fold, size: int) -> None:
+        self.fold = fold
+        self.ufunc = METHODS[fold.method]
+        self.values = np.full(size, fold.identity, dtype=fold.dtype)
+        self.seen = np.zeros(size, dtype=bool)
+
+    def add(self, part: np.ndarray, factor: int, at: int) -> None:
+        """Fold ``part`` (source values, cast safely to the fold's dtype) ``factor`` to one
+        into the targets from ``at``."""
+        fold = self.fold
+        part = np.asarray(part)
+        gone = missing(part, fold)
+        part = part.astype(fold.dtype, casting="safe")
+        groups = np.where(gone, fold.identity, part).reshape(-1, factor)
+        folded = self.ufunc.reduce(groups, axis=1)
+        present = ~gone.reshape(-1, factor).all(axis=1)
+        stop = at + folded.size
+        self.values[at:stop] = self.ufunc(self.values[at:stop], folded)
+        self.seen[at:stop] |= present
+
+    def result(self) -> np.ndarray:
+        """The folded values; a target no present cell reached holds the fill value."""
+        return np.where(self.seen, self.values, self.fold.fill).astype(self.fold.dtype)
