@@ -37,6 +37,7 @@ from .store import MocHiveStore
 from .tunables import check_settings
 from .verify import report_lines, verify_hive
 from .view.arrays import FabricatedArray, FieldArray
+from .view.computed import ComputedArray
 
 EXIT_OK = 0
 EXIT_DIFFERS = 1  # verify: an array differs from its stamp or cannot be read
@@ -372,12 +373,20 @@ def describe(store: MocHiveStore) -> list[str]:
         )
         for level in product.levels:
             windows = f", windows=[{_first(list(level.windows), 8)}]" if level.windows else ""
-            lines.append(
-                f"  /{level.path}  {level.artifact} objects at order"
-                f" {level.node_order}: {level.n_nodes} nodes x {level.cells_per_node} cells,"
-                f" coverage={level.coverage_source}{windows}"
-            )
-            lines.append(f"    {chunking_line(store, view, level.path)}")
+            if level.source is not None:  # computed: no objects of its own
+                folds = ", ".join(f"{n} {f.method}" for n, f in sorted(level.folds.items()))
+                lines.append(
+                    f"  /{level.path}  computed from o{level.source.cell_order}"
+                    f"{' (all windows)' if level.fold else ''}: {level.n_nodes} nodes x"
+                    f" {level.cells_per_node} cells at order {level.node_order}; {folds}")
+                lines.append("    one chunk per node, folded from the source leaves beneath it")
+            else:
+                lines.append(
+                    f"  /{level.path}  {level.artifact} objects at order"
+                    f" {level.node_order}: {level.n_nodes} nodes x {level.cells_per_node} cells,"
+                    f" coverage={level.coverage_source}{windows}"
+                )
+                lines.append(f"    {chunking_line(store, view, level.path)}")
             if level.dropped:
                 lines.append(f"    {len(level.dropped):,} debris/dangling objects dropped: "
                              f"{_first(level.dropped)}")
@@ -385,7 +394,8 @@ def describe(store: MocHiveStore) -> list[str]:
                 array = view.arrays[f"{level.path}/{child}"]
                 meta = array.meta
                 chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
-                source = "fabricated" if isinstance(array, FabricatedArray) else "objects"
+                source = ("fabricated" if isinstance(array, FabricatedArray) else
+                          "computed" if isinstance(array, ComputedArray) else "objects")
                 lines.append(
                     f"    {child:<20} shape={tuple(meta['shape'])} dtype={meta['data_type']}"
                     f" chunks={tuple(chunks)} {source}"

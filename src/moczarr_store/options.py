@@ -31,12 +31,14 @@ from .hive.paths import short, validate_window
 Verify = Literal["lazy", "open"]
 Chunking = Literal["auto", "shard", "leaf", "inner", "span"]
 Geometry = Literal["covered", "sphere"]
+ComputedOrders = Literal["missing", "all", "none"]
 VERIFY_MODES: tuple[str, ...] = get_args(Verify)
 CHUNKINGS: tuple[str, ...] = get_args(Chunking)
 REFERENCE_CHUNKINGS = ("auto", "shard", "leaf", "inner")
 """The chunkings an export takes: every chunk one byte range of one object (what a
 reference names); ``auto`` chooses ``leaf`` or ``shard`` per group."""
 GEOMETRIES: tuple[str, ...] = get_args(Geometry)
+COMPUTED_ORDERS: tuple[str, ...] = get_args(ComputedOrders)
 DEFAULT_MAX_CONCURRENCY = 64
 ENV_PREFIX = "MOCZARR_STORE_"
 
@@ -193,7 +195,9 @@ class Option:
     ``morton_hive_store`` attribute, at its default too when ``recorded``). ``flag``: the
     command line's flag (``None``: none, ``note`` says why); ``many``: the flag may be
     repeated, its members joined. ``env``: ``serve``'s worker processes take it from
-    ``MOCZARR_STORE_<NAME>``. ``more``: what the docstring adds.
+    ``MOCZARR_STORE_<NAME>``. ``more``: what the docstring adds. ``unrecorded``: a value
+    the root group never records (the one that presents the hierarchy as it was before
+    the option existed).
     """
 
     name: str
@@ -211,6 +215,7 @@ class Option:
     env: bool = True
     note: str = ""
     more: str = ""
+    unrecorded: tuple[Any, ...] = ()
 
     @property
     def env_name(self) -> str | None:
@@ -269,6 +274,18 @@ OPTIONS: tuple[Option, ...] = (
         choices=GEOMETRIES, view=True, flag="--geometry",
         more="Uncovered nodes read as the fill value without a request (at most 2**24 "
              "chunks along ``cells`` per array, else ``SphereTooLarge``)."),
+    Option(
+        "computed_orders", "missing",
+        "missing: every cell order of a product the hive does not store is a group too, "
+        "each field computed from the source leaves by the fold the manifest declares for "
+        "it (fields without an exact fold are absent there); all: every order below the "
+        "source's is computed, stored overviews unread (to check a writer's sweep); none: "
+        "only the stored orders, as before computed orders existed.",
+        lambda v: _choice("computed_orders", v, COMPUTED_ORDERS),
+        _text_choice(COMPUTED_ORDERS), choices=COMPUTED_ORDERS, view=True, recorded=True,
+        flag="--computed-orders", unrecorded=("none",),
+        more="See the guide's page on computed orders for what is folded, how, and what "
+             "it costs."),
     Option(
         "max_concurrency", DEFAULT_MAX_CONCURRENCY,
         "Backend requests in flight at once, one cap shared by every store of the process "
@@ -467,6 +484,7 @@ class OpenOptions:
     aoi: tuple[str | int, ...] | None = None
     aoi_cells: Cells | None = field(default=None, compare=False, repr=False)
     geometry: Geometry = "covered"
+    computed_orders: ComputedOrders = "missing"
 
     def __post_init__(self) -> None:
         if isinstance(self.chunking, str) and self.chunking.isdigit():
@@ -506,6 +524,8 @@ class OpenOptions:
         attrs: dict[str, object] = {}
         for option in VIEW_OPTIONS:
             value = getattr(self, option.name)
+            if value in option.unrecorded:
+                continue
             if option.recorded or value != option.default:
                 attrs[option.name] = [str(a) for a in value] if isinstance(value, tuple) else value
         return attrs

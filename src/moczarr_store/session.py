@@ -29,6 +29,7 @@ from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
 from .io.backend import Backend
 from .options import OpenOptions
+from .read.compute import ComputedChunks
 from .read.execute import remember_template
 from .read.plan import SpanPlans
 from .tunables import check_settings
@@ -62,6 +63,7 @@ class HiveSession:
         self.windows: AsyncCache[list[str]] = AsyncCache(bound["version_groups"])
         self.problems = Problems()
         self.span_plans = SpanPlans(bound["span_parts"])
+        self.computed = ComputedChunks(bound["computed_bytes"])
         # what coordinate chunks are computed into: the local reader's pool, else a new one
         self.coordinate_buffers = backend.buffers or BufferPool()
         self._hive: Hive | None = None
@@ -172,9 +174,8 @@ class HiveSession:
         if self._refused is not None:
             raise self._refused.with_traceback(None)
         try:
-            hive = await load_hive(
-                self.backend, self.leaves, opts.verify, opts.window, opts.aoi_cells
-            )
+            hive = await load_hive(self.backend, self.leaves, opts.verify, opts.window,
+                                   opts.aoi_cells, opts.computed_orders)
             self._view = View(hive, opts.view_attrs(), opts.chunking, opts.geometry)
         except (HiveFormatError, OutsideRootError) as err:
             self._refused = err

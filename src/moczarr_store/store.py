@@ -75,6 +75,7 @@ class MocHiveStore(Store):
         window: str | None = None,
         aoi: Iterable[str | int] | None = None,
         geometry: str = "covered",
+        computed_orders: str = "missing",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
@@ -131,6 +132,10 @@ class MocHiveStore(Store):
     def geometry(self) -> str:
         """The ``geometry`` option the store was opened with."""
         return self.options.geometry
+
+    @property
+    def computed_orders(self) -> str:
+        return self.options.computed_orders
 
     # -- identity ---------------------------------------------------------------
 

@@ -110,6 +110,12 @@ SETTINGS: dict[str, Setting] = {
         60.0, "Seconds one remote listing may take (an endpoint whose listing never ends "
         "is refused after it; 0: no remote listing).", most=86_400.0),
     "listing.keys": Setting(1_000_000, "Names one remote listing may hold."),
+    "cache.computed_bytes": Setting(
+        64 << 20, "Bytes of computed-order chunks a session keeps (read/compute.py).",
+        most=MOST_BYTES),
+    # computed orders (read/compute.py): a chunk's memory is this many leaves' values
+    "compute.leaves_at_once": Setting(
+        64, "Source leaves one computed-order chunk reads at once.", least=1, most=1 << 16),
 }
 
 

@@ -105,7 +105,7 @@ def _schema_requests(level) -> int:
 
 
 def test_overview_levels_are_read_only_when_a_path_needs_them():
-    store = MocHiveStore(FIXTURES / "pyramid2")
+    store = MocHiveStore(FIXTURES / "pyramid2", computed_orders="none")
     zarr.open_group(store, path="atl06/o2", mode="r")
     opened = store.request_stats.total
     source, *overviews = asyncio.run(store.hive()).products[0].levels
@@ -115,7 +115,7 @@ def test_overview_levels_are_read_only_when_a_path_needs_them():
     # the root document consolidates every level: all of them are read for it
     assert store.request_stats.total == 2 + sum(_schema_requests(lv) for lv in (source, *overviews))
     # read out of order, the levels still stand in declared order
-    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
+    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open", computed_orders="none")
     assert [lv.path for lv in asyncio.run(eager.hive()).products[0].levels] == [
         lv.path for lv in (source, *overviews)
     ]
@@ -124,11 +124,11 @@ def test_overview_levels_are_read_only_when_a_path_needs_them():
 
 
 def test_xarray_default_open_reads_every_level_once_and_values_do_not_change():
-    lazy = MocHiveStore(FIXTURES / "pyramid2")
+    lazy = MocHiveStore(FIXTURES / "pyramid2", computed_orders="none")
     ds = xr.open_zarr(lazy, group="atl06/o3")  # consolidated: the root document needs all
     levels = asyncio.run(lazy.hive()).products[0].levels
     assert lazy.request_stats.total == 2 + sum(_schema_requests(lv) for lv in levels)
-    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open")
+    eager = MocHiveStore(FIXTURES / "pyramid2", verify="open", computed_orders="none")
     xr.testing.assert_equal(ds.load(), xr.open_zarr(eager, group="atl06/o3").load())
 
 

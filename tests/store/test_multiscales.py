@@ -83,8 +83,7 @@ SCHEMA = {  # a group's zarr.json that follows the convention (draft 7)
 }
 PYRAMIDS = [("pyramid1", "atl06", {}), ("pyramid1_resweep", "atl06", {}),
             ("pyramid2", "atl06", {}), ("windowed_explicit", "atl06", {"window": "early"})]
-SINGLE = [("bare_versioned", "atl06"), ("windowed", "atl06"), ("multiproduct", "atl06_a"),
-          ("windowed_explicit", "atl06/all_time")]
+SINGLE = [("bare_versioned", "atl06"), ("windowed", "atl06"), ("multiproduct", "atl06_a")]
 
 
 def _group(fixture: str, path: str) -> dict:
@@ -120,17 +119,22 @@ def test_product_groups_with_overviews_carry_multiscales(fixture, product, selec
     assert attrs["zarr_conventions"].count(CONVENTION) == 1
     pyramid = moczarr.open_pyramid(str(FIXTURES / fixture), **select)
     orders = {name: pyramid[name].attrs["morton_hive"]["cell_order"] for name in pyramid}
-    want = sorted(orders, key=lambda name: -orders[name])
+    stored = sorted(orders, key=lambda name: -orders[name])
+    # every order of the product: the stored ones (moczarr's), the others computed
+    want = [f"o{k}" for k in range(orders[stored[0]], -1, -1)]
     layout = attrs["multiscales"]["layout"]
-    assert [level["asset"] for level in layout] == want and len(want) > 1
+    assert [level["asset"] for level in layout] == want and set(stored) <= set(want)
     finest = want[0]
     assert "derived_from" not in layout[0]
     for level in layout:
-        factor = 4 ** (orders[finest] - orders[level["asset"]])
-        assert level["cell_order"] == orders[level["asset"]]
+        order = int(level["asset"][1:])
+        factor = 4 ** (orders[finest] - order)
+        assert level["cell_order"] == order
         assert level["coarsening_factor"] == factor
         assert level["transform"] == {"scale": [float(factor)]}
         assert level.get("derived_from", finest) == finest
+        if level["asset"] not in orders:
+            continue
         # each coarse cell aggregates `factor` cells of the finest: their NESTED parents
         fine = pyramid[finest]["cell_ids"].values
         coarse = pyramid[level["asset"]]["cell_ids"].values
@@ -148,7 +152,8 @@ def test_groups_of_one_order_have_no_multiscales(fixture, path):
 def test_open_datatree_picks_a_level_from_the_layout():
     """The layout names a level ``xr.open_datatree`` opens: the coarsest order's cells and
     counts are moczarr's."""
-    tree = xr.open_datatree(MocHiveStore(FIXTURES / "pyramid1"), engine="zarr")
+    tree = xr.open_datatree(MocHiveStore(FIXTURES / "pyramid1", computed_orders="none"),
+                            engine="zarr")
     coarsest = tree["atl06"].attrs["multiscales"]["layout"][-1]["asset"]
     level = tree["atl06"][coarsest].to_dataset()
     reference = moczarr.open_pyramid(str(FIXTURES / "pyramid1"))[coarsest]
@@ -171,3 +176,12 @@ def test_consolidated_metadata_is_deterministic():
 
     first, second = asyncio.run(root_document()), asyncio.run(root_document())
     assert first == second and b'"multiscales"' in first
+
+
+def test_the_all_time_folds_list_every_order():
+    """A windowed product's all-time folds: the stored one (o2) and every other order
+    computed, from the source's own (o4, folded across windows) down to 0."""
+    meta = _group("windowed_explicit", "atl06/all_time")
+    jsonschema.validate(meta, SCHEMA, cls=jsonschema.Draft7Validator)
+    layout = meta["attributes"]["multiscales"]["layout"]
+    assert [level["asset"] for level in layout] == ["o4", "o3", "o2", "o1", "o0"]

@@ -191,7 +191,7 @@ def _array_dirs(prefix: Path) -> list[Path]:
 
 
 def _groups(root: Path) -> tuple[Group, ...]:
-    store = MocHiveStore(root)
+    store = MocHiveStore(root, computed_orders="none")  # the stored levels moczarr reads
     top = zarr.open_group(store, mode="r")
     info = top.attrs["morton_hive_store"]
     groups = []

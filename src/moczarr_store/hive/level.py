@@ -21,6 +21,7 @@ from .runs import RunEncoding
 from .windows import bounds
 
 if TYPE_CHECKING:
+    from .folds import Fold
     from .leaves import Leaf, Provenance
 
 OVERVIEW_SPECS = ("zagg-overview/1", "zagg-overview/2")
@@ -52,7 +53,9 @@ class Level:
 
     The source level's objects are the leaves (nodes at the shard order); an overview
     level's are ``all.zarr`` / ``{window}.zarr`` at ancestor nodes; a column level's are
-    the ``all.pyramid.zarr`` / ``{window}.pyramid.zarr`` siblings of the leaves.
+    the ``all.pyramid.zarr`` / ``{window}.pyramid.zarr`` siblings of the leaves. A computed
+    level has no objects: its nodes are ancestors of the ``source`` level's, each chunk
+    the fold (``folds``) of the leaves beneath it.
     """
 
     product: str
@@ -62,7 +65,7 @@ class Level:
     node_order: int
     node_ranks: np.ndarray  # ranks of the objects' nodes at node_order, ascending
     coverage_source: str
-    artifact: str = "source"  # "source" | "overview" | "column"
+    artifact: str = "source"  # "source" | "overview" | "column" | "computed"
     fold: bool = False  # the all-time folds (all.zarr) of a windowed product
     windows: tuple[str, ...] = ()  # the window axis (unscoped windowed products)
     window: str | None = None  # the one window every object is read from (scoped)
@@ -75,6 +78,9 @@ class Level:
     dropped: list[str] = field(default_factory=list)
     warned: set[str] = field(default_factory=set)  # objects a warning at open named
     uncut_ranks: np.ndarray | None = None  # node_ranks before an AOI cut them (None: uncut)
+    # a computed level (artifact "computed"): the source level it folds, and each field's fold
+    source: Level | None = None
+    folds: dict[str, Fold] = field(default_factory=dict)
     # object paths by (node rank, window), computed once: every field of a leaf, every scan
     _paths: dict[tuple[int, str | None], str] = field(
         default_factory=dict, init=False, repr=False)
@@ -219,6 +225,10 @@ class Level:
                 yield index, window, self.object_path(index, window)
 
 
+def _declared_order(level: Level) -> tuple[bool, int]:
+    return level.fold, -level.cell_order
+
+
 @dataclass
 class Product:
     """A product's levels: ``levels`` are read (the source first), ``pending`` are declared
@@ -231,7 +241,11 @@ class Product:
     pending: list[Level] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._declared = [lv.path for lv in (*self.levels, *self.pending)]
+        """Levels in declared order: the source's, then the coarser orders finest first
+        (stored and computed alike), then the all-time folds."""
+        self.levels.sort(key=_declared_order)
+        declared = sorted((*self.levels, *self.pending), key=_declared_order)
+        self._declared = [lv.path for lv in declared]
 
     def settle(self, level: Level, kept: bool) -> None:
         """A pending level was read: keep it (in declared order) or drop it."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import HiveFormatError, HiveWarning, NotAHiveError, OptionError, OutsideRootError
 from .aoi import Cells
+from .computed import computed_levels
 from .jsonio import read_document
 from .leaves import LeafCache
 from .level import Level, Product
@@ -109,9 +110,11 @@ async def load_hive(
     verify: str = "lazy",
     window: str | None = None,
     aoi: Cells | None = None,
+    computed: str = "missing",
 ) -> Hive:
     """Open every product; ``window`` scopes windowed products to that one window and
-    ``aoi`` every level to the nodes whose subtrees overlap it.
+    ``aoi`` every level to the nodes whose subtrees overlap it; ``computed`` says which
+    orders are computed (``computed.MODES``).
 
     Overview levels are only declared (no request) unless ``verify="open"``, which reads
     every level now, as moczarr does; otherwise ``settle`` reads one when it is needed.
@@ -122,16 +125,20 @@ async def load_hive(
         if not any(schedule(manifest) for _, _, manifest in found):
             raise OptionError(f"window={window!r}: {backend} has no windowed product")
     products = await asyncio.gather(
-        *(_open_product(backend, leaves, n, r, m, verify, window, aoi) for n, r, m in found)
+        *(_open_product(backend, leaves, n, r, m, verify, window, aoi, computed)
+          for n, r, m in found)
     )
     return Hive(bare, list(products), skipped)
 
 
-async def _open_product(backend, leaves, name, root, manifest, verify, window, aoi) -> Product:
+async def _open_product(backend, leaves, name, root, manifest, verify, window, aoi,
+                        computed="missing") -> Product:
     source, moc_ranks = await load_source(
         backend, leaves, name, root, manifest, verify, window, aoi
     )
-    product = Product(name, root, manifest, [source], declare_pyramid(source, moc_ranks))
+    stored = [] if computed == "all" else declare_pyramid(source, moc_ranks)
+    folded = computed_levels(source, stored, computed)
+    product = Product(name, root, manifest, [source, *folded], stored)
     if verify == "open":
         for level in list(product.pending):
             await settle(backend, leaves, product, level, verify, aoi)

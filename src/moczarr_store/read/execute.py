@@ -28,11 +28,13 @@ from ..io.ranges import BytesLike, slice_bytes
 from ..transcode import transcode
 from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
 from .absence import check_version, check_window, no_array, settle_absence
+from .compute import computed_chunk
 from .fastpath import read_cached_span
 from .objects import CUTS, HELD
 from .plan import (
     SAME,
     Absent,
+    Compute,
     Document,
     Fabricate,
     LeafRead,
@@ -73,20 +75,26 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
             return None
         case Span():
             return await _joined(session, plan)
+        case Compute():
+            return await computed_chunk(session, plan, (execute, read_leaf))
         case LeafRead():
             return (await read_leaf(session, plan))[0]
     raise TypeError(f"not a read plan: {plan!r}")
 
 
-async def read_leaf(session: HiveSession, plan: LeafRead) -> tuple[Bytes | None, Any]:
+async def read_leaf(session: HiveSession, plan: LeafRead,
+                    array: FieldArray | None = None) -> tuple[Bytes | None, Any]:
     """One leaf chunk's bytes and the leaf array metadata they are served under (``SAME``:
     as declared; a dict: re-encoded from it; ``None``: the version holds no such array).
     Cost: the object's bytes (:data:`.objects.CUTS`) read while the leaf array's
     ``zarr.json`` is (no added round trip; none for an immutable version's known one);
     an absence, what settling it costs (:mod:`.absence`); a chunk encoded otherwise, the
-    leaf array's values it covers, read through zarr."""
-    array = session.view.arrays[plan.array]
-    assert isinstance(array, FieldArray)
+    leaf array's values it covers, read through zarr. ``array``: the field the plan was
+    made for, when it is not the view's (a computed order's source, one chunk per leaf)."""
+    if array is None:
+        found = session.view.arrays[plan.array]
+        assert isinstance(found, FieldArray)
+        array = found
     data, meta = await _bytes_and_meta(session, plan, array)
     if meta is None:  # no array metadata in this leaf version
         await settle_absence(session, plan, plan.meta)

@@ -29,6 +29,7 @@ from ..errors import (
 from ..hive.leaves import Leaf, LeafCache
 from ..slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
+from ..view.computed import ComputedArray
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -147,8 +148,18 @@ class Span:
     byte_range: ByteRequest | None = None
 
 
+@dataclass(frozen=True)
+class Compute:
+    """A chunk of a computed order: the fold of the source leaves beneath its node, read
+    when it is executed (:mod:`.compute`)."""
+
+    array: str
+    coords: tuple[int, ...]
+    byte_range: ByteRequest | None = None
+
+
 LeafPlan = Absent | Passthrough | Reframe | InnerRange | Recode
-Plan = Document | Fabricate | Absent | LeafRead | Span
+Plan = Document | Fabricate | Absent | LeafRead | Span | Compute
 OUTSIDE = Absent("outside the virtual hierarchy")
 
 
@@ -259,6 +270,8 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
     array, coords = found
     if isinstance(array, FabricatedArray):
         return Fabricate(array.path, coords, byte_range)
+    if isinstance(array, ComputedArray):
+        return Compute(array.path, coords, byte_range)
     if array.span > 1:
         return await _span(session, array, coords, byte_range)
     located, path = array.located_object(coords)

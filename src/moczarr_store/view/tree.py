@@ -25,8 +25,9 @@ from .arrays import (
     window_instants,
     window_labels,
 )
+from .computed import ComputedArray, computed_attrs
 
-Array = FieldArray | FabricatedArray
+Array = FieldArray | FabricatedArray | ComputedArray
 INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})\Z")
 
 
@@ -143,6 +144,7 @@ class View:
             root_attrs["morton_hive_store"]["skipped"] = hive.skipped
         self.groups[""] = Group(root_attrs, [])
         self._documents: dict[str, bytes] = {}
+        self._leaf_sources: dict[tuple[str, str], FieldArray] = {}
         for product in hive.products:
             manifest = product.manifest
             product_attrs: dict[str, Any] = {"morton_hive": manifest.summary()}
@@ -201,12 +203,17 @@ class View:
             if all(level.window_bounds()):
                 coordinates += ["window_start", "window_end"]
         cell_attrs = " ".join(c for c in coordinates if c != "window")
-        span = leaves_per_chunk(level, self.chunking)
-        fields = {
-            name: FieldArray(level, name, level.arrays[name], cell_attrs, self.chunking,
-                             self.sphere, span)
-            for name in sorted(level.arrays)
-        }
+        fields: dict[str, FieldArray | ComputedArray]
+        if level.artifact == "computed":
+            fields = {name: ComputedArray(level, level.folds[name], self._leaf_source(
+                level, name, cell_attrs), cell_attrs, self.sphere) for name in sorted(level.folds)}
+        else:
+            span = leaves_per_chunk(level, self.chunking)
+            fields = {
+                name: FieldArray(level, name, level.arrays[name], cell_attrs, self.chunking,
+                                 self.sphere, span)
+                for name in sorted(level.arrays)
+            }
         # the coordinates are chunked on every field's boundaries (the finest field chunk);
         # "auto": on the joined fields' chunks when every other field's chunk divides them,
         # so a scan's coordinates cost as many chunks as its fields
@@ -222,25 +229,33 @@ class View:
         if shard_rows is not None and (shard_rows <= rows or shard_rows % rows):
             shard_rows = None
         arrays: dict[str, Array] = {**self._coordinates(level, rows, shard_rows), **fields}
-        self._add_group(
-            level.path,
-            {
-                **level.group_attrs,
-                "morton_hive": level.summary(),
-                "morton_hive_store": {
-                    "coverage": level.coverage_source,
-                    "objects": level.artifact,
-                    "nodes": level.n_nodes,
-                    "cells_per_node": level.cells_per_node,
-                    **coverage_moc(level),
-                },
-            },
-        )
+        described: dict[str, Any] = {
+            "coverage": level.coverage_source,
+            "objects": level.artifact,
+            "nodes": level.n_nodes,
+            "cells_per_node": level.cells_per_node,
+            **coverage_moc(level),
+        }
+        if level.source is not None:
+            described["computed"] = computed_attrs(level)
+        self._add_group(level.path, {**level.group_attrs, "morton_hive": level.summary(),
+                                     "morton_hive_store": described})
         self.groups[level.path].children.extend(arrays)
         for name, array in arrays.items():
             array.path = f"{level.path}/{name}"
             self.arrays[array.path] = array
         self.levels[level.path] = level
+
+    def _leaf_source(self, level: Level, name: str, cell_attrs: str) -> FieldArray:
+        """Field ``name`` of the level a computed level folds, one chunk per leaf (how its
+        leaves are read), made once per view."""
+        source = level.source
+        assert source is not None
+        key = (source.path, name)
+        if key not in self._leaf_sources:
+            self._leaf_sources[key] = FieldArray(source, name, source.arrays[name], cell_attrs,
+                                                 "leaf")
+        return self._leaf_sources[key]
 
     def cell_ranges(self, path: str) -> np.ndarray | None:
         """Level ``path``'s rows as ``[start, stop)`` NESTED ranges at order 29 (``None``:

@@ -1,0 +1,69 @@
+"""Computed levels: every cell order of a product the hive does not store, folded from its
+source leaves by the fields' declared folds (``folds.py``).
+
+A computed level at cell order ``k`` keeps the layout zagg's overviews have: nodes at order
+``max(0, k - depth)`` (``depth``: the source's cell order below its shard order), each the
+ancestor of source leaves, holding ``4**(k - node order)`` cells. Levels are declared from
+the source level already read: no request.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .folds import Fold, declared_folds
+from .ids import ancestor_ranks
+from .level import Level
+
+MODES = ("missing", "all", "none")
+"""``computed_orders``: the orders the hive does not store (the default), every order
+below the source's (stored overviews are not read: a check of a sweep), or none."""
+
+
+def computed_levels(source: Level, stored: list[Level], mode: str) -> list[Level]:
+    """The computed levels of the product whose source level is ``source`` and whose
+    declared stored levels are ``stored``: per window (or the scoped one) every order from
+    0 to the source's own that ``mode`` computes and ``stored`` does not hold; where the
+    manifest declares the all-time fold of a windowed product, ``all_time/`` levels down
+    from the source's order too. Fields without an exact fold are absent; a product with
+    none has no computed levels. No I/O."""
+    folds, all_time = declared_folds(source.manifest.raw, source.manifest.where)
+    fields = {name: fold for name, fold in folds.items() if _foldable(source, name)}
+    if mode == "none" or not fields or source.artifact != "source":
+        return []
+    kept = set() if mode == "all" else {(lv.fold, lv.cell_order) for lv in stored}
+    variants = [False]
+    if all_time and source.windows and source.window is None:
+        variants.append(True)
+    levels = []
+    for fold in variants:
+        top = source.cell_order + 1 if fold else source.cell_order
+        for order in range(top - 1, -1, -1):
+            if (fold, order) not in kept:
+                levels.append(_level(source, order, fields, fold))
+    return levels
+
+
+def _foldable(source: Level, name: str) -> bool:
+    """Whether field ``name`` of the source is one value per cell (a numeric 1-D array)."""
+    meta = source.arrays.get(name)
+    if not isinstance(meta, dict):
+        return False
+    shape, dtype = meta.get("shape"), meta.get("data_type")
+    return (isinstance(shape, list) and len(shape) == 1
+            and shape[0] == source.cells_per_node and isinstance(dtype, str)
+            and dtype in np.sctypeDict and np.dtype(dtype).kind in "biuf")
+
+
+def _level(source: Level, order: int, folds: dict[str, Fold], fold: bool) -> Level:
+    node_order = max(0, order - source.depth)
+    ranks = np.unique(ancestor_ranks(source.node_ranks, source.node_order - node_order))
+    return Level(
+        source.product, source.root, source.manifest, order, node_order, ranks,
+        source.coverage_source, artifact="computed", fold=fold,
+        windows=() if fold else source.windows, window=source.window,
+        group_attrs={k: v for k, v in source.group_attrs.items() if k != "zagg_objects"},
+        arrays={name: source.arrays[name] for name in folds},
+        template=source.template, template_run=source.template_run,
+        template_data=source.template_data, source=source, folds=folds,
+    )

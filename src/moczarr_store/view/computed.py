@@ -1,0 +1,102 @@
+"""A field at a computed order: its ``zarr.json``, and which source leaves a chunk folds."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..hive.folds import Fold
+from ..hive.level import Level
+from .arrays import _BYTES_LE, _DEFAULT_KEYS, FieldArray, covered_index, domain_nodes
+
+
+class ComputedArray:
+    """Field ``fold.name`` of a computed level: one chunk per node of the level (on an
+    unscoped windowed product, per window too), each the fold of the source leaves beneath
+    that node (every window's, on an all-time level). Values are little-endian, unencoded;
+    an all-missing chunk is absent (the fill value).
+
+    ``source`` is the source field presented one chunk per leaf: what a chunk's leaves are
+    read as."""
+
+    def __init__(self, level: Level, fold: Fold, source: FieldArray, coordinates: str,
+                 sphere: bool = False) -> None:
+        assert level.source is not None
+        self.level, self.fold, self.source, self.sphere = level, fold, source, sphere
+        self.name = fold.name
+        self.path = f"{level.path}/{fold.name}"
+        cells = level.cells_per_node
+        self.windowed = bool(level.windows)
+        shape, chunks = [domain_nodes(level, sphere) * cells], [cells]
+        dims = ["cells"]
+        if self.windowed:
+            shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
+        base = level.source
+        attrs = dict(source.source_meta.get("attributes") or {})
+        attrs["coordinates"] = coordinates
+        attrs["morton_hive_store"] = {"computed": {
+            "role": "computed",
+            "source_order": base.cell_order,
+            "all_time": level.fold,
+            "fold": fold.declaration(),
+        }}
+        self.meta: dict[str, Any] = {
+            "shape": shape,
+            "data_type": fold.dtype.name,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+            "chunk_key_encoding": _DEFAULT_KEYS,
+            "fill_value": fold.fill_value,
+            "codecs": [_BYTES_LE],
+            "attributes": attrs,
+            "dimension_names": dims,
+            "zarr_format": 3,
+            "node_type": "array",
+            "storage_transformers": [],
+        }
+        self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
+        self.chunk_rows = cells
+        self.shard_rows = None
+        self.axis = 0
+
+    @property
+    def chunk_nbytes(self) -> int:
+        return self.level.cells_per_node * self.fold.dtype.itemsize
+
+    def beneath(self, coords: tuple[int, ...]) -> tuple[list[str | None], int, int, np.ndarray]:
+        """What chunk ``coords`` folds: ``(windows, first, stop, offsets)``: the source
+        leaves ``[first, stop)`` (indices of the source level) in each of ``windows``
+        (``[None]``: the source's own), and each leaf's position among the source nodes
+        beneath the chunk's node. ``first == stop``: none (an uncovered sphere node).
+        Cost: two binary searches."""
+        level, base = self.level, self.level.source
+        assert base is not None
+        node = coords[-1]
+        if self.sphere:
+            node = covered_index(level, node)  # type: ignore[assignment]
+            if node is None:
+                return [None], 0, 0, np.zeros(0, np.int64)
+        if level.fold:
+            windows: list[str | None] = list(base.windows)
+        elif self.windowed:
+            windows = [level.windows[coords[0]]]
+        else:
+            windows = [None]
+        shift = 2 * (base.node_order - level.node_order)
+        rank = int(level.node_ranks[node])
+        ranks = base.node_ranks
+        first, stop = (int(i) for i in np.searchsorted(
+            ranks, np.array([rank << shift, (rank + 1) << shift], dtype=ranks.dtype)))
+        offsets = ranks[first:stop].astype(np.int64) - np.int64(rank << shift)
+        return windows, first, stop, offsets
+
+
+def computed_attrs(level: Level) -> dict:
+    """What a computed level's group says of itself (its ``morton_hive_store.computed``):
+    its role, the order it is folded from, whether it folds every window, and each
+    field's fold (fields the hive declares no exact fold for are absent)."""
+    assert level.source is not None
+    return {"role": "computed", "source_orders": [level.source.cell_order],
+            "all_time": level.fold,
+            "fields": {name: fold.declaration() for name, fold in sorted(level.folds.items())}}

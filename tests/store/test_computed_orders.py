@@ -1,0 +1,188 @@
+"""Computed orders: every order a product does not store, folded from its source leaves.
+
+Two oracles. zagg's own sweep: every overview order a fixture stores (written by zagg's
+real write path) is computed again from the source (``computed_orders="all"`` reads no
+stored overview) and must equal it cell for cell, with its dtype and fill value, per window
+and for the all-time fold. And moczarr: ``moczarr.parent_cells`` of ``moczarr.open_hive``'s
+source rows, each group folded here (sum / min / max skipping NaN and the fill value).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import moczarr
+import numpy as np
+import pytest
+import zarr
+from support.hives import FIXTURES
+
+from moczarr_store import MocHiveStore
+
+PYRAMIDS = ["pyramid1", "pyramid1_resweep", "pyramid2", "windowed_explicit"]
+
+
+def _group(root, mode: str) -> zarr.Group:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return zarr.open_group(MocHiveStore(root, computed_orders=mode), mode="r")
+
+
+def _levels(group: zarr.Group) -> dict[str, zarr.Group]:
+    """Every level group below the root, by path."""
+    found = {}
+    for path, node in group.members(max_depth=None):
+        if isinstance(node, zarr.Group) and "morton_hive_store" in node.attrs and \
+                "objects" in node.attrs["morton_hive_store"]:
+            found[path] = node
+    return found
+
+
+def _by_cell(level: zarr.Group, name: str) -> dict[int, np.ndarray]:
+    """``{cell id: values}`` (a value per window on a windowed level)."""
+    cells = level["cell_ids"][:]
+    values = level[name][:]
+    rows = values.T if values.ndim == 2 else values[:, None]
+    return dict(zip(cells.tolist(), rows, strict=True))
+
+
+def _fill(array: zarr.Array) -> np.ndarray:
+    return np.asarray(array.fill_value, dtype=array.dtype)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.dtype == want.dtype and np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("name", PYRAMIDS)
+def test_computed_orders_equal_zaggs_stored_overviews(name):
+    stored, computed = _group(FIXTURES / name, "missing"), _group(FIXTURES / name, "all")
+    clevels = _levels(computed)
+    compared = 0
+    for path, level in _levels(stored).items():
+        if level.attrs["morton_hive_store"]["objects"] not in ("overview", "column"):
+            continue
+        twin = clevels[path]
+        assert twin.attrs["morton_hive_store"]["objects"] == "computed"
+        fields = [n for n, a in level.arrays() if n not in ("morton", "cell_ids")
+                  and a.ndim >= 1 and "cells" in (a.metadata.dimension_names or ())]
+        assert fields
+        for field in fields:
+            want_array, got_array = level[field], twin[field]
+            assert got_array.dtype == want_array.dtype, (path, field)
+            assert _same(_fill(got_array), _fill(want_array)), (path, field)
+            want, got = _by_cell(level, field), _by_cell(twin, field)
+            assert set(want) <= set(got), (path, field)
+            for cell, values in got.items():
+                expect = want.get(cell, np.full_like(values, _fill(got_array)))
+                assert _same(values, expect), (path, field, cell, values, expect)
+            compared += 1
+    assert compared
+
+
+def _fold(values: np.ndarray, groups: np.ndarray, method: str, fill) -> dict[int, object]:
+    """Each group's fold: ``method`` over its present values (not NaN, not ``fill``); the
+    fill value where none is present."""
+    out = {}
+    for parent in np.unique(groups).tolist():
+        chosen = values[groups == parent]
+        gone = np.isnan(chosen) if chosen.dtype.kind == "f" else np.zeros(chosen.shape, bool)
+        present = chosen[~gone & (chosen != fill)]
+        if present.size == 0:
+            out[parent] = fill
+        else:
+            out[parent] = {"sum": np.sum, "min": np.min, "max": np.max}[method](present)
+    return out
+
+
+def _manifest(root) -> dict:
+    return json.loads((root / "morton_hive.json").read_text())
+
+
+@pytest.mark.parametrize("name", PYRAMIDS)
+def test_computed_orders_equal_moczarrs_parent_cells_fold(name):
+    root = FIXTURES / name
+    manifest = _manifest(root)
+    folds = {f: d for f, d in manifest["pyramid"]["overview"]["fields"].items()
+             if d["class"] == "exact"}
+    windows = [w["label"] if isinstance(w, dict) else w
+               for w in manifest.get("temporal", {}).get("windows", []) or []]
+    computed = _group(root, "all")
+    product = next(iter(computed.group_keys()))
+    source_order = manifest["cell_order"]
+    scopes: list[tuple[str | None, str]] = [(None, "")] if not windows else [
+        (w, "") for w in windows]
+    if windows and manifest["pyramid"]["overview"].get("all_time"):
+        scopes.append(("*", "all_time/"))
+    checked = 0
+    for window, prefix in scopes:
+        opened = [moczarr.open_hive(str(root), window=w) for w in
+                  (windows if window == "*" else [window])]
+        for order in range(source_order):
+            level = computed[f"{product}/{prefix}o{order}"]
+            words = level["morton"][:]
+            for field, fold in folds.items():
+                dtype = np.dtype(fold["dtype"])
+                fill = np.asarray(float(fold["fill_value"]) if isinstance(
+                    fold["fill_value"], str) else fold["fill_value"], dtype=dtype)[()]
+                values = np.concatenate([ds[field].values.astype(dtype) for ds in opened])
+                parents = np.concatenate([np.asarray(moczarr.parent_cells(
+                    ds["morton"].values, order)) for ds in opened])
+                want = _fold(values, parents, fold["method"], fill)
+                got = level[field][:]
+                if got.ndim == 2:
+                    got = got[list(level["window"][:]).index(window)]
+                assert got.dtype == dtype
+                assert set(want) <= set(words.tolist())
+                for word, value in zip(words.tolist(), got, strict=True):
+                    expect = np.asarray(want.get(word, fill), dtype=dtype)
+                    assert _same(np.asarray(value), expect), (order, field, word, value, expect)
+                checked += 1
+    assert checked
+
+
+def test_fields_without_an_exact_fold_are_absent_at_computed_orders():
+    group = _group(FIXTURES / "pyramid1", "missing")
+    assert "h_mean" in group["atl06/o7"]
+    for order in range(7):
+        level = group[f"atl06/o{order}"]
+        assert "h_mean" not in level
+        assert {"count", "h_min", "h_max"} <= set(level.array_keys())
+
+
+def test_no_declared_folds_no_computed_orders():
+    group = _group(FIXTURES / "bare_versioned", "missing")
+    product = next(iter(group.group_keys()))
+    assert list(group[product].group_keys()) == ["o7"]
+
+
+def _documents(root, mode: str) -> dict[str, bytes]:
+    import asyncio
+
+    from zarr.core.buffer import default_buffer_prototype
+
+    async def read() -> dict[str, bytes]:
+        store = MocHiveStore(root, computed_orders=mode)
+        keys = sorted([k async for k in store.list() if k.endswith("zarr.json")])
+        return {k: (await store.get(k, default_buffer_prototype())).to_bytes() for k in keys}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return asyncio.run(read())
+
+
+@pytest.mark.parametrize("name", [*PYRAMIDS, "bare_versioned", "windowed", "sharded"])
+def test_computed_orders_off_present_only_the_stored_levels(name):
+    """Off, no computed level or attribute is presented, and every stored level's documents
+    are those computed orders leave them (checked byte for byte against the code before
+    computed orders existed when they were added: 191 documents over every fixture)."""
+    off, on = _documents(FIXTURES / name, "none"), _documents(FIXTURES / name, "missing")
+    assert not any(b"computed" in doc for doc in off.values())
+    levels = {k.rsplit("/", 1)[0] for k in off if re.search(r"(^|/)o\d+/zarr.json$", k)}
+    assert levels
+    for key, doc in off.items():
+        if key.rsplit("/", 1)[0] in levels or key.rsplit("/", 2)[0] in levels:
+            assert on[key] == doc, key
+    assert set(off) <= set(on)
