@@ -186,3 +186,34 @@ def test_computed_orders_off_present_only_the_stored_levels(name):
         if key.rsplit("/", 1)[0] in levels or key.rsplit("/", 2)[0] in levels:
             assert on[key] == doc, key
     assert set(off) <= set(on)
+
+
+def test_verify_checks_the_stored_objects_and_skips_computed_orders():
+    """A computed order has no objects of its own: verify reads exactly the objects it
+    reads with computed orders off, and a group naming only computed orders is an error
+    naming it."""
+    import asyncio
+
+    from moczarr_store import OptionError
+    from moczarr_store.verify import verify_hive
+
+    root = FIXTURES / "pyramid1"
+    on = asyncio.run(verify_hive(MocHiveStore(root)))
+    off = asyncio.run(verify_hive(MocHiveStore(root, computed_orders="none")))
+    assert on.objects == off.objects == on.clean > 0 and not on.failures
+    with pytest.raises(OptionError, match="names no level"):
+        asyncio.run(verify_hive(MocHiveStore(root), group="atl06/o6"))
+
+
+def test_reference_exports_leave_computed_orders_out(tmp_path):
+    """References name bytes in objects; a computed order has none: its groups and arrays
+    are left out, the stored orders exported as with computed orders off."""
+    from moczarr_store.refs import export_refs
+
+    on, off = tmp_path / "on.json", tmp_path / "off.json"
+    export_refs(MocHiveStore(FIXTURES / "pyramid1"), "kerchunk-json", on)
+    export_refs(MocHiveStore(FIXTURES / "pyramid1", computed_orders="none"), "kerchunk-json",
+                off)
+    keys = set(json.loads(on.read_text())["refs"])
+    assert keys == set(json.loads(off.read_text())["refs"])
+    assert "atl06/o5/count/zarr.json" in keys and not any(k.startswith("atl06/o6") for k in keys)

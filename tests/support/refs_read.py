@@ -37,7 +37,9 @@ def walk(group: zarr.Group, prefix: str = "") -> dict[str, zarr.Array]:
 
 
 def store_values(source, **options) -> dict[str, np.ndarray]:
-    """Every array of the in-process store, read whole."""
+    """Every array of the in-process store that references can hold, read whole: the
+    stored orders (exports leave computed orders out)."""
+    options = {"computed_orders": "none", **options}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HiveWarning)
         group = zarr.open_group(MocHiveStore(source, **options), mode="r")

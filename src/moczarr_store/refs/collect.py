@@ -21,6 +21,10 @@ nothing (the fill value).
   ``chunks`` would become the shard), so xarray would no longer chunk them as the fields;
   and compressing each small inner chunk apart costs a call per chunk, more than it saves.
 - ``Absent``: no reference; damage (debris, a dangling version) is warned as the store warns.
+- computed orders (``Compute``): left out of the export, groups and arrays. No object holds
+  a fold's bytes to refer to, and inlining them would freeze at export time what a live
+  hive recomputes; a reader of the references folds the stored orders itself, or reads
+  the hive through the store.
 
 ``relayout=True`` (the export's ``chunking="auto"``; the session plans ``"shard"``): a group
 whose every field chunk is a reference to a whole object, each shard's inner chunks all
@@ -182,11 +186,15 @@ async def collect(
             from ..hints import missing_group
 
             raise OptionError(missing_group(group, view.groups))
-    arrays = [view.arrays[p] for p in view.arrays if in_groups(p, groups)]
+    # computed orders are left out: no object holds their bytes to refer to
+    computed = {path for path, level in view.levels.items() if level.artifact == "computed"}
+    arrays = [view.arrays[p] for p in view.arrays
+              if in_groups(p, groups) and _group(p) not in computed]
     if not arrays:
         raise OptionError("the hive has no array to export")
     keep = {a for array in arrays for a in _ancestors(array.path)}
-    keep |= {g for g in view.groups if g and in_groups(g, groups)}
+    keep |= {g for g in view.groups if g and in_groups(g, groups)
+             and any(a.path.startswith(g + "/") for a in arrays)}
     out.groups = {g: view.groups[g].attrs for g in view.groups if g in keep}
     for array in arrays:
         kind = "coordinate" if isinstance(array, FabricatedArray) else "field"

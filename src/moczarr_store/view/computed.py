@@ -38,7 +38,7 @@ class ComputedArray:
         attrs["coordinates"] = coordinates
         attrs["morton_hive_store"] = {"computed": {
             "role": "computed",
-            "source_order": base.cell_order,
+            "source_orders": [base.cell_order],
             "all_time": level.fold,
             "fold": fold.declaration(),
         }}
