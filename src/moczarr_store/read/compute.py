@@ -25,7 +25,7 @@ from ..hive.folds import Accumulator
 from ..hive.leaves import Leaf, LeafCache
 from ..io.ranges import BytesLike, slice_bytes
 from ..transcode import decode_chunk
-from ..tunables import config
+from ..tunables import setting
 from ..view.arrays import FieldArray
 from ..view.computed import ComputedArray
 from .plan import Absent, Compute, plan_chunk
@@ -68,7 +68,7 @@ async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[i
     accumulator = Accumulator(array.fold, level.cells_per_node)
     jobs = [(w, i, int(offset)) for w in windows
             for i, offset in zip(range(first, stop), offsets.tolist(), strict=True)]
-    at_once = max(1, int(config.get("compute.leaves_at_once")))
+    at_once = setting("compute.leaves_at_once")
     under: list[tuple[str, Leaf]] = []
     kept = True
     for start in range(0, len(jobs), at_once):
