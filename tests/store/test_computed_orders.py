@@ -17,7 +17,7 @@ import moczarr
 import numpy as np
 import pytest
 import zarr
-from support.hives import FIXTURES
+from support.hives import FIXTURES, hive_copy  # noqa: F401 (a fixture)
 
 from moczarr_store import MocHiveStore
 
@@ -217,3 +217,54 @@ def test_reference_exports_leave_computed_orders_out(tmp_path):
     keys = set(json.loads(on.read_text())["refs"])
     assert keys == set(json.loads(off.read_text())["refs"])
     assert "atl06/o5/count/zarr.json" in keys and not any(k.startswith("atl06/o6") for k in keys)
+
+
+def _moczarr_fold(root, order: int, field: str) -> dict[int, object]:
+    """``{word at order: value}``: moczarr's source rows folded by the manifest's fold."""
+    fold = _manifest(root)["pyramid"]["overview"]["fields"][field]
+    dtype = np.dtype(fold["dtype"])
+    fill = np.asarray(fold["fill_value"], dtype=dtype)[()]
+    ds = moczarr.open_hive(str(root))
+    parents = np.asarray(moczarr.parent_cells(ds["morton"].values, order))
+    return _fold(ds[field].values.astype(dtype), parents, fold["method"], fill)
+
+
+def test_a_kept_fold_costs_no_request_and_a_recommitted_leaf_folds_anew(hive_copy):
+    from types import SimpleNamespace
+
+    from support.hives import repoint
+
+    root = hive_copy("pyramid1")
+    store = MocHiveStore(root)
+    array = zarr.open_array(store, path="atl06/o6/count", mode="r")
+    words = zarr.open_array(store, path="atl06/o6/morton", mode="r")[:]
+    first = array[:]
+    before = store.request_stats.total
+    np.testing.assert_array_equal(array[:], first)
+    assert store.request_stats.total == before  # kept: not a request
+    # a writer commits leaf 444111 again, every count one more
+    rel = "4/4/4/1/1/1/444111.zarr"
+    current = json.loads((root / rel / "zarr.json").read_text())[
+        "attributes"]["morton_hive_commit"]["current"]
+    repoint(root, SimpleNamespace(leaf=rel, meta=f"{rel}/{current}/7/count/zarr.json"), 1)
+    store.refresh()
+    again = array[:]
+    want = _moczarr_fold(root, 6, "count")
+    np.testing.assert_array_equal(again, [want.get(w, 0) for w in words.tolist()])
+    assert (again != first).any()
+
+
+def test_computed_orders_on_the_sphere_are_the_covered_ones_in_place():
+    covered = _group(FIXTURES / "pyramid1", "missing")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sphere = zarr.open_group(MocHiveStore(FIXTURES / "pyramid1", geometry="sphere"),
+                                 mode="r")
+    for order in (6, 4, 0):
+        level = covered[f"atl06/o{order}"]
+        rows = level["cell_ids"][:].astype(np.int64)
+        whole = sphere[f"atl06/o{order}/h_max"]
+        assert whole.shape == (12 * 4**order,)
+        np.testing.assert_array_equal(whole.get_coordinate_selection(rows), level["h_max"][:])
+        others = np.setdiff1d(np.arange(min(whole.shape[0], 4096)), rows)
+        assert np.isnan(whole.get_coordinate_selection(others)).all()

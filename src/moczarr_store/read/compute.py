@@ -76,7 +76,8 @@ async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[i
         read = await asyncio.gather(*(leaf_values(session, source, w, i, run)
                                      for w, i, _ in batch))
         for (_, _, offset), (path, leaf, values, immutable) in zip(batch, read, strict=True):
-            under.append((path, leaf))
+            # the stamp as the cache keeps it (a slim copy of the one read): what get() sees
+            under.append((path, session.leaves.hit(path) or leaf))
             kept = kept and immutable
             if values is not None:
                 _add(accumulator, values, min(factor, cells), offset * cells // factor, path,
