@@ -17,7 +17,7 @@ import moczarr
 import numpy as np
 import pytest
 import zarr
-from support.hives import FIXTURES, hive_copy  # noqa: F401 (a fixture)
+from support.hives import FIXTURES
 
 from moczarr_store import MocHiveStore
 
