@@ -1155,11 +1155,12 @@ TARGET_COLUMNS = ["hive", "row", "ours", "floor", "ratio", "target", "met", "bes
 
 def measure_all_targets(hives: list[tuple[Path, str]], field: str,
                         onecell: list[tuple[Path, str]] = (), rounds: int | None = None,
-                        ) -> None:
+                        computed: list[tuple[Path, str]] = ()) -> None:
     """The default options' rows against their floors, per hive: in process
     (``targets.py``), over the wire (``targets_wire.py``: serve, S3, latency), each beside
     the plain zarr copies' (``plain_copies.py``); then ``onecell.py``'s rows, if that module
-    is here; then the whole table again, the copies' best beside each row. ``rounds``:
+    is here; then ``computed.py``'s (``computed``: ``(hive, product)``); then the whole
+    table again, the copies' best beside each row. ``rounds``:
     each row the best of that many (None: each module's own default)."""
     from benchmarks import plain_copies, targets, targets_wire
 
@@ -1191,6 +1192,11 @@ def measure_all_targets(hives: list[tuple[Path, str]], field: str,
         gc.collect()
     for hive, group in onecell:
         TARGET_ROWS.extend(measure_onecell(hive, group))
+    for hive, product in computed:
+        from benchmarks.computed import measure_computed
+
+        TARGET_ROWS.extend(measure_computed(hive, product, **({} if rounds is None else
+                                                              {"rounds": rounds})))
     print_targets(TARGET_ROWS)
 
 
@@ -1267,18 +1273,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--onecell", type=_hive_group, action="append", default=[],
                         metavar="HIVE:GROUP", help="benchmarks/onecell.py's target rows on a "
                         "hive of one-cell leaves (repeatable)")
+    parser.add_argument("--computed", type=_hive_group, action="append", default=[],
+                        metavar="HIVE:PRODUCT", help="benchmarks/computed.py's rows: computed "
+                        "orders against the raw reads of the leaves they fold (repeatable)")
     args = parser.parse_args(argv)
     return _main(parser, args, argv)
 
 
 def _main(parser: argparse.ArgumentParser, args: argparse.Namespace,
           argv: list[str] | None) -> int:
-    if args.targets or args.onecell:
+    if args.targets or args.onecell or args.computed:
         print(machine())
-        measure_all_targets(args.targets or [], args.field, args.onecell, args.rounds)
+        measure_all_targets(args.targets or [], args.field, args.onecell, args.rounds,
+                            args.computed)
         if not args.hive and not args.quick:
+            hives = (args.targets or []) + args.onecell + args.computed
             write_json(args.json, "python -m benchmarks.run " + " ".join(argv or sys.argv[1:]),
-                       ", ".join(hive.name for hive, _ in (args.targets or []) + args.onecell))
+                       ", ".join(hive.name for hive, _ in hives))
             return 0
     if unknown := set(args.only) - set(MEASURES):
         parser.error(f"--only: unknown measures {sorted(unknown)}")

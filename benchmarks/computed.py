@@ -1,0 +1,147 @@
+"""Computed orders against the raw reads of what they fold.
+
+    python -m benchmarks.run --computed HIVE:PRODUCT [--computed ...] [--json OUT]
+
+Rows, on a new ``MocHiveStore(HIVE, computed_orders="all")`` (every order below the
+source's computed, stored overviews unread) with the page cache warm:
+
+- the first read of the computed chunk of the most leaves at the order one above the
+  source's (between the shard and the source order: one chunk folds a few leaves), against
+  the raw read of every object that read touches (each leaf's stamp, its version's array
+  ``zarr.json``, its chunks): target 2x;
+- the same at the order one below the shard order (one chunk folds many leaves): 3x;
+- a second read of that computed chunk (kept) against a second read of a stored chunk of
+  the source order on one store: 2x.
+
+Values are checked against ``moczarr.parent_cells`` and the fold over ``moczarr.open_hive``
+before anything is timed.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from moczarr_store import MocHiveStore
+
+
+def _store(hive: Path) -> MocHiveStore:
+    return MocHiveStore(hive, computed_orders="all")
+
+
+def _busiest(group: zarr.Group) -> int:
+    """The chunk of the level whose node holds the most cells with a value."""
+    count = group["count"][:]
+    rows = group["count"].chunks[-1]
+    per = np.add.reduceat(count != 0, np.arange(0, count.size, rows))
+    return int(np.argmax(per))
+
+
+def _expected(hive: Path, field: str, order: int, words: np.ndarray) -> np.ndarray:
+    """The oracle: moczarr's source rows folded (sum / min / max, NaN and fill skipped)."""
+    import moczarr
+
+    manifest = json.loads((hive / "morton_hive.json").read_text())
+    fold = manifest["pyramid"]["overview"]["fields"][field]
+    dtype = np.dtype(fold["dtype"])
+    fill = np.asarray(fold["fill_value"], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = moczarr.open_hive(str(hive), xr_kwargs={"chunks": None})
+    values = ds[field].values.astype(dtype)
+    parents = np.asarray(moczarr.parent_cells(ds["morton"].values, order))
+    present = ~(np.isnan(values) if dtype.kind == "f" else np.zeros(values.shape, bool))
+    present &= values != fill
+    out = np.full(words.size, fill, dtype)
+    at = np.searchsorted(words, parents[present])
+    law = {"sum": np.add, "min": np.minimum, "max": np.maximum}[fold["method"]]
+    seen = np.zeros(words.size, bool)
+    seen[at] = True
+    start = {"sum": 0, "min": np.inf, "max": -np.inf}[fold["method"]]
+    acc = np.full(words.size, start if dtype.kind == "f" else
+                  {"sum": 0, "min": np.iinfo(dtype).max, "max": np.iinfo(dtype).min}[
+                      fold["method"]], dtype)
+    law.at(acc, at, values[present])
+    out[seen] = acc[seen]
+    return out
+
+
+class _FirstRead:
+    """One computed chunk read on a new store; the store opened, and the array's metadata
+    read, untimed (``prepare``): what is timed is the chunk's fold (stamps, leaf array
+    metadata and chunks, all read for the first time)."""
+
+    def __init__(self, hive: Path, path: str, region: slice) -> None:
+        self.hive, self.path, self.region = hive, path, region
+        self.store: MocHiveStore | None = None
+        self.array: zarr.Array | None = None
+
+    def prepare(self) -> None:
+        self.store = _store(self.hive)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.array = zarr.open_array(self.store, path=self.path, mode="r")
+        gc.collect()
+
+    def __call__(self) -> np.ndarray:
+        assert self.array is not None
+        return self.array[self.region]
+
+
+def measure_computed(hive: Path, product: str, field: str = "count",
+                     rounds: int = 5) -> list[dict]:
+    """The rows above for one hive, as ``targets.py``'s row dicts."""
+    from benchmarks.run import _raw, _record_reads, alternate
+
+    manifest = json.loads((hive / "morton_hive.json").read_text())
+    source, shard = manifest["cell_order"], manifest["shard_order"]
+    rows: list[dict] = []
+
+    def add(label: str, seconds: float, floor: float, floor_name: str, target: float) -> None:
+        ratio = seconds / floor if floor else float("nan")
+        rows.append({"hive": hive.name, "row": label, "ms": round(seconds * 1e3, 2),
+                     "floor": floor_name, "floor_ms": round(floor * 1e3, 2),
+                     "ratio": round(ratio, 2), "target": target, "met": bool(ratio <= target)})
+        print(f"| {hive.name} | {label} | {seconds * 1e3:,.1f} ms | {floor_name} "
+              f"{floor * 1e3:,.1f} ms | {ratio:.2f}x | <= {target}x |", flush=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        root = zarr.open_group(_store(hive), mode="r")
+    for order, what, target in ((source - 1, "between shard and source order", 2),
+                                (shard - 1, "one coarser than the shard order", 3)):
+        group = root[f"{product}/o{order}"]
+        chunk = _busiest(group)
+        rows_per = group[field].chunks[-1]
+        region = slice(chunk * rows_per, (chunk + 1) * rows_per)
+        words = group["morton"][:]
+        want = _expected(hive, field, order, words)[region]
+        first = _FirstRead(hive, f"{product}/o{order}/{field}", region)
+        first.prepare()
+        reads = _record_reads(first.store)
+        np.testing.assert_array_equal(first(), want)
+        touched = sorted({f"{hive}/{path}" for path, _ in reads})
+        took = alternate({"ours": first, "floor": lambda t=touched: _raw(t)}, rounds)
+        leaves = sum(1 for p in touched if p.endswith(".zarr/zarr.json"))
+        add(f"o{order} ({what}): first read of one computed chunk ({leaves} leaves), new "
+            "store", took["ours"], took["floor"], "raw read of the objects it touches", target)
+        gc.collect()
+    # a kept computed chunk against a stored chunk, both read again on one store
+    warm = _store(hive)
+    order = shard - 1
+    computed = zarr.open_array(warm, path=f"{product}/o{order}/{field}", mode="r")
+    chunk = _busiest(root[f"{product}/o{order}"])
+    rows_per = computed.chunks[-1]
+    region = slice(chunk * rows_per, (chunk + 1) * rows_per)
+    stored = zarr.open_array(warm, path=f"{product}/o{source}/{field}", mode="r")
+    computed[region], stored[: stored.chunks[-1]]
+    took = alternate({"kept": lambda: computed[region],
+                      "stored": lambda: stored[: stored.chunks[-1]]}, max(rounds, 7))
+    add(f"o{order}: second read of a computed chunk (kept) vs a stored chunk's",
+        took["kept"], took["stored"], f"second read of one o{source} chunk", 2)
+    return rows
