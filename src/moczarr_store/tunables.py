@@ -115,7 +115,8 @@ SETTINGS: dict[str, Setting] = {
         most=MOST_BYTES),
     # computed orders (read/compute.py): a chunk's memory is this many leaves' values
     "compute.leaves_at_once": Setting(
-        64, "Source leaves one computed-order chunk reads at once.", least=1, most=1 << 16),
+        64, "Source leaves one computed-order chunk reads at once (0: one at a time).",
+        most=1 << 16),
 }
 
 

@@ -68,7 +68,7 @@ async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[i
     accumulator = Accumulator(array.fold, level.cells_per_node)
     jobs = [(w, i, int(offset)) for w in windows
             for i, offset in zip(range(first, stop), offsets.tolist(), strict=True)]
-    at_once = setting("compute.leaves_at_once")
+    at_once = max(1, setting("compute.leaves_at_once"))
     under: list[tuple[str, Leaf]] = []
     kept = True
     for start in range(0, len(jobs), at_once):
