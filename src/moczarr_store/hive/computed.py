@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .folds import Fold, declared_folds
-from .ids import ancestor_ranks
+from .ids import ancestor_ranks, distinct_sorted
 from .level import Level
 
 MODES = ("missing", "all", "none")
@@ -57,7 +57,7 @@ def _foldable(source: Level, name: str) -> bool:
 
 def _level(source: Level, order: int, folds: dict[str, Fold], fold: bool) -> Level:
     node_order = max(0, order - source.depth)
-    ranks = np.unique(ancestor_ranks(source.node_ranks, source.node_order - node_order))
+    ranks = distinct_sorted(ancestor_ranks(source.node_ranks, source.node_order - node_order))
     return Level(
         source.product, source.root, source.manifest, order, node_order, ranks,
         source.coverage_source, artifact="computed", fold=fold,
