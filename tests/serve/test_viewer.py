@@ -238,9 +238,9 @@ def test_viewer_draws_the_stores_values(fixture, query, zoom, options, tmp_path)
 def test_the_map_shows_coastlines_and_cells_at_two_zoom_levels(tmp_path):
     """A product with overview orders (``pyramid2``, orders 1-4, and order 0 computed from
     its leaves): the first picture is the coarsest order read whole (4 requests); the view
-    drawn is the world with Natural Earth's coastlines and cells; zoomed in 4 times about a cell, the coastlines of the
-    North Atlantic and the finest order's cells. The page reads only ``zarr.json`` and
-    chunks of the chosen field."""
+    drawn is the world with Natural Earth's coastlines and cells; zoomed in 4 times about a
+    cell, the coastlines of the North Atlantic and the finest order's cells. The page reads
+    only ``zarr.json`` and chunks of the chosen field."""
     report = _browse("pyramid2", {"product": "atl06", "field": "count"}, 4.0,
                      {"chunking": "leaf"}, tmp_path)  # one chunk per leaf, as counted
     before, after = report["before"], report["state"]
