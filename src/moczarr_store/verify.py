@@ -649,6 +649,9 @@ async def verify_hive(
             if _in_group(level.path, group) and level.artifact != "computed":
                 work.append(_LevelJob(session, level, _siblings(product.levels, level)))
     if not work:
+        if group in session.view.levels:
+            raise OptionError(f"group {group!r} is a computed order: it has no objects of its "
+                              "own to verify (verify the orders it is folded from)")
         from .hints import missing_group
 
         raise OptionError(missing_group(str(group), session.view.groups))

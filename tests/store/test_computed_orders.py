@@ -201,7 +201,7 @@ def test_verify_checks_the_stored_objects_and_skips_computed_orders():
     on = asyncio.run(verify_hive(MocHiveStore(root)))
     off = asyncio.run(verify_hive(MocHiveStore(root, computed_orders="none")))
     assert on.objects == off.objects == on.clean > 0 and not on.failures
-    with pytest.raises(OptionError, match="names no level"):
+    with pytest.raises(OptionError, match="'atl06/o6' is a computed order"):
         asyncio.run(verify_hive(MocHiveStore(root), group="atl06/o6"))
 
 
