@@ -188,5 +188,6 @@ def test_a_misspelt_group_on_the_command_line_names_the_closest(command, tmp_pat
     assert done.returncode == 2
     assert done.stderr == (
         "error: group 'atl06/o5' names no group of the hive (did you mean 'atl06/o4' or "
-        "'atl06/o2' or 'atl06'?); its groups: atl06, atl06/all_time, atl06/all_time/o2, "
-        "atl06/o2, atl06/o4\n")
+        "'atl06/o3' or 'atl06/o2'?); its groups: atl06, atl06/all_time, atl06/all_time/o0, "
+        "atl06/all_time/o1, atl06/all_time/o2, atl06/all_time/o3, atl06/all_time/o4, "
+        "atl06/o0, atl06/o1, atl06/o2, atl06/o3, atl06/o4\n")
