@@ -60,11 +60,13 @@ class Problems:
         self.overflow = 0  # problems of pairs past MAX_KEYS: counted only
 
     def note(self, level: str, kind: str, obj: str, source: str = "", what: str = "",
-             noun: str = "leaf") -> None:
+             noun: str = "leaf", count: int = 1) -> None:
         """Record that ``obj`` (a ``noun``) of ``level`` has problem ``kind`` (``what``, if
-        given, says it more precisely): it reads as missing."""
+        given, says it more precisely): it reads as missing; ``count``: so do ``count - 1``
+        more met in the same chunk (counted, not named)."""
         what = what or KINDS[kind]
-        logger.debug("%s: object %s %s: read as missing (fill value)", level, obj, what)
+        more = f", and {count - 1:,} more of the same chunk" if count > 1 else ""
+        logger.debug("%s: object %s %s%s: read as missing (fill value)", level, obj, what, more)
         key = (level, kind)
         problem = self._by_key.get(key)
         if problem is None:
@@ -72,14 +74,15 @@ class Problems:
                 self.overflow += 1
                 return
             problem = self._by_key[key] = Problem()
-        problem.count += 1
+        first = problem.count == 0
+        problem.count += count
         if len(problem.first) < FIRST_NAMES:
             problem.first.append(obj)
-        if problem.count == 1:
+        if first:
             listed = f", listed by the {source}" if source else ""
             warnings.warn(
-                f"{level}: {noun} {obj} {what}{listed}: read as missing (fill value); further "
-                f"objects of {level} with this problem are counted, not warned about "
+                f"{level}: {noun} {obj} {what}{listed}{more}: read as missing (fill value); "
+                f"further objects of {level} with this problem are counted, not warned about "
                 "(MocHiveStore.problems(), DEBUG log of 'moczarr_store')",
                 HiveWarning,
                 stacklevel=4,

@@ -64,6 +64,9 @@ class HiveSession:
         self.problems = Problems()
         self.span_plans = SpanPlans(bound["span_parts"])
         self.computed = ComputedChunks(bound["computed_bytes"])
+        # level path -> its leaves are mostly absent (True) or it cannot be listed (False):
+        # how a scan learns which leaves of a chunk exist (read/plan._absent_parts)
+        self.sparse: dict[str, bool] = {}
         # what coordinate chunks are computed into: the local reader's pool, else a new one
         self.coordinate_buffers = backend.buffers or BufferPool()
         self._hive: Hive | None = None

@@ -4,18 +4,22 @@
 has no usable root ``coverage.moc`` (or a windowed one whose window labels nothing else
 names). ``existing_objects`` lists, lazily and in domain order, only the directories
 that hold listed nodes: the template search uses it to skip nodes that do not exist.
+``existing_nodes`` lists, from the deepest directory common to a run of nodes, only the
+directories that exist and hold some of them: a scan learns which leaves of a chunk exist
+in bulk.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 import numpy as np
 
-from .ids import decimal_order, decimal_to_rank
-from .paths import BASE_RE, split_leaf_name
+from .ids import decimal_order, decimal_to_rank, rank_to_decimal
+from .paths import BASE_RE, group_digits, split_leaf_name
 
 
 def _is_node(name: str, at_root: bool, path_grouping: int) -> bool:
@@ -122,3 +126,41 @@ async def existing_objects(
                 pending.exception()  # retrieved, so asyncio does not log it
             else:
                 pending.cancel()
+
+
+def _common(root: str, first: int, last: int, node_order: int, grouping: int) -> _Node:
+    """The deepest directory of the digit tree holding nodes ``first`` to ``last``
+    (ranks at ``node_order``) above the nodes' own: ``root`` when they lie in two base
+    cells."""
+    a, b = rank_to_decimal(first, node_order), rank_to_decimal(last, node_order)
+    cut = len(a) - node_order  # the base component: "4" or "-4"
+    if a[:cut] != b[:cut]:
+        return _Node(root, "", 0, -1)
+    digits = len(os.path.commonprefix([a[cut:], b[cut:]]))
+    digits = min(digits, node_order - 1)
+    digits -= digits % grouping
+    decimal = a[: cut + digits]
+    path = "/".join([a[:cut], *group_digits(a[cut : cut + digits], grouping)])
+    return _Node(f"{root}/{path}" if root else path, decimal, decimal_to_rank(decimal), digits)
+
+
+async def existing_nodes(backend, root: str, ranks: np.ndarray, node_order: int,
+                         path_grouping: int) -> np.ndarray:
+    """Which of ``ranks`` (ascending, at ``node_order``) have a directory of their own:
+    a boolean per rank. One LIST of their deepest common directory, then one per
+    existing directory below it that holds some of them, level by level (concurrently),
+    down to the nodes' parents: the cost is bounded by the directories that exist, never
+    a request per absent node. A listing's failure is raised."""
+    found: set[int] = set()
+    level = [_common(root, int(ranks[0]), int(ranks[-1]), node_order, path_grouping)]
+    while level:
+        listings = await asyncio.gather(*(backend.list_dir(node.path) for node in level))
+        below = []
+        for node, (dirs, _objects) in zip(level, listings, strict=True):
+            for kid in _children(node, dirs, node_order, path_grouping):
+                if kid.order == node_order:
+                    found.add(kid.rank)
+                elif _holds(ranks, kid, node_order):
+                    below.append(kid)
+        level = below
+    return np.isin(ranks, np.fromiter(found, dtype=np.uint64, count=len(found)))

@@ -184,13 +184,34 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     if direct is not None:
         return slice_bytes(direct, plan.byte_range)
     present = [p for p in plan.parts if p is not None]
-    parts = list(await asyncio.gather(*(_part(session, array, p) for p in present)))
+    settled = _note_absent(session, present)
+    read = iter(await asyncio.gather(*(_part(session, array, p) for p in present
+                                       if id(p) not in settled)))
+    parts = [None if id(p) in settled else next(read) for p in present]
     if all(p is None for p in parts):
         return None
     fill = array.part_fill
     joined = b"".join(fill if p is None else p for p in parts)
     joined += fill * (len(plan.parts) - len(parts))
     return slice_bytes(joined, plan.byte_range)
+
+
+def _note_absent(session: HiveSession, parts: Sequence[Plan]) -> set[int]:
+    """The ids of a joined chunk's parts that are absent with nothing to check (their
+    fill bytes at once, no task each), their problems noted once per (level, kind) with
+    how many parts of the chunk have it. No request."""
+    settled: set[int] = set()
+    met: dict[tuple[str, str], list[Absent]] = {}
+    for part in parts:
+        if isinstance(part, Absent) and part.window is None:
+            settled.add(id(part))
+            if part.problem is not None:
+                met.setdefault((part.level, part.problem), []).append(part)
+    for (level, problem), absent in met.items():
+        first = absent[0]
+        session.problems.note(level, problem, first.obj, first.source, first.what,
+                              count=len(absent))
+    return settled
 
 
 async def _part(session: HiveSession, array: FieldArray, part: Plan) -> Bytes | None:

@@ -22,11 +22,13 @@ from ..errors import (
     HiveFormatError,
     HiveReadError,
     LeafMovedError,
+    MocHiveError,
     ObjectReadError,
     OutsideRootError,
     TruncatedChunkError,
 )
 from ..hive.leaves import Leaf, LeafCache
+from ..hive.walk import existing_nodes
 from ..slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 from ..view.computed import ComputedArray
@@ -303,11 +305,17 @@ async def _span(
     missing: dict[int, tuple[tuple[int, ...], LeafChunk, str]] = {}
     under: list[tuple[str, Leaf]] = []  # the stamps each part was planned under
     resolve_now, backend = session.leaves.resolve_now, session.backend
-    for found in array.span_objects(coords):
+    listed = await _absent_parts(session, array, coords)  # no directory: no stamp read
+    absent: LeafPlan | None = None  # one plan for every part the listing found absent
+    for at, found in enumerate(_located(array, coords, listed)):
         if found is None:  # past the domain's end
             parts.append(None)
             continue
         part, located, path = found
+        if listed is not None and listed[at]:
+            absent = absent or plan_chunk(array, part, Leaf(str(path), "absent"), None, located)
+            parts.append(absent)
+            continue
         try:
             leaf = None if path is None else resolve_now(path, backend)
         except Exception as err:
@@ -334,9 +342,83 @@ async def _span(
         for (at, (part, located, path)), stamp in zip(missing.items(), read, strict=True):
             parts[at] = (plan_chunk(array, part, stamp, None, located)
                          if isinstance(stamp, Leaf) else unreadable(array, path, stamp))
-    else:  # every stamp was cached: the plan holds while they are
+    elif listed is None:  # every stamp was cached: the plan holds while they are
         session.span_plans.put(key, _KeptSpan(array, tuple(parts), tuple(under)))
     return Span(array.path, coords, tuple(parts), byte_range)
+
+
+BULK_PARTS = 64
+"""Parts of a joined chunk whose stamps are unknown from which on a scan of a level whose
+leaves are mostly absent asks listings which of them exist (:func:`_absent_parts`)."""
+SAMPLE = 8
+"""Stamps of such a chunk read first, while a level is not known to be sparse: most of
+them absent, the rest of the chunk is learned from listings."""
+
+
+def _located(array: FieldArray, coords: tuple[int, ...], listed: list[bool] | None,
+             ) -> list[tuple[tuple[int, ...], LeafChunk, str | None] | None]:
+    """:meth:`FieldArray.span_objects`, or with ``listed`` (parts known absent) each
+    part that may exist located alone, the absent ones only up to the first (no path
+    made for the rest: a chunk of thousands of absent leaves costs what exists)."""
+    if listed is None:
+        return array.span_objects(coords)
+    out: list[tuple[tuple[int, ...], LeafChunk, str | None] | None] = []
+    first = True
+    for part, gone in zip(array.span_parts(coords), listed, strict=True):
+        if part is None or (gone and not first):
+            out.append(None if part is None else (part, _NOWHERE, None))
+            continue
+        first = first and not gone
+        out.append((part, *array.located_object(part)))
+    return out
+
+
+_NOWHERE = LeafChunk(None, None, "")  # a part the listing found absent, not located
+
+
+async def _absent_parts(session: HiveSession, array: FieldArray,
+                        coords: tuple[int, ...]) -> list[bool] | None:
+    """For each part of span ``coords`` (:meth:`FieldArray.span_parts`), whether its
+    leaf has no directory in the digit tree (it is absent: no stamp is read for it);
+    ``None`` when the stamps are read one by one: fewer than ``BULK_PARTS`` parts, a
+    sphere, windowed or pyramid level, leaves that mostly exist, or a backend that
+    cannot list. A level is known sparse once a listing found most of a chunk's leaves
+    absent (a listing that finds most present makes the next chunk sample again). Cost:
+    ``SAMPLE`` stamps (read anyway) until a level is known sparse, then one LIST of the
+    chunk's deepest common directory and one per existing directory below it that holds
+    its leaves (:func:`~moczarr_store.hive.walk.existing_nodes`): bounded by what
+    exists."""
+    level = array.level
+    if (array.sphere or array.windowed_view or level.artifact != "source"
+            or array.span < BULK_PARTS):
+        return None
+    state = session.sparse.get(level.path)
+    if state is False:  # a backend that cannot list
+        return None
+    spans = array.span_parts(coords)
+    nodes = [part[array.windowed] for part in spans if part is not None]
+    if len(nodes) < BULK_PARTS:
+        return None
+    if state is None:  # a sample of stamps the scan reads anyway says whether to list
+        sample = await asyncio.gather(*(
+            _stamp(session.leaves, level.object_path(node), session.backend.get,
+                   on_disk(session)) for node in nodes[:SAMPLE]))
+        if 2 * sum(isinstance(leaf, Leaf) and leaf.state == "absent"
+                   for leaf in sample) <= len(sample):
+            return None
+    ranks = level.node_ranks[nodes[0] : nodes[-1] + 1]
+    try:
+        exists = await existing_nodes(session.backend, level.root, ranks, level.node_order,
+                                      level.manifest.path_grouping)
+    except MocHiveError:  # cannot list (plain HTTP): stamps one by one from now on
+        session.sparse[level.path] = False
+        return None
+    if 2 * int(exists.sum()) < exists.size:
+        session.sparse[level.path] = True
+    else:
+        session.sparse.pop(level.path, None)
+    gone: list[bool] = (~exists).tolist()
+    return gone + [False] * (len(spans) - len(gone))
 
 
 async def _stamp(leaves: LeafCache, path: str, get: Callable[..., Any],
