@@ -67,6 +67,7 @@ class HiveSession:
         # level path -> its leaves are mostly absent (True) or it cannot be listed (False):
         # how a scan learns which leaves of a chunk exist (read/plan._absent_parts)
         self.sparse: dict[str, bool] = {}
+        self.centre_bytes: int = bound["centre_bytes"]  # each level's kept cell centres
         # what coordinate chunks are computed into: the local reader's pool, else a new one
         self.coordinate_buffers = backend.buffers or BufferPool()
         self._hive: Hive | None = None
@@ -111,13 +112,17 @@ class HiveSession:
             self._pickled = (self.token, pickle.dumps(self._hive, pickle.HIGHEST_PROTOCOL))
         return self._pickled
 
+    def _make_view(self, hive: Hive) -> View:
+        opts = self.options
+        centres = self.centre_bytes if opts.centres else None
+        return View(hive, opts.view_attrs(), opts.chunking, opts.geometry, centres)
+
     def adopt(self, hive: Hive) -> None:
         """Present ``hive`` (a :meth:`snapshot` from another process) as this session's
         opened hive: the same levels, nodes and declared encodings, whatever the hive
         holds now (a writer may have added leaves since; they are not in this view). Leaf
         stamps are read afresh, as any new session reads them. No request."""
-        opts = self.options
-        self._view = View(hive, opts.view_attrs(), opts.chunking, opts.geometry)
+        self._view = self._make_view(hive)
         self._hive, self._pickled = hive, None
         self._opened.put(None, None)
         for product in hive.products:
@@ -179,7 +184,7 @@ class HiveSession:
         try:
             hive = await load_hive(self.backend, self.leaves, opts.verify, opts.window,
                                    opts.aoi_cells, opts.computed_orders)
-            self._view = View(hive, opts.view_attrs(), opts.chunking, opts.geometry)
+            self._view = self._make_view(hive)
         except (HiveFormatError, OutsideRootError) as err:
             self._refused = err
             raise

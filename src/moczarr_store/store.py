@@ -76,6 +76,7 @@ class MocHiveStore(Store):
         aoi: Iterable[str | int] | None = None,
         geometry: str = "covered",
         computed_orders: str = "missing",
+        centres: bool = False,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
@@ -136,6 +137,10 @@ class MocHiveStore(Store):
     @property
     def computed_orders(self) -> str:
         return self.options.computed_orders
+
+    @property
+    def centres(self) -> bool:
+        return self.options.centres
 
     # -- identity ---------------------------------------------------------------
 
@@ -300,7 +305,8 @@ class MocHiveStore(Store):
             return
         if path in view.arrays:
             yield "zarr.json"
-            yield "c"
+            if view.arrays[path].grid:  # a scalar has no chunk
+                yield "c"
             return
         parts = path.split("/")
         for i, part in enumerate(parts):
@@ -362,5 +368,6 @@ def _prefix(prefix: object) -> str:
 
 
 def _chunk_keys(path: str, grid: tuple[int, ...]):
-    for coords in itertools.product(*(range(n) for n in grid)):
+    """The chunk keys of an array (none for a scalar: its value is its fill value)."""
+    for coords in itertools.product(*(range(n) for n in grid)) if grid else ():
         yield f"{path}/c/" + "/".join(map(str, coords))

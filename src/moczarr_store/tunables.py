@@ -90,6 +90,9 @@ SETTINGS: dict[str, Setting] = {
         1 << 17, "Parts of the span plans kept (about 470 bytes each: about 60 MB)."),
     "cache.object_paths": Setting(
         1 << 16, "Object paths a level remembers (about 150 bytes each: about 10 MB)."),
+    "cache.centre_bytes": Setting(
+        64 << 20, "Bytes of cell centres (lon and lat, with centres=True) a level keeps: "
+        "the chunks computed last.", most=MOST_BYTES),
     "cache.directories": Setting(
         65_536, "Real paths of a local hive's directories a reader remembers."),
     # moczarr-store serve, per generation (serve/generations.py)

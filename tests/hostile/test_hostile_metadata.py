@@ -47,6 +47,8 @@ from moczarr_store.verify import verify_hive
 
 GROUP = "atl06/o7"
 LEAF = "4/4/4/1/1/1/444111.zarr"  # the first listed (template) leaf of bare_versioned
+COORDS = ("morton", "cell_ids", "healpix_index", "healpix")  # fabricated at every level
+CF_LAYER = ("healpix_index", "lon", "lat", "healpix")  # CF's, beside xdggs's cell_ids
 OTHER = "4/4/4/1/1/2/444112.zarr"  # a later leaf of another writer run
 
 
@@ -759,7 +761,7 @@ def test_an_array_the_hive_names_invalidly_is_omitted_naming_it(hive_copy, name,
     with pytest.warns(HiveWarning) as caught:
         root_group = zarr.open_group(MocHiveStore(root), mode="r")
         arrays = sorted(root_group[GROUP].array_keys())
-    assert arrays == sorted([*_fixture_arrays(), "morton", "cell_ids"])
+    assert arrays == sorted([*_fixture_arrays(), *COORDS])
     said = [str(w.message) for w in caught if text in str(w.message)]
     assert len(said) == 1 and said[0].startswith(f"{_data(root)}/7: ")
     assert not any(ch in str(w.message) for w in caught for ch in "\t\x07")
@@ -781,7 +783,7 @@ def test_an_invalid_name_that_is_no_array_is_skipped(hive_copy, listed):
         _add_hash(root, "7/sub/array")  # deeper: not an array of the group
     root_group = zarr.open_group(MocHiveStore(root), mode="r")
     assert sorted(root_group[GROUP].array_keys()) == sorted(
-        [*_fixture_arrays(), "morton", "cell_ids"])
+        [*_fixture_arrays(), *COORDS])
 
 
 def test_an_invalid_name_in_the_template_leaf_alone_hides_no_array_of_the_others(hive_copy):
@@ -811,7 +813,7 @@ def test_a_hashed_name_that_cannot_be_looked_up_is_omitted_naming_it(hive_copy):
     with pytest.warns(HiveWarning, match="longer than 255 bytes"):
         root_group = zarr.open_group(MocHiveStore(root), mode="r")
         assert sorted(root_group[GROUP].array_keys()) == sorted(
-            [*_fixture_arrays(), "morton", "cell_ids"])
+            [*_fixture_arrays(), *COORDS])
 
 
 def test_a_leaf_array_named_like_a_window_coordinate_is_refused(hive_copy):
@@ -824,6 +826,24 @@ def test_a_leaf_array_named_like_a_window_coordinate_is_refused(hive_copy):
         "content_hashes"]["arrays"].update({"7/window": "ab"}))
     with pytest.raises(HiveFormatError, match="array 'window' clashes with the window coordinate"):
         zarr.open_group(MocHiveStore(root), mode="r")
+
+
+@pytest.mark.parametrize("name", ["lon", "healpix_index", "healpix"])
+def test_a_leaf_array_named_like_a_cf_coordinate_is_kept_without_the_cf_layer(hive_copy, name):
+    """A field may be named like an array of the CF HEALPix layer: it is presented as it
+    is, and its level goes without the layer (xdggs's ``cell_ids`` stays)."""
+    root = hive_copy("bare_versioned")
+    group = root / _data(root) / "7"
+    shutil.copytree(group / "count", group / name)
+    _add_hash(root, f"7/{name}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the other leaves lack the array: reported elsewhere
+        ds = xr.open_zarr(MocHiveStore(root, centres=True), group=GROUP)
+        got = ds[name].values
+    assert name in ds.data_vars and got.dtype == ds["count"].dtype
+    assert not (set(CF_LAYER) - {name}) & set(ds.variables)
+    assert "grid_mapping" not in ds["count"].attrs
+    assert ds.cell_ids.attrs["grid_name"] == "healpix"
 
 
 # -- bounded coverage (class 7) -------------------------------------------------------------------

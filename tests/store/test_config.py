@@ -31,7 +31,8 @@ def _bounds(store: MocHiveStore) -> dict[str, int]:
             "shard_indexes": session.indexes.max_entries,
             "version_groups": session.groups.max_entries,
             "absences": session.absences.max_entries,
-            "span_parts": session.span_plans.limit, "computed_bytes": session.computed.limit}
+            "span_parts": session.span_plans.limit, "computed_bytes": session.computed.limit,
+            "centre_bytes": session.centre_bytes}
 
 
 SESSION_CACHES = ("stamps", "leaf_metas", "shard_indexes", "version_groups", "absences",

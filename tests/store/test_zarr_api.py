@@ -44,7 +44,7 @@ def test_open_zarr_is_warning_free_and_uses_consolidated_metadata():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds = xr.open_zarr(store, group="atl06/o7")
-    assert set(ds.coords) == {"morton", "cell_ids"}
+    assert set(ds.coords) == {"morton", "cell_ids", "healpix_index", "healpix"}
     assert ds["count"].dims == ("cells",)
     # consolidated: no listing, no per-node metadata reads beyond the root document
     assert store.request_stats.counts["list"] <= 1

@@ -203,7 +203,7 @@ async def collect(
     coordinates = [a for a in arrays if isinstance(a, FabricatedArray)]
     work = [(a, c) for a in fields for c in itertools.product(*(range(n) for n in a.grid))]
     if progress is not None:
-        progress.reset(total=len(work) + sum(a.grid[0] for a in coordinates))
+        progress.reset(total=len(work) + sum(a.grid[0] for a in coordinates if a.grid))
     sources: AsyncCache[Source | None] = AsyncCache(1 << 22)
     queue = iter(work)
 
@@ -284,7 +284,7 @@ def _fabricated(array: FabricatedArray, refs: ArrayRefs, progress: Any) -> None:
     """Every chunk of a coordinate array, inline, computed in runs of ``FABRICATED_RUN``
     (and compressed as they come, where :func:`_compressible`)."""
     encode = _compressor(refs) if _compressible(array.meta) else None
-    total = array.grid[0]
+    total = array.grid[0] if array.grid else 0  # a scalar has no chunk
     for first in range(0, total, FABRICATED_RUN):
         stop = min(first + FABRICATED_RUN, total)
         for i, data in enumerate(array.fabricate_run(first, stop), first):

@@ -72,13 +72,14 @@ def _array_row(refs: ArrayRefs, table: str) -> tuple:
 
 def _chunk_table(db: sqlite3.Connection, refs: ArrayRefs, name: str,
                  url: Callable[[str], str]) -> None:
-    dims = _dims(len(refs.grid))
+    dims = _dims(len(refs.grid))  # none for a scalar (its one value: the fill value)
     table, view = quote(name), quote(f"refs_{name}")
-    columns = ", ".join(f"{d} INTEGER NOT NULL" for d in dims)
+    columns = "".join(f"{d} INTEGER NOT NULL, " for d in dims)
+    unique = f", UNIQUE ({', '.join(dims)})" if dims else ""
     db.execute(
-        f"CREATE TABLE {table} ({columns}, present INTEGER NOT NULL, "
+        f"CREATE TABLE {table} ({columns}present INTEGER NOT NULL, "
         "source TEXT REFERENCES sources(source), offset BIGINT, size BIGINT, info TEXT, "
-        f"data BLOB, UNIQUE ({', '.join(dims)}))"
+        f"data BLOB{unique})"
     )
     marks = ", ".join("?" for _ in range(len(dims) + 6))
     db.executemany(
@@ -90,9 +91,9 @@ def _chunk_table(db: sqlite3.Connection, refs: ArrayRefs, name: str,
             for c in refs.chunks
         ),
     )
-    picked = ", ".join(f"c.{d}" for d in dims)
+    picked = "".join(f"c.{d}, " for d in dims)
     db.execute(
-        f"CREATE VIEW {view} AS SELECT {picked}, c.present, CASE WHEN c.source IS NULL THEN "
+        f"CREATE VIEW {view} AS SELECT {picked}c.present, CASE WHEN c.source IS NULL THEN "
         "NULL ELSE COALESCE((SELECT r.replacement || substr(c.source, length(r.prefix) + 1) "
         "FROM remap r WHERE substr(c.source, 1, length(r.prefix)) = r.prefix "
         "ORDER BY length(r.prefix) DESC LIMIT 1), c.source) END AS path, "

@@ -21,7 +21,7 @@ class ComputedArray:
     ``source`` is the source field presented one chunk per leaf: what a chunk's leaves are
     read as."""
 
-    def __init__(self, level: Level, fold: Fold, source: FieldArray, coordinates: str,
+    def __init__(self, level: Level, fold: Fold, source: FieldArray, cell_attrs: dict,
                  sphere: bool = False) -> None:
         assert level.source is not None
         self.level, self.fold, self.source, self.sphere = level, fold, source, sphere
@@ -35,7 +35,7 @@ class ComputedArray:
             shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
         base = level.source
         attrs = dict(source.source_meta.get("attributes") or {})
-        attrs["coordinates"] = coordinates
+        attrs.update(cell_attrs)  # its coordinates and grid mapping, as a field's
         attrs["morton_hive_store"] = {"computed": {
             "role": "computed",
             "source_orders": [base.cell_order],

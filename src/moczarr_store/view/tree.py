@@ -16,11 +16,13 @@ from ..hive.ids import distinct_sorted
 from ..hive.level import Level, Product, ranks_to_runs
 from ..hive.roster import Hive
 from .arrays import (
+    Centres,
     FabricatedArray,
     FieldArray,
     cell_coordinate,
     cell_ranges,
     check_sphere,
+    grid_mapping,
     leaves_per_chunk,
     window_instants,
     window_labels,
@@ -79,13 +81,44 @@ def _encode(doc: dict) -> bytes:
 
 def cell_ids_attrs(cell_order: int, group_attrs: dict) -> dict:
     """xdggs's healpix attributes for ``cell_ids`` (``xdggs.decode(ds)`` reads exactly
-    these): NESTED ids at ``cell_order``, on the WGS84 ellipsoid when the hive declares
-    authalic WGS84 latitudes (mortie's default: cell centres are geodetic), else on the
-    sphere (latitudes used as spherical, as mortie's ``"geodetic-spherical"``)."""
+    these, and refuses any other): NESTED ids at ``cell_order``, on the WGS84 ellipsoid
+    when the hive declares authalic WGS84 latitudes (mortie's default: cell centres are
+    geodetic), else on the sphere (latitudes used as spherical, as mortie's
+    ``"geodetic-spherical"``)."""
     attrs: dict = {"grid_name": "healpix", "level": cell_order, "indexing_scheme": "nested"}
-    dggs = group_attrs.get("dggs")
-    if isinstance(dggs, dict) and dggs.get("latitude") == "authalic-wgs84":
+    if _wgs84(group_attrs):
         attrs["ellipsoid"] = "WGS84"
+    return attrs
+
+
+def _wgs84(group_attrs: dict) -> bool:
+    """Whether the hive declares authalic WGS84 latitudes (its cells are on WGS84)."""
+    dggs = group_attrs.get("dggs")
+    return isinstance(dggs, dict) and dggs.get("latitude") == "authalic-wgs84"
+
+
+CF_NAMES = ("healpix_index", "lon", "lat", "healpix")
+"""The arrays of the CF HEALPix layer: the cells' NESTED ids (as ``cell_ids``, whose
+attributes are xdggs's, which refuse CF's), their centres (with ``centres=True``) and the
+grid mapping (a level with a field of one of these names goes without the layer)."""
+_CENTRES = ("lon", "lat")
+_CF_ATTRS = {
+    "healpix_index": {"standard_name": "healpix_index", "units": "1"},
+    "lon": {"standard_name": "longitude", "long_name": "longitude of the cell centre",
+            "units": "degrees_east"},
+    "lat": {"standard_name": "latitude", "long_name": "latitude of the cell centre",
+            "units": "degrees_north"},
+}
+
+
+def grid_mapping_attrs(cell_order: int, group_attrs: dict) -> dict:
+    """The CF HEALPix grid mapping of a level: NESTED ids at ``cell_order``; the WGS84
+    ellipsoid's parameters when the hive's cells are on it (else a sphere, its radius
+    not stated)."""
+    attrs: dict = {"grid_mapping_name": "healpix", "refinement_level": cell_order,
+                   "indexing_scheme": "nested"}
+    if _wgs84(group_attrs):
+        attrs.update(semi_major_axis=6378137.0, inverse_flattening=298.257223563)
     return attrs
 
 
@@ -127,12 +160,15 @@ class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
     def __init__(
-        self, hive: Hive, options: dict, chunking: str | int = "leaf", geometry: str = "covered"
+        self, hive: Hive, options: dict, chunking: str | int = "leaf",
+        geometry: str = "covered", centres: int | None = None,
     ) -> None:
         """The hierarchy of every level read so far; ``options`` is recorded in the root's
         ``morton_hive_store`` attribute. ``geometry="sphere"``: arrays span every node of
-        the sphere at their order (uncovered ones read as the fill value)."""
-        self.chunking = chunking
+        the sphere at their order (uncovered ones read as the fill value); ``centres``:
+        with the cells' centres (``lon``, ``lat``), keeping the pairs computed last up to
+        this many bytes per level (``None``: without them)."""
+        self.chunking, self.centres = chunking, centres
         self.sphere = geometry == "sphere"
         self.levels: dict[str, Level] = {}
         self.groups: dict[str, Group] = {}
@@ -202,7 +238,13 @@ class View:
             coordinates.append("window")
             if all(level.window_bounds()):
                 coordinates += ["window_start", "window_end"]
-        cell_attrs = " ".join(c for c in coordinates if c != "window")
+        cf = not set(CF_NAMES) & set(level.arrays)
+        if cf:
+            coordinates += [n for n in CF_NAMES
+                            if self.centres is not None or n not in _CENTRES]
+        cell_attrs: dict = {"coordinates": " ".join(c for c in coordinates if c != "window")}
+        if cf:
+            cell_attrs["grid_mapping"] = "healpix"
         fields: dict[str, FieldArray | ComputedArray]
         if level.artifact == "computed":
             fields = {name: ComputedArray(level, level.folds[name], self._leaf_source(
@@ -228,7 +270,7 @@ class View:
         shard_rows = next(iter(shapes))[0] if len(shapes) == 1 else None
         if shard_rows is not None and (shard_rows <= rows or shard_rows % rows):
             shard_rows = None
-        arrays: dict[str, Array] = {**self._coordinates(level, rows, shard_rows), **fields}
+        arrays: dict[str, Array] = {**self._coordinates(level, rows, shard_rows, cf), **fields}
         described: dict[str, Any] = {
             "coverage": level.coverage_source,
             "objects": level.artifact,
@@ -246,7 +288,7 @@ class View:
             self.arrays[array.path] = array
         self.levels[level.path] = level
 
-    def _leaf_source(self, level: Level, name: str, cell_attrs: str) -> FieldArray:
+    def _leaf_source(self, level: Level, name: str, cell_attrs: dict) -> FieldArray:
         """Field ``name`` of the level a computed level folds, one chunk per leaf (how its
         leaves are read), made once per view."""
         source = level.source
@@ -263,17 +305,28 @@ class View:
         level = self.levels.get(path)
         return None if level is None else cell_ranges(level, self.sphere)
 
-    def _coordinates(self, level: Level, rows: int,
-                     shard_rows: int | None) -> dict[str, FabricatedArray]:
-        """The fabricated coordinate arrays of one level, by name."""
-        sphere = self.sphere
+    def _coordinates(self, level: Level, rows: int, shard_rows: int | None,
+                     cf: bool) -> dict[str, FabricatedArray]:
+        """The fabricated coordinate arrays of one level, by name (``cf``: with the CF
+        HEALPix layer, :data:`CF_NAMES`)."""
+        sphere, attrs = self.sphere, level.group_attrs
         arrays = {
             "morton": cell_coordinate(level, "morton", {}, rows, sphere, shard_rows),
-            "cell_ids": cell_coordinate(
-                level, "cell_ids", cell_ids_attrs(level.cell_order, level.group_attrs),
-                rows, sphere, shard_rows,
-            ),
+            "cell_ids": cell_coordinate(level, "cell_ids",
+                                        cell_ids_attrs(level.cell_order, attrs), rows, sphere,
+                                        shard_rows),
         }
+        if cf:
+            latitude = "authalic" if _wgs84(attrs) else "geodetic-spherical"
+            centres = None if self.centres is None else Centres(level, sphere, latitude,
+                                                                self.centres)
+            for name, cf_attrs in _CF_ATTRS.items():
+                if name in _CENTRES and centres is None:
+                    continue
+                kind = "cell_ids" if name == "healpix_index" else name
+                arrays[name] = cell_coordinate(level, kind, cf_attrs, rows, sphere, shard_rows,
+                                               None if kind == "cell_ids" else centres)
+            arrays["healpix"] = grid_mapping(grid_mapping_attrs(level.cell_order, attrs))
         if level.windows:
             arrays["window"] = window_labels(level.windows)
             spans = level.window_bounds()
