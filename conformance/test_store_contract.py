@@ -38,7 +38,8 @@ HIVE = Path(__file__).resolve().parents[1] / "fixtures" / "bare_versioned"
 READ_ONLY = "store was opened in read-only mode and does not support writing"
 SEEDS = "the store is read-only, so the harness cannot seed keys into it"
 KINDS = ("root", "group", "array", "coordinate_chunk", "field_chunk")
-FABRICATED = ("morton", "cell_ids", "window", "window_start", "window_end")
+FABRICATED = ("morton", "cell_ids", "window", "window_start", "window_end", "healpix_index",
+              "lon", "lat", "healpix")
 BYTE_REQUESTS = [
     None,
     RangeByteRequest(0, 1),
@@ -120,6 +121,10 @@ async def nodes(store: MocHiveStore) -> dict[str, dict]:
 
 
 def n_chunks(meta: dict) -> int:
+    """Chunks the store lists for an array: none for a scalar (the grid mapping: its one
+    value is the fill value, no chunk is stored)."""
+    if not meta["shape"]:
+        return 0
     chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
     return math.prod(math.ceil(n / c) for n, c in zip(meta["shape"], chunks, strict=True))
 

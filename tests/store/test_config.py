@@ -36,7 +36,7 @@ def _bounds(store: MocHiveStore) -> dict[str, int]:
 
 
 SESSION_CACHES = ("stamps", "leaf_metas", "shard_indexes", "version_groups", "absences",
-                  "span_parts", "computed_bytes")
+                  "span_parts", "computed_bytes", "centre_bytes")
 
 
 def test_a_session_takes_its_cache_bounds_when_created():
