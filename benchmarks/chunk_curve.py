@@ -9,7 +9,7 @@ in its own block (spans kept mapped from earlier blocks let go first), each roun
 turn: the full floor and the chunk floor (raw reads of the objects a first and a second
 scan read, as ``targets.py`` defines them), a first scan on a new store (zarr ``[:]`` and
 ``xr.open_zarr(store, group=g)[field].values``), a second scan on one store (the same two),
-and random single cells and leaf-sized slices against ``"leaf"``'s (as ``run._random_reads``).
+and random single cells and leaf-sized slices against ``"leaf"``'s (as ``run.random_reads``).
 Each figure is the best of ``rounds``; ratios are to the floors and ``"leaf"`` of the same
 block. ``--clock cpu`` times in this process's CPU seconds: on a machine shared with other
 work the ratios then move less with its load. Every configuration's values are checked
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from benchmarks.common import alternate, random_reads, raw_read
 from benchmarks.targets import _Fresh, _open_xr, _reference, floor_objects
 from moczarr_store import MocHiveStore, mapped
 
@@ -38,7 +39,6 @@ counts our cost, not the others' (a read's waits and its use of a second core no
 def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: np.ndarray,
                 floors: tuple[list[str], list[str]], rounds: int, clock) -> dict:
     """One point of the curve: ``chunking``'s reads and the floors, timed in turn."""
-    from benchmarks.run import _random_reads, _raw, alternate
 
     mapped.release()
     gc.collect()
@@ -60,8 +60,8 @@ def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: n
     np.testing.assert_array_equal(array[:], want, err_msg=f"{chunking} zarr")
     np.testing.assert_array_equal(xr_values(warm), want, err_msg=f"{chunking} xarray")
     took = alternate({
-        "full floor": lambda: _raw(first_paths),
-        "chunk floor": lambda: _raw(chunk_paths),
+        "full floor": lambda: raw_read(first_paths),
+        "chunk floor": lambda: raw_read(chunk_paths),
         "first zarr": first_zarr,
         "first xr": first_xr,
         "second zarr": lambda: array[:],
@@ -71,7 +71,7 @@ def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: n
     leaf = zarr.open_array(MocHiveStore(hive, chunking="leaf"), path=f"{group}/{field}",
                            mode="r")
     leaf[:]  # stamps warm, as the store under test's
-    per = _random_reads(want, cells, {"leaf": leaf, "k": array}, rounds, clock)
+    per = random_reads(want, cells, {"leaf": leaf, "k": array}, rounds, clock)
     k = array.chunks[0] // cells
     return {
         "hive": hive.name, "chunking": chunking, "k": k,

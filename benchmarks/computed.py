@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from benchmarks.common import alternate, raw_read, record_reads
 from moczarr_store import MocHiveStore
 
 
@@ -50,8 +51,7 @@ def _expected(hive: Path, field: str, order: int, words: np.ndarray) -> np.ndarr
     fold = manifest["pyramid"]["overview"]["fields"][field]
     dtype = np.dtype(fold["dtype"])
     fill = np.asarray(fold["fill_value"], dtype=dtype)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         ds = moczarr.open_hive(str(hive), xr_kwargs={"chunks": None})
     values = ds[field].values.astype(dtype)
     parents = np.asarray(moczarr.parent_cells(ds["morton"].values, order))
@@ -83,8 +83,7 @@ class _FirstRead:
 
     def prepare(self) -> None:
         self.store = _store(self.hive)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             self.array = zarr.open_array(self.store, path=self.path, mode="r")
         gc.collect()
 
@@ -96,8 +95,6 @@ class _FirstRead:
 def measure_computed(hive: Path, product: str, field: str = "count",
                      rounds: int = 5) -> list[dict]:
     """The rows above for one hive, as ``targets.py``'s row dicts."""
-    from benchmarks.run import _raw, _record_reads, alternate
-
     manifest = json.loads((hive / "morton_hive.json").read_text())
     source, shard = manifest["cell_order"], manifest["shard_order"]
     rows: list[dict] = []
@@ -110,8 +107,7 @@ def measure_computed(hive: Path, product: str, field: str = "count",
         print(f"| {hive.name} | {label} | {seconds * 1e3:,.1f} ms | {floor_name} "
               f"{floor * 1e3:,.1f} ms | {ratio:.2f}x | <= {target}x |", flush=True)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         root = zarr.open_group(_store(hive), mode="r")
     for order, what, target in ((source - 1, "between shard and source order", 2),
                                 (shard - 1, "one coarser than the shard order", 3)):
@@ -123,10 +119,10 @@ def measure_computed(hive: Path, product: str, field: str = "count",
         want = _expected(hive, field, order, words)[region]
         first = _FirstRead(hive, f"{product}/o{order}/{field}", region)
         first.prepare()
-        reads = _record_reads(first.store)
+        reads = record_reads(first.store)
         np.testing.assert_array_equal(first(), want)
         touched = sorted({f"{hive}/{path}" for path, _ in reads})
-        took = alternate({"ours": first, "floor": lambda t=touched: _raw(t)}, rounds)
+        took = alternate({"ours": first, "floor": lambda t=touched: raw_read(t)}, rounds)
         leaves = sum(1 for p in touched if p.endswith(".zarr/zarr.json"))
         add(f"o{order} ({what}): first read of one computed chunk ({leaves} leaves), new "
             "store", took["ours"], took["floor"], "raw read of the objects it touches", target)

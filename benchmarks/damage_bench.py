@@ -61,8 +61,7 @@ _SCAN = textwrap.dedent("""
             reset.write("5")
         before = status("VmRSS:")
         store = MocHiveStore(root)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             array = zarr.open_group(store, mode="r")[f"atl06/o11/{field}"]
             store.request_stats.reset()
             step, total, start = 65_536, array.shape[0], time.perf_counter()

@@ -2,7 +2,7 @@
 
     python -m benchmarks.latency_pipe HIVE GROUP [FIELD]
 
-The scan of ``targets_wire.measure_latency`` (``run._cold_scan``: a new store, default
+The scan of ``targets_wire.measure_latency`` (``run.cold_scan``: a new store, default
 chunking, 50 ms added to every request inside a cap of 128, zarr with
 ``run.scan_settings``), each request logged at the fake-latency backend: when it took its
 slot, when its delay ended, when it ended. Printed per scan: when the first request left
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from benchmarks.run import SlowBackend, scan_settings
+from benchmarks.common import SlowBackend, scan_settings
 from moczarr_store import MocHiveStore
 
 CAP, DELAY = 128, 0.05

@@ -131,8 +131,7 @@ def measure_onecell(hive: Path, group: str = "atl06/o10") -> list[dict]:
     name = hive.name
     opened = time.perf_counter()
     store = MocHiveStore(hive)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         morton = zarr.open_array(store, path=f"{group}/morton", mode="r")
     open_s = time.perf_counter() - opened
     words = morton[:]
@@ -140,8 +139,7 @@ def measure_onecell(hive: Path, group: str = "atl06/o10") -> list[dict]:
     nbytes = words.nbytes
 
     def xr_values():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             return xr.open_zarr(store, group=group)["morton"].values
 
     np.testing.assert_array_equal(xr_values(), words)
@@ -199,8 +197,7 @@ def measure_onecell(hive: Path, group: str = "atl06/o10") -> list[dict]:
 
 
 def _tasks(store: MocHiveStore, group: str) -> int:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         data = xr.open_zarr(store, group=group)["morton"].variable.data
     return len(dict(data.__dask_graph__()))
 

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
+from benchmarks.common import OneField, alternate, random_reads
 from moczarr_store import MocHiveStore
 
 # name: the store's chunking it copies (None: the default)
@@ -45,13 +46,12 @@ def make_copies(hive: Path, group: str, field: str, out: Path) -> dict[str, Path
     in the store's layout, ``field`` alone in zagg's. Cost: those arrays read through the
     store and written."""
     from benchmarks.make_plain_copy import copy_group
-    from benchmarks.run import _OneField
 
     copies = {}
     for i, (name, chunking) in enumerate(COPIES.items()):
         path = out / f"copy{i}"
         store = MocHiveStore(hive, **({} if chunking is None else {"chunking": chunking}))
-        source = _OneField(store, group, field) if slow(name) else store
+        source = OneField(store, group, field) if slow(name) else store
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             asyncio.run(copy_group(source, group, path))
@@ -75,7 +75,6 @@ def time_plain(copies: dict[str, Path], field: str, fields: list[str],
     own anchor seconds or None)``: the reads of :func:`benchmarks.targets.measure_targets`
     on the copies, values checked equal to ``want`` first, each the best of ``rounds``
     timed in turn; random reads per read."""
-    from benchmarks.run import _random_reads, alternate
 
     took: dict[tuple[str, str], float] = {}
     arrays = {}
@@ -103,7 +102,7 @@ def time_plain(copies: dict[str, Path], field: str, fields: list[str],
             fns[name, "all values"] = lambda p=path: [_open_xr(p)[n].values for n in fields]
             fns[name, "ds load"] = lambda p=path: _open_xr(p).load()
         took.update(alternate(fns, rounds_for(name, rounds)))
-    lookups = _random_reads(want[field], cells,
+    lookups = random_reads(want[field], cells,
                             {n: a for n, a in arrays.items() if not slow(n)})
     out: dict[str, list] = {}
     for name in copies:

@@ -37,12 +37,24 @@ import zarr
 from zarr.core import codec_pipeline as zarr_pipelines
 from zarr.core.buffer import NDBuffer, default_buffer_prototype
 
+from benchmarks.common import (
+    DEFAULT,
+    OneField,
+    SlowBackend,
+    alternate,
+    best,
+    cold_scan,
+    nbytes,
+    random_reads,
+    raw_read,
+    read_into,
+    record_reads,
+    target_cells,
+)
 from moczarr_store import MocHiveStore, config, mapped
-from moczarr_store.io.backend import Backend
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("shard", "leaf", "inner", "span")
-DEFAULT = "leaf"
 MEASURES = (
     "scan", "spans", "open", "full", "moczarr", "random", "requests", "fabrication", "latency",
     "scale", "dask", "verify", "serve", "remote", "targets",
@@ -55,34 +67,16 @@ def row(measure: str, ours: str, anchor: str, ratio: str) -> None:
     print(f"| {measure} | {ours} | {anchor} | {ratio} |", flush=True)
 
 
-def best(fn, repeat: int = 3, clock=time.perf_counter) -> tuple[float, object]:
-    """The fastest of ``repeat`` runs of ``fn()`` (seconds of ``clock``; no repeat after a
-    run over 10 s) and its last result; ``fn.prepare()``, if it has one, runs untimed before
-    each."""
-    times, out = [], None
-    for _ in range(repeat):
-        if hasattr(fn, "prepare"):
-            fn.prepare()
-        start = clock()
-        out = fn()
-        times.append(clock() - start)
-        if times[-1] > 10:
-            break
-    return min(times), out
-
-
 def moczarr_open(hive: Path):
     import moczarr
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         return moczarr.open_hive(str(hive))
 
 
 def open_ours(hive: Path, group: str, **options) -> tuple[xr.Dataset, MocHiveStore]:
     store = MocHiveStore(hive, **options)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         return xr.open_zarr(store, group=group), store
 
 
@@ -122,43 +116,9 @@ def _leaf_objects(hive: Path, group: str, field: str) -> tuple[list[str], float]
     store.request_stats.reset()
     array[:]
     cold = store.request_stats.total / array.nchunks
-    reads = _record_reads(store)
+    reads = record_reads(store)
     array[:]
     return [f"{hive}/{path}" for path, _option in reads], cold
-
-
-def _record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
-    """Every object (and range) the store's local reader reads from now on: the one place
-    each read passes, inline (page-cached), waited or straight into a span's buffer."""
-    from moczarr_store.io.local import LocalReader
-
-    reader = store.session.backend._reader
-    if not isinstance(reader, LocalReader):
-        raise SystemExit("the read floor needs a local hive")
-    reads: list[tuple[str, object]] = []
-    original = reader._open_read
-
-    def read(path, option, *rest):
-        got = original(path, option, *rest)
-        if got is not None:
-            reads.append((path, option))
-        return got
-
-    reader._open_read = read  # type: ignore[method-assign]
-    return reads
-
-
-def _nbytes(paths: list[str]) -> int:
-    """The objects' total size (one ``stat`` each; nothing read)."""
-    return sum(os.path.getsize(path) for path in paths)
-
-
-def _raw(paths: list[str]) -> int:
-    total = 0
-    for path in paths:
-        with open(path, "rb") as f:
-            total += len(f.read())
-    return total
 
 
 INTO_NEW = "raw floor into one new array, readinto()"
@@ -198,46 +158,15 @@ def _plain_leaf_copy(hive: Path, group: str, field: str, out: Path,
 
     async def one_field():
         store = MocHiveStore(hive, chunking=chunking)
-        return await copy_group(_OneField(store, group, field), group, out)
+        return await copy_group(OneField(store, group, field), group, out)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         asyncio.run(one_field())
     return zarr.open_array(str(out / field), mode="r")
 
 
-class _OneField:
-    """A store whose ``group``'s consolidated metadata lists ``field`` alone (so the copy
-    writes that array only)."""
-
-    def __init__(self, store: MocHiveStore, group: str, field: str) -> None:
-        self.store, self.group, self.field = store, group, field
-
-    async def get(self, key, prototype, byte_range=None):
-        buf = await self.store.get(key, prototype, byte_range)
-        if key != f"{self.group}/zarr.json" or buf is None:
-            return buf
-        import json
-
-        doc = json.loads(buf.to_bytes())
-        meta = doc["consolidated_metadata"]["metadata"]
-        doc["consolidated_metadata"]["metadata"] = {self.field: meta[self.field]}
-        return prototype.buffer.from_bytes(json.dumps(doc).encode())
-
-
-def alternate(fns: dict, rounds: int, clock=time.perf_counter) -> dict:
-    """The best of ``rounds`` seconds (of ``clock``) for each of ``fns``, timed in turn
-    within each round (so a noisy neighbour slows all of them alike rather than one)."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            times[name].append(best(fn, 1, clock)[0])
-    return {name: min(seconds) for name, seconds in times.items()}
-
-
 def _xr_field(where, group: str | None, field: str, coords: bool = False):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         data = xr.open_zarr(where, group=group, consolidated=False if group is None else None)
     return data[field] if coords else data[field].variable
 
@@ -263,18 +192,12 @@ def _unlike(out: NDBuffer, want: np.ndarray) -> None:
     np.invert(want.view(np.uint8), out=out.as_numpy_array().view(np.uint8))
 
 
-def _read_into(array: zarr.Array, out: NDBuffer) -> np.ndarray:
-    """``array`` read whole into ``out`` (zarr's ``out=``), as numpy."""
-    array.get_basic_selection(Ellipsis, out=out)
-    return out.as_numpy_array()
-
-
 def _into(array: zarr.Array, out: NDBuffer, want: np.ndarray):
-    """:func:`_read_into`, ``out`` made :func:`_unlike` the values before each read
+    """:func:`read_into`, ``out`` made :func:`_unlike` the values before each read
     (untimed): no new output array, whose first writes are page faults (on this machine's
     VM slow and erratic, see benchmarks/README)."""
     def run():
-        return _read_into(array, out)
+        return read_into(array, out)
     run.prepare = lambda: _unlike(out, want)  # type: ignore[attr-defined]
     return run
 
@@ -310,7 +233,7 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
     store = MocHiveStore(hive, chunking=DEFAULT)
     array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
     want = array[:]
-    nbytes = _raw(paths)
+    nbytes = raw_read(paths)
 
     spanned = MocHiveStore(hive, chunking="span")
     span_array = zarr.open_array(spanned, path=f"{group}/{field}", mode="r")
@@ -322,7 +245,7 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         whole = _one_chunk_copy(want, array, field, whole_copy)
         leaf, span = f"chunking={DEFAULT!r}", f"chunking='span' ({k} leaves per chunk)"
         reads = {
-            "raw floor, plain Python open().read()": lambda: _raw(paths),
+            "raw floor, plain Python open().read()": lambda: raw_read(paths),
             INTO_NEW: lambda: _raw_into_new(paths, nbytes),
             "plain copy of ONE chunk, zarr [:]": lambda: whole[:],
             "plain copy of ONE chunk, xr.open_zarr defaults, field .load()":
@@ -360,7 +283,7 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
                     fn.prepare()
                 np.testing.assert_array_equal(fn(), want, err_msg=name)
         took = alternate(reads, rounds)
-        lookups = _random_reads(want, array.chunks[0], {
+        lookups = random_reads(want, array.chunks[0], {
             f"store {leaf}": array, f"plain copy in the {leaf} layout": plain,
             f"store {span}": span_array, f"plain copy in the {span} layout": plain_span})
     floor, mb = took[next(iter(reads))], nbytes / 1e6
@@ -390,27 +313,6 @@ def measure_scan(hive: Path, group: str, field: str, rounds: int = 9) -> None:
         base = lookups[kind, anchor]
         row(f"{kind}, {name}", f"{per_read * 1e3:.2f} ms/read",
             f"{anchor} {base * 1e3:.2f} ms/read", f"{per_read / base:.2f}x the default view's")
-
-
-def _random_reads(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array],
-                  rounds: int = 3, clock=time.perf_counter) -> dict[tuple[str, str], float]:
-    """Seconds per read of 300 random single cells and 100 random leaf-sized slices
-    (``cells`` rows at a leaf boundary) from each of ``arrays`` (stamps warm: one pass
-    first, its values checked against ``want``), the best of ``rounds`` timed in turn."""
-    rng = np.random.default_rng(0)
-    points = [int(i) for i in rng.integers(0, want.shape[0], 300)]
-    starts = [int(s) * cells for s in rng.integers(0, want.shape[0] // cells, 100)]
-    kinds = {"random single cell": (points, 1), "random leaf-sized slice": (starts, cells)}
-    fns, counts = {}, {}
-    for kind, (at, size) in kinds.items():
-        for name, array in arrays.items():
-            def read(array=array, at=at, size=size):
-                return [array[i : i + size] for i in at]
-            for i, got in zip(at, read(), strict=True):
-                np.testing.assert_array_equal(got, want[i : i + size], err_msg=name)
-            fns[kind, name], counts[kind, name] = read, len(at)
-    took = alternate(fns, rounds, clock)
-    return {key: seconds / counts[key] for key, seconds in took.items()}
 
 
 SPAN_COUNTS = (2, 4, 8, 16, 32, 64, 128, 256)
@@ -456,7 +358,7 @@ def _spans_timed(paths: list[str], arrays: dict, want: np.ndarray, group: str, f
     """:func:`measure_spans`'s reads, timed and reported."""
     cells = arrays["leaf"].chunks[0]
     out = default_buffer_prototype().nd_buffer.from_numpy_array(np.empty_like(want))
-    reads: dict = {"raw floor": lambda: _raw(paths)}
+    reads: dict = {"raw floor": lambda: raw_read(paths)}
     for name, array in arrays.items():
         reads[f"{name}, zarr into a reused output array"] = _into(array, out, want)
         reads[f"{name}, xr.open_zarr defaults, field .load()"] = (
@@ -467,8 +369,8 @@ def _spans_timed(paths: list[str], arrays: dict, want: np.ndarray, group: str, f
                 fn.prepare()
             np.testing.assert_array_equal(fn(), want, err_msg=name)
     took = alternate(reads, rounds)
-    lookups = _random_reads(want, cells, arrays, rounds=rounds)
-    floor, mb = took["raw floor"], _nbytes(paths) / 1e6
+    lookups = random_reads(want, cells, arrays, rounds=rounds)
+    floor, mb = took["raw floor"], nbytes(paths) / 1e6
     for name in arrays:
         scans = [took[f"{name}, zarr into a reused output array"],
                  took[f"{name}, xr.open_zarr defaults, field .load()"]]
@@ -488,8 +390,7 @@ def measure_scan_all(hive: Path, group: str, rounds: int = 5) -> None:
     """Every field of ``group`` (its data variables), warm page cache, against the raw floor
     of all their objects: zarr array by array and ``xr.open_zarr(...).load()`` with default
     arguments, one leaf per chunk and in spans. Values are checked equal across paths."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         names = sorted(map(str, xr.open_zarr(MocHiveStore(hive), group=group).data_vars))
     paths = [p for name in names for p in _leaf_objects(hive, group, name)[0]]
     stores = {mode: MocHiveStore(hive, chunking=mode) for mode in (DEFAULT, "span")}
@@ -497,13 +398,12 @@ def measure_scan_all(hive: Path, group: str, rounds: int = 5) -> None:
               for mode, st in stores.items()}
 
     def xr_all(store):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             ds = xr.open_zarr(store, group=group).load()
         return [ds[n].values for n in names]
 
     want = [a[...] for a in arrays[DEFAULT]]
-    reads = {"raw floor, plain Python open().read()": lambda: _raw(paths)}
+    reads = {"raw floor, plain Python open().read()": lambda: raw_read(paths)}
     for mode, store in stores.items():
         reads[f"chunking={mode!r}, zarr, array by array [...]"] = (
             lambda a=arrays[mode]: [x[...] for x in a])
@@ -514,7 +414,7 @@ def measure_scan_all(hive: Path, group: str, rounds: int = 5) -> None:
             for got, ref in zip(fn(), want, strict=True):
                 np.testing.assert_array_equal(got, ref, err_msg=name)
     took = alternate(reads, rounds)
-    floor, mb = took[next(iter(reads))], _nbytes(paths) / 1e6
+    floor, mb = took[next(iter(reads))], nbytes(paths) / 1e6
     for name, seconds in took.items():
         row(f"scan all {len(names)} fields ({len(paths)} objects, {mb:.1f} MB): "
             f"{name}", f"{seconds * 1e3:.1f} ms", f"raw floor {floor * 1e3:.1f} ms",
@@ -534,8 +434,7 @@ def measure_open(hive: Path, plain: Path, group: str) -> None:
         f"{ours / flat:.2f}x the plain open",
     )
     direct = MocHiveStore(hive)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         xr.open_zarr(direct, group=group, consolidated=False)
     one_group = direct.request_stats.total
     levels = len(asyncio.run(direct.hive()).products[0].levels)
@@ -714,49 +613,6 @@ def measure_fabrication(hive: Path, group: str) -> None:
 # -- 6. latency ------------------------------------------------------------------------
 
 
-class SlowBackend(Backend):
-    """Adds a fixed latency to every request, inside the concurrency cap."""
-
-    delay = 0.05  # seconds per request
-
-    def _now(self, *args):
-        return None  # no inline page-cache reads: every request pays the latency
-
-    async def _call(self, kind, coro_fn, *args, **kwargs):
-        async def slow(*a, **k):
-            await asyncio.sleep(self.delay)
-            return await coro_fn(*a, **k)
-
-        return await super()._call(kind, slow, *args, **kwargs)
-
-
-def scan_settings(cap: int) -> dict:
-    """zarr's settings for a scan with at most ``cap`` requests in flight (the store's or
-    the plain copy's cap): twice ``cap`` chunk reads started at once (a cold leaf chunk has
-    one request in flight, its stamp, then two), as the README advises; more waiting chunk
-    tasks only add event-loop work. Both sides of the latency row scan with these."""
-    return {"async.concurrency": 2 * cap}
-
-
-def _cold_scan(hive: Path, group: str, field: str, cap: int, delay: float,
-               out: NDBuffer | None = None, chunking: str | None = DEFAULT,
-               ) -> tuple[float, int, np.ndarray]:
-    """Seconds, requests and values of a full scan of ``field`` through a fresh store
-    (``chunking``, None: the store's default), into a new array (``[:]``) or into ``out``;
-    zarr with :func:`scan_settings`."""
-    options = {} if chunking is None else {"chunking": chunking}
-    store = MocHiveStore(hive, max_concurrency=cap, **options)
-    store.backend.__class__ = SlowBackend
-    store.backend.delay = delay
-    with zarr.config.set(scan_settings(cap)):
-        array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
-        store.request_stats.reset()
-        start = time.perf_counter()
-        got = array[:] if out is None else _read_into(array, out)
-        took = time.perf_counter() - start
-    return took, store.request_stats.total, got
-
-
 def measure_latency(hive: Path, group: str, field: str) -> None:
     """A cold scan with 50 ms added per request, against ``ideal`` (the requests in waves of
     ``cap``) and against the same scan with no added latency (``floor``: the CPU's share).
@@ -766,10 +622,10 @@ def measure_latency(hive: Path, group: str, field: str) -> None:
     want = zarr.open_group(MocHiveStore(hive), mode="r")[f"{group}/{field}"][:]
     reused = default_buffer_prototype().nd_buffer.from_numpy_array(np.ones_like(want))
     for cap, out in ((8, None), (32, None), (128, None), (128, reused)):
-        floor, _, _ = _cold_scan(hive, group, field, cap, 0.0, out)
+        floor, _, _ = cold_scan(hive, group, field, cap, 0.0, out)
         if out is not None:
             _unlike(out, want)
-        took, requests, got = _cold_scan(hive, group, field, cap, SlowBackend.delay, out)
+        took, requests, got = cold_scan(hive, group, field, cap, SlowBackend.delay, out)
         np.testing.assert_array_equal(got, want, err_msg=f"latency, {cap} in flight")
         del got
         ideal = math.ceil(requests / cap) * SlowBackend.delay
@@ -827,10 +683,10 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
     """``sum()`` of one field; the plain copy with one dask chunk per shard (not per inner
     chunk), so both graphs have the same chunk boundaries and give the same float total."""
     import distributed
+    from tests.support.workers import keep_backends, requests_made
 
     ds, _ = open_ours(hive, group, chunking=DEFAULT)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         flat = xr.open_zarr(plain, chunks={"cells": cells})
 
     def sums(label: str, repeat: int) -> None:
@@ -866,31 +722,6 @@ def measure_dask(hive: Path, plain: Path, group: str, field: str, cells: int) ->
         sums("dask.distributed 2 processes", 1)
 
 
-def keep_backends() -> None:
-    """On a dask worker (``client.run``): keep every backend made from now on, so that the
-    requests of the store copies it unpickles can be summed after those are gone."""
-    from moczarr_store.io import backend
-
-    if hasattr(backend.Backend, "made"):
-        return
-    made: list = []
-    init = backend.Backend.__init__
-
-    def kept(self, *args, **kwargs) -> None:
-        init(self, *args, **kwargs)
-        made.append(self)
-
-    backend.Backend.made = made  # type: ignore[attr-defined]
-    backend.Backend.__init__ = kept  # type: ignore[method-assign]
-
-
-def requests_made() -> int:
-    """On a dask worker: requests of every backend made since :func:`keep_backends`."""
-    from moczarr_store.io import backend
-
-    return sum(b.stats.total for b in getattr(backend.Backend, "made", []))
-
-
 # -- 9. verify -------------------------------------------------------------------------
 
 
@@ -899,9 +730,8 @@ def _verify_and_reads(hive: Path):
     from moczarr_store.verify import verify_hive
 
     store = MocHiveStore(hive)
-    reads = _record_reads(store)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    reads = record_reads(store)
+    with warnings.catch_warnings(action="ignore"):
         report = asyncio.run(verify_hive(store))
     return report, reads
 
@@ -941,8 +771,7 @@ def measure_verify(hive: Path, rounds: int = 5) -> None:
     payload = np.random.default_rng(0).bytes(report.nbytes // max(1, report.arrays))
 
     def run_verify():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             return asyncio.run(verify_hive(MocHiveStore(hive)))
 
     def sha256_alone():
@@ -980,8 +809,7 @@ def measure_serve(hive: Path, group: str, field: str, repeat: int = 5) -> None:
     directly, no dask, default settings). Both warm (stamps read), timed alternately
     ``repeat`` times, best of each; the server's CPU time per request is reported too."""
     import psutil
-
-    from benchmarks.serve_load import http_store, served
+    from tests.support.processes import http_store, served
 
     for mode in (DEFAULT, "span"):
         local = zarr.open_group(MocHiveStore(hive, chunking=mode), mode="r")[f"{group}/{field}"]
@@ -1056,7 +884,7 @@ def measure_remote(hive: Path, group: str, field: str, rounds: int = 3) -> None:
     finally:
         server.stop()
     floor = took["raw concurrent obstore GETs"]
-    mb = _raw(paths) / 1e6
+    mb = raw_read(paths) / 1e6
     for name, seconds in took.items():
         row(f"remote (moto S3 on loopback, {uploaded:,} objects uploaded): {field}, "
             f"{len(keys)} leaves, {mb:.1f} MB: {name}", f"{mb / seconds:.3g} MB/s",
@@ -1158,11 +986,12 @@ def measure_all_targets(hives: list[tuple[Path, str]], field: str,
                         computed: list[tuple[Path, str]] = ()) -> None:
     """The default options' rows against their floors, per hive: in process
     (``targets.py``), over the wire (``targets_wire.py``: serve, S3, latency), each beside
-    the plain zarr copies' (``plain_copies.py``); then ``onecell.py``'s rows, if that module
-    is here; then ``computed.py``'s (``computed``: ``(hive, product)``); then the whole
-    table again, the copies' best beside each row. ``rounds``:
-    each row the best of that many (None: each module's own default)."""
+    the plain zarr copies' (``plain_copies.py``); then ``onecell.py``'s rows; then
+    ``computed.py``'s (``computed``: ``(hive, product)``); then the whole table again, the
+    copies' best beside each row. ``rounds``: each row the best of that many (None: each
+    module's own default)."""
     from benchmarks import plain_copies, targets, targets_wire
+    from benchmarks.onecell import measure_onecell
 
     print("| hive | row | ms | floor | ratio | target | met |\n|---|---|---|---|---|---|---|")
     for hive, group in hives:
@@ -1170,8 +999,7 @@ def measure_all_targets(hives: list[tuple[Path, str]], field: str,
         rows = targets.measure_targets(hive, group, field, **({} if rounds is None else
                                                               {"rounds": rounds}))
         took = {"in process": time.perf_counter() - started}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             names = list(xr.open_zarr(MocHiveStore(hive), group=group).data_vars)
         fields = [n for n in names if n not in targets.COORDS]
         want = targets._reference(hive, group, [field, *fields])
@@ -1200,42 +1028,12 @@ def measure_all_targets(hives: list[tuple[Path, str]], field: str,
     print_targets(TARGET_ROWS)
 
 
-def measure_onecell(hive: Path, group: str) -> list[dict]:
-    """``benchmarks/onecell.py``'s rows (a hive of one-cell leaves), or none without it."""
-    try:
-        from benchmarks.onecell import measure_onecell as measure  # type: ignore[import-not-found]
-    except ModuleNotFoundError as err:
-        if err.name != "benchmarks.onecell":
-            raise
-        print(f"# --onecell {hive}:{group}: no benchmarks/onecell.py here, no rows")
-        return []
-    return measure(hive, group)
-
-
 def print_targets(rows: list[dict]) -> None:
     """The target rows as one table, the best plain copy beside each."""
     print("\n# the default options' targets, the best plain zarr copy beside each row\n")
     print("| " + " | ".join(TARGET_COLUMNS) + " |\n|" + "---|" * len(TARGET_COLUMNS))
     for r in rows:
         print("| " + " | ".join(target_cells(r)) + " |")
-
-
-def target_cells(r: dict) -> list[str]:
-    """A target row's cells as printed (and rendered in the docs): ours, its floor, ratio,
-    target, met, and the plain copy with the lowest ratio."""
-    ms = "-" if r.get("ms") is None else f"{r['ms']:,.1f} ms"
-    floor = str(r.get("floor", "-"))
-    if r.get("floor_ms") is not None:
-        floor += f" {r['floor_ms']:,.1f} ms"
-    x = "" if r.get("ms") is None and r.get("floor_ms") is None else "x"  # a count: no "x"
-    plain = min(r.get("plain") or [], key=lambda p: p["ratio"], default=None)
-    beside = "-" if plain is None else (
-        f"{plain['ratio']:.2f}{x} ({plain['copy']}"
-        + ("" if plain.get("ms") is None else f", {plain['ms']:,.1f} ms") + ")")
-    target = (f">= {r['ratio_min']}{x}" if r.get("ratio_min") is not None
-              else f"<= {r.get('target')}{x}")
-    return [str(r.get("hive")), str(r.get("row")), ms, floor, f"{r.get('ratio')}{x}", target,
-            "met" if r.get("met") else "MISSED", beside]
 
 
 def _hive_group(text: str) -> tuple[Path, str]:

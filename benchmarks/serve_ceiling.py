@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import zarr
+from tests.support.processes import free_port, http_store, running, served
 from zarr.core.buffer import default_buffer_prototype
 
-from benchmarks.run import alternate
-from benchmarks.serve_load import free_port, http_store, running, served
+from benchmarks.common import alternate
 from moczarr_store import MocHiveStore
 
 _APP = """

@@ -40,14 +40,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
-
-from benchmarks.serve_load import free_port, running
+from tests.support.processes import limited_server as server
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("quiet", "idle", "slowloris", "headers", "crowd", "slowread")
@@ -77,27 +75,6 @@ class Phase:
         """Of every ordinary request's latency, a failed one counted as ``PATIENCE``."""
         ordered = sorted(self.latencies + [PATIENCE] * self.failed)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-def _limit(soft: int, hard: int):
-    def apply() -> None:  # in the child, before exec
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-    return apply
-
-
-@contextlib.contextmanager
-def server(
-    hive: Path, nofile: int, log: Path, soft: int | None = None, *more: str
-) -> Iterator[tuple[int, int]]:
-    """``moczarr-store serve hive`` with at most ``nofile`` descriptors (the hard limit;
-    the soft one ``soft``, else the same), and the arguments ``more``: ``(port, pid)``."""
-    port = free_port()
-    command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(hive), "--port",
-               str(port), "--stamp-ttl", "600", "--access-log", *more]
-    with running(command, f"http://127.0.0.1:{port}", log=log,
-                 preexec_fn=_limit(soft or nofile, nofile)) as pid:
-        yield port, pid
 
 
 # -- clients -----------------------------------------------------------------------------

@@ -24,20 +24,17 @@ import argparse
 import asyncio
 import contextlib
 import random
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import zarr
+from tests.support.processes import served
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
@@ -46,66 +43,6 @@ from moczarr_store import MocHiveStore
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("metadata", "chunk", "range", "head", "missing")
 DEADLINE = 600.0  # seconds: the whole run stops by then whatever happens
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def served(hive: Path, *args: str, log: Path | None = None) -> Iterator[tuple[str, int]]:
-    """``moczarr-store serve hive`` in a subprocess on a free loopback port: ``(url, pid)``,
-    stopped (SIGTERM, then SIGKILL) on exit."""
-    port = free_port()
-    command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(hive),
-               "--port", str(port), *args]
-    with running(command, f"http://127.0.0.1:{port}", log=log) as pid:
-        yield f"http://127.0.0.1:{port}", pid
-
-
-@contextlib.contextmanager
-def running(
-    command: list[str], url: str, env: dict | None = None, log: Path | None = None,
-    preexec_fn: Callable[[], None] | None = None, timeout: float = 60,
-) -> Iterator[int]:
-    """``command`` (a server) in a subprocess (``preexec_fn`` run in the child before it
-    starts), once ``url/zarr.json`` answers (within ``timeout`` seconds): its pid; stopped
-    (SIGTERM, then SIGKILL) on exit."""
-    sink = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
-    process = subprocess.Popen(command, stdout=sink, stderr=sink, env=env,
-                               preexec_fn=preexec_fn)  # noqa: PLW1509 - setrlimit only
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/zarr.json", timeout=5) as response:
-                    response.read()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the server did not start: {command}") from None
-                time.sleep(0.1)
-        yield process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        if log:
-            sink.close()
-
-
-def http_store(url: str):
-    """zarr-python's store over obstore's HTTPStore (plain HTTP allowed: loopback)."""
-    import obstore.store
-    from zarr.storage import ObjectStore
-
-    http = obstore.store.HTTPStore.from_url(url, client_options={"allow_http": True})
-    return ObjectStore(http, read_only=True)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
+from benchmarks.common import alternate, best, random_reads, raw_read, record_reads
 from moczarr_store import MocHiveStore
 
 COORDS = ("morton", "cell_ids")
@@ -29,8 +30,7 @@ def _open_xr(store: MocHiveStore | str, group: str | None = None) -> xr.Dataset:
     """``xr.open_zarr(store, group=group)`` with xarray's defaults (a dask chunk per zarr
     chunk): every xarray row reads through this one call, the plain copies' too
     (``plain_copies.py``), so both sides are read alike."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"):
         return xr.open_zarr(store, group=group)
 
 
@@ -46,8 +46,7 @@ def _reference(hive: Path, group: str, names: list[str]) -> dict[str, np.ndarray
 
     kept = KEPT.setdefault((hive, group), {})
     if missing := [n for n in names if n not in kept]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             ds = moczarr.open_hive(str(hive), xr_kwargs={"chunks": None})
         kept.update({n: np.asarray(ds[n].values) for n in missing})
         del ds
@@ -58,11 +57,10 @@ def _reference(hive: Path, group: str, names: list[str]) -> dict[str, np.ndarray
 def floor_objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str]]:
     """The objects a first scan reads (stamp, version metadata, chunk) and a second scan
     reads (the chunks), recorded at the local reader of a ``"leaf"`` store."""
-    from benchmarks.run import _record_reads
 
     store = MocHiveStore(hive, chunking="leaf")
     array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
-    reads = _record_reads(store)
+    reads = record_reads(store)
     array[:]
     first = [f"{hive}/{path}" for path, _ in reads]
     reads.clear()
@@ -72,10 +70,9 @@ def floor_objects(hive: Path, group: str, field: str) -> tuple[list[str], list[s
 
 def _floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
     """(full floor, chunk floor) in seconds, best of 7, and the leaves of the level."""
-    from benchmarks.run import _raw, alternate
 
     first, chunks = floor_objects(hive, group, field)
-    took = alternate({"full": lambda: _raw(first), "chunk": lambda: _raw(chunks)}, 7)
+    took = alternate({"full": lambda: raw_read(first), "chunk": lambda: raw_read(chunks)}, 7)
     return took["full"], took["chunk"], len(chunks)
 
 
@@ -99,7 +96,6 @@ def measure_targets(hive: Path, group: str, field: str = "h_mean",
                     rounds: int = 5) -> list[dict]:
     """The issue's rows for one hive, as dicts ``{hive, row, ms, floor, floor_ms, ratio,
     target, met}`` (``target``: the ratio a row must not exceed; ``ratio_min``: must reach)."""
-    from benchmarks.run import _random_reads, best
 
     name = hive.name
     store = MocHiveStore(hive)
@@ -176,7 +172,7 @@ def measure_targets(hive: Path, group: str, field: str = "h_mean",
     arrays = {"default": array,
               "leaf": zarr.open_array(MocHiveStore(hive, chunking="leaf"),
                                       path=f"{group}/{field}", mode="r")}
-    per = _random_reads(want[field], cells, arrays)
+    per = random_reads(want[field], cells, arrays)
     for kind in ("random single cell", "random leaf-sized slice"):
         add(f"{kind} vs chunking='leaf'", per[kind, "default"], None, "'leaf' mode", 2,
             per[kind, "leaf"])

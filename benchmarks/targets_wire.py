@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from benchmarks.common import alternate, cold_scan, record_reads, scan_settings, target_cells
 from benchmarks.plain_copies import slow
 from moczarr_store import MocHiveStore
 
@@ -43,7 +44,6 @@ def target_row(hive: str, label: str, seconds: float | None, floor: str,
            "ms": None if seconds is None else round(seconds * 1e3, 2), "floor": floor,
            "floor_ms": None if floor_seconds is None else round(floor_seconds * 1e3, 2),
            "ratio": round(ratio, 2), "target": limit, "met": met, "plain": plain or []}
-    from benchmarks.run import target_cells
 
     print("| " + " | ".join(target_cells(row)[:7]) + " |", flush=True)
     return row
@@ -62,7 +62,7 @@ def _env() -> dict[str, str]:
 @contextlib.contextmanager
 def loopback(kind: str, *args: str) -> Iterator[str]:
     """``benchmarks/loopback_server.py`` ``kind`` in a subprocess: its URL, once ready."""
-    from benchmarks.serve_load import free_port, running
+    from tests.support.processes import free_port, running
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -86,11 +86,10 @@ def _access_lines(log: Path) -> int:
 def _objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str]]:
     """The keys (relative to ``hive``) a first scan of ``field`` reads (each leaf's stamp,
     its version's array ``zarr.json``, the chunk) and a second scan reads (the chunks)."""
-    from benchmarks.run import _record_reads
 
     store = MocHiveStore(hive, chunking="leaf")
     array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
-    reads = _record_reads(store)
+    reads = record_reads(store)
     array[:]
     first = [path for path, _ in reads]
     reads.clear()
@@ -158,8 +157,8 @@ def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
     plain copies through a static file server against zarr on them in process."""
     import tempfile
 
-    from benchmarks.run import alternate
-    from benchmarks.serve_load import http_store, served
+    from tests.support.processes import http_store, served
+
 
     name, path = hive.name, f"{group}/{field}"
     local = zarr.open_array(MocHiveStore(hive), path=path, mode="r")
@@ -206,10 +205,9 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
     in front of that S3, its cold scan's requests counted at the S3 server; each plain
     copy by zarr over obstore's S3Store against raw GETs of its chunks."""
     import obstore.store
+    from tests.support.processes import http_store, served
     from zarr.storage import ObjectStore
 
-    from benchmarks.run import alternate
-    from benchmarks.serve_load import http_store, served
     from moczarr_store.options import DEFAULT_MAX_CONCURRENCY
 
     sys.path.insert(0, str(REPO / "tests"))
@@ -293,12 +291,11 @@ def measure_latency(hive: Path, group: str, field: str, want: np.ndarray,
     chunking (``benchmarks.run``'s latency backend), and each plain copy through a zarr
     store adding the same delay with the same cap, zarr with the same settings
     (:func:`benchmarks.run.scan_settings`). Best of ``repeat``."""
-    from benchmarks.run import _cold_scan, scan_settings
 
     name = hive.name
     ours = []
     for _ in range(repeat):
-        took, requests, got = _cold_scan(hive, group, field, CAP, DELAY, chunking=None)
+        took, requests, got = cold_scan(hive, group, field, CAP, DELAY, chunking=None)
         np.testing.assert_array_equal(got, want, err_msg=f"{name} latency")
         ours.append((took, requests))
     took, requests = min(ours)

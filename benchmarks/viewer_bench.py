@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.serve_load import served
+from tests.support.processes import served
 
 JS = Path(__file__).resolve().parent.parent / "clients" / "js"
 

@@ -13,7 +13,7 @@ import warnings
 from datetime import timedelta
 
 import pytest
-from benchmarks import serve_load
+from support import processes
 from support.hives import FIXTURES
 from support.servers import REGION, Fault, LoopbackServer, StaticFiles, s3_url
 from zarr.buffer import default_buffer_prototype
@@ -130,7 +130,7 @@ def test_serve_workers_get_the_storage_options(s3_server):
     """Two worker processes each build the store from the environment, storage options
     included (the anonymous endpoint would not be found without them)."""
     url = s3_url("sharded")
-    with serve_load.served(url, "--endpoint", s3_server.url, "--region", REGION, "--anon",
+    with processes.served(url, "--endpoint", s3_server.url, "--region", REGION, "--anon",
                            "--workers", "2") as (served, _):
         for key in ("zarr.json", "atl06/o7/count/c/0"):
             with urllib.request.urlopen(f"{served}/{key}", timeout=30) as response:

@@ -2,7 +2,7 @@
 the in-process store reads it and ``serve`` serves it to concurrent HTTP clients: every
 answer is a committed state of its leaf, never the fill value, never a mix.
 
-The run is ``benchmarks/live_write.py`` (see there), kept short here; the writer is zagg
+The run is ``tests/support/live_write.py`` (see there), kept short here; the writer is zagg
 0.61.0 in its own interpreter (``$MOCZARR_ZAGG_PYTHON``; ``.ci/run`` makes one).
 """
 
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks.live_write import main
+from support.live_write import main
 
 pytestmark = pytest.mark.skipif(
     sys.version_info < (3, 12), reason="zagg, the writer, needs Python >= 3.12"

@@ -14,8 +14,8 @@ import psutil
 import pytest
 import xarray as xr
 import zarr
-from benchmarks.run import keep_backends, requests_made
 from support.servers import FIXTURES, S3Subprocess, s3_options, s3_url
+from support.workers import keep_backends, requests_made
 from zarr.buffer import default_buffer_prototype
 
 from moczarr_store import HiveWarning, MocHiveStore

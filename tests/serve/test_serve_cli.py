@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from benchmarks import serve_load
+from support import processes
 from support.serving import CHUNK, FIXTURES
 from zarr.buffer import default_buffer_prototype
 
@@ -35,7 +35,7 @@ def get(url: str) -> bytes:
 def test_bad_source_fails_before_serving(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "moczarr_store.cli", "serve", str(tmp_path / "nothing"),
-         "--port", str(serve_load.free_port())],
+         "--port", str(processes.free_port())],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 3  # no hive at the source
@@ -45,7 +45,7 @@ def test_bad_source_fails_before_serving(tmp_path):
 def test_a_port_in_use_is_a_usage_error_not_a_missing_hive():
     """uvicorn ends with status 3 when it cannot listen, which is this command's "no hive
     at the source"."""
-    with serve_load.served(FIXTURES / "sharded") as (url, _):
+    with processes.served(FIXTURES / "sharded") as (url, _):
         port = url.rsplit(":", 1)[1]
         done = subprocess.run(
             [sys.executable, "-m", "moczarr_store.cli", "serve", str(FIXTURES / "sharded"),
@@ -59,7 +59,7 @@ def test_a_port_in_use_is_a_usage_error_not_a_missing_hive():
 def test_serves_on_loopback_with_an_access_log(tmp_path):
     log = tmp_path / "serve.log"
     hive = FIXTURES / "sharded"
-    with serve_load.served(hive, "--access-log", log=log) as (url, pid):
+    with processes.served(hive, "--access-log", log=log) as (url, pid):
         assert get(f"{url}/{CHUNK}") == local_bytes(hive, CHUNK)
         listening = {c.laddr.ip for c in psutil.Process(pid).net_connections("inet")
                      if c.status == psutil.CONN_LISTEN}
@@ -77,7 +77,7 @@ def test_no_access_log_by_default(tmp_path):
         data = bytearray(chunk.read_bytes())
         data[-1] ^= 0xFF
         chunk.write_bytes(bytes(data))
-    with serve_load.served(hive, "--chunking", "leaf", log=log) as (url, _pid):
+    with processes.served(hive, "--chunking", "leaf", log=log) as (url, _pid):
         assert json.loads(get(f"{url}/atl06/zarr.json"))["node_type"] == "group"
         with pytest.raises(urllib.error.HTTPError) as failed:
             get(f"{url}/{CHUNK}")
@@ -91,7 +91,7 @@ def test_several_workers(tmp_path):
     """Each worker process builds its own app from the environment, presenting the hive
     the command opened (a file they all read)."""
     hive = FIXTURES / "bare_versioned"
-    with serve_load.served(hive, "--workers", "2", log=tmp_path / "log") as (url, pid):
+    with processes.served(hive, "--workers", "2", log=tmp_path / "log") as (url, pid):
         for _ in range(4):
             assert get(f"{url}/{CHUNK}") == local_bytes(hive, CHUNK)
             assert get(f"{url}/zarr.json") == local_bytes(hive, "zarr.json")
@@ -108,7 +108,7 @@ def test_sphere_geometry_reaches_every_worker(tmp_path):
     """``--geometry sphere`` (chunk indices that survive a restart on a grown hive) is
     what each worker presents."""
     hive = FIXTURES / "bare_versioned"
-    with serve_load.served(hive, "--geometry", "sphere", "--workers", "2",
+    with processes.served(hive, "--geometry", "sphere", "--workers", "2",
                            log=tmp_path / "log") as (url, pid):
         for _ in range(4):
             root = json.loads(get(f"{url}/zarr.json"))
@@ -120,26 +120,18 @@ def test_sphere_geometry_reaches_every_worker(tmp_path):
         assert {p.environ().get("MOCZARR_STORE_GEOMETRY") for p in workers} == {"sphere"}
 
 
-def test_short_load_test():
-    """The load test at 20 clients x 10 requests: every answer right."""
-    results = serve_load.run(FIXTURES / "sharded", clients=20, requests=10)
-    assert results.errors == []
-    assert len(results.latencies) == 200
-    assert {200, 206, 404} <= set(results.statuses)
-
-
 def test_uvicorn_factory_command():
     """The deployment the README documents: uvicorn's own command, the app from the
     environment, this package's protocol."""
     import os
 
     hive = FIXTURES / "sharded"
-    port = serve_load.free_port()
+    port = processes.free_port()
     env = {**os.environ, "MOCZARR_STORE_SOURCE": str(hive), "MOCZARR_STORE_CHUNKING": "shard"}
     command = [sys.executable, "-m", "uvicorn", "--factory", "moczarr_store.serve:app_from_env",
                "--http", "moczarr_store.serve.protocols:BoundedHttpToolsProtocol",
                "--port", str(port)]
     url = f"http://127.0.0.1:{port}"
-    with serve_load.running(command, url, env=env):
+    with processes.running(command, url, env=env):
         root = json.loads(get(f"{url}/zarr.json"))
         assert root["attributes"]["morton_hive_store"]["chunking"] == "shard"

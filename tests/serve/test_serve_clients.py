@@ -164,7 +164,7 @@ def test_gdal_reads_the_2d_arrays(fixture):
     """GDAL's Zarr driver (>= 3.12, through rasterio) reads every 2-D array (window x
     cells) over ``/vsicurl/`` as the in-process store does, fill values as nodata. The
     server runs in a subprocess: rasterio holds the GIL while GDAL waits for HTTP."""
-    from benchmarks.serve_load import served as subprocess_server
+    from support.processes import served as subprocess_server
 
     rasterio = _gdal()
     local = MocHiveStore(FIXTURES / fixture)

@@ -15,7 +15,7 @@ import warnings
 
 import psutil
 import pytest
-from benchmarks import serve_hardening
+from support.processes import limited_server
 from support.serving import CHUNK, FIXTURES, Served, fetch
 
 from moczarr_store.serve import create_app, guard
@@ -55,7 +55,7 @@ def test_idle_connections_beyond_the_descriptor_limit(tmp_path):
     limit, log = 256, tmp_path / "server.log"
     idle: list[socket.socket] = []
     try:
-        with serve_hardening.server(FIXTURES / "sharded", limit, log) as (port, _):
+        with limited_server(FIXTURES / "sharded", limit, log) as (port, _):
             idle += [socket.create_connection(("127.0.0.1", port), timeout=10)
                      for _ in range(2 * limit)]
             for _ in range(5):
@@ -67,14 +67,14 @@ def test_idle_connections_beyond_the_descriptor_limit(tmp_path):
         for sock in idle:
             sock.close()
     lines = log.read_text().splitlines()
-    others = [line for line in lines if serve_hardening.ACCESS not in line]
+    others = [line for line in lines if "moczarr_store.serve.access" not in line]
     assert len(others) < 20, others[:40]
     assert sum("closed to make room" in line for line in others) == 1, others
 
 
 def test_serve_raises_the_open_file_limit_and_says_so(tmp_path):
     log = tmp_path / "server.log"
-    with serve_hardening.server(FIXTURES / "sharded", 1024, log, soft=512) as (_, pid):
+    with limited_server(FIXTURES / "sharded", 1024, log, soft=512) as (_, pid):
         assert psutil.Process(pid).rlimit(psutil.RLIMIT_NOFILE) == (1024, 1024)
     assert log.read_text().count("open-file limit raised from 512 to 1024") == 1
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from benchmarks import serve_load
+from support import processes
 from support.serving import FIXTURES
 
 from moczarr_store import cli
@@ -80,7 +80,7 @@ def listening(port: int) -> bool:
 def test_the_issue_command_exits_at_once_binding_nothing():
     """``serve HIVE --stamp-ttl 0 --workers 2`` bound the port, said it was running, and its
     workers failed over and over without end."""
-    port = serve_load.free_port()
+    port = processes.free_port()
     command = [sys.executable, "-m", "moczarr_store.cli", "serve", str(FIXTURES / "sharded"),
                "--port", str(port), "--stamp-ttl", "0", "--workers", "2"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)

@@ -153,8 +153,8 @@ def test_identical_malformed_leaf_metadata_is_refused_for_each_leaf(hive_copy):
 
 @pytest.mark.parametrize("chunking", ["leaf", "auto"])
 def test_the_frames_benchmark_follows_a_warm_read_from_get_to_the_system_call(chunking):
-    """``benchmarks/frames.py`` (the chunk path's depth) finds the chain it counts."""
-    from benchmarks.frames import measure
+    """``tests/support/frames.py`` (the chunk path's depth) finds the chain it counts."""
+    from support.frames import measure
 
     store = MocHiveStore(FIXTURES / "pyramid1", chunking=chunking)
     found = asyncio.run(measure(store, "atl06/o7/h_mean/c/0"))

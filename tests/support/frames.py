@@ -8,7 +8,9 @@ call chain is taken (the current stack, and for a task the stack that created it
 counted. Cases: one leaf's chunk (``chunking="leaf"``) and a chunk joining leaves (the
 default ``chunking="auto"``).
 
-    python -m benchmarks.frames [HIVE] [--key KEY] [--chain]
+    python -m tests.support.frames [HIVE] [--key KEY] [--chain]
+
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import moczarr_store
 from moczarr_store import MocHiveStore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = str(Path(moczarr_store.__file__).resolve().parent)
 WATCHED = ("preadv", "pread", "stat")
 Chain = list[tuple[str, str]]  # (file, function), outermost first

@@ -1,6 +1,10 @@
 """A hive read and served while zagg writes it: every answer must be a committed state.
 
-    python -m benchmarks.live_write --seconds 180 [--zagg-python PY] [--clients 4]
+    python -m tests.support.live_write --seconds 180 [--zagg-python PY] [--clients 4]
+
+(from a checkout's root).
+
+PYTEST_DONT_REWRITE
 
 The writer is zagg's real write path (``zagg.runner.agg``, backend ``local``, driven as
 ``fixtures/make_fixtures.py`` drives it: a synthetic HDF5 source, zagg 0.61.0), run in
@@ -54,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 SHARD_ORDER, CELL_ORDER = 5, 7
 CELLS = 4 ** (CELL_ORDER - SHARD_ORDER)  # cells per leaf (one chunk per leaf and field)
@@ -264,8 +268,9 @@ def run(args) -> dict:
     import moczarr
     import zarr
 
-    from benchmarks.serve_load import http_store, served
     from moczarr_store import MocHiveStore
+
+    from .processes import http_store, served
 
     work = Path(tempfile.mkdtemp(prefix="live-write-", dir=args.tmp))
     hive = work / "hive"
