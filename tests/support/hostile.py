@@ -100,6 +100,10 @@ MEMORY_LIMIT = 8 << 30  # report mode: a runaway allocation fails its case, not 
 SKIP_DIRS = {"icechunk", "multiscales"}
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # copies are 10x faster in RAM
 COORDS = ("morton", "cell_ids")
+# the store's CF HEALPix arrays (beside xdggs's cell_ids): moczarr has none, so they are
+# not judged against it; told apart by their attributes, since a field may take the name
+CF_MARKS = {"grid_mapping_name": "healpix", "standard_name": ("healpix_index", "longitude",
+                                                              "latitude")}
 ABSENT = 2**64 - 1
 
 SWAPS = ("float", "string", "list", "null", "object-to-list", "nan", "infinity", "huge-int",
@@ -995,10 +999,19 @@ def _open_group(store: MocHiveStore, group: Group, via: str):
     """``(arrays, coordinates)`` of one group, through zarr or xarray."""
     if via == "xarray":
         ds = xr.open_zarr(store, group=group.path)
-        return {str(n): ds[n] for n in ds.data_vars}, {str(n): ds[n] for n in ds.coords}
+        return ({str(n): ds[n] for n in ds.data_vars if not _cf_layer(ds[n])},
+                {str(n): ds[n] for n in ds.coords})
     arrays = dict(zarr.open_group(store, path=group.path, mode="r").arrays())
     names = [*COORDS, *(("window", "window_start", "window_end") if group.windows else ())]
+    names += [n for n, a in arrays.items() if _cf_layer(a)]
     return arrays, {n: arrays.pop(n) for n in names if n in arrays}
+
+
+def _cf_layer(array) -> bool:
+    """Whether ``array`` (zarr's or xarray's) is one of the store's CF HEALPix arrays."""
+    attrs = array.attrs
+    return (attrs.get("grid_mapping_name") == CF_MARKS["grid_mapping_name"]
+            or attrs.get("standard_name") in CF_MARKS["standard_name"])
 
 
 def _expected_names(ctx: Context, group: Group) -> set[str]:
