@@ -1205,7 +1205,7 @@ def _export_reads(case: Case, root: Path, applied: Applied, fmt: str) -> list[Re
         except Exception as err:  # judged
             return [Read(f"export {fmt}", "export-unreadable", f"{type(err).__name__}: {err}")]
         store = MocHiveStore(root, chunking="shard" if chunking == "auto" else chunking,
-                             **options)
+                             computed_orders="none", **options)  # exports leave them out
         served = walk(zarr.open_group(store, mode="r"))
         for path in sorted(set(exported) | set(served)):
             key = f"export {fmt} {path}"
