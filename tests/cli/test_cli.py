@@ -205,8 +205,10 @@ def test_a_misspelt_option_is_refused_naming_the_valid_one(capsys):
     (["inspect", "s3://b/h", "--read-timeout", "nan"], "'nan': expected seconds > 0"),
     (["inspect", "s3://b/h", "--retry-timeout", "inf"], "'inf': expected seconds > 0"),
     (["inspect", "s3://b/h", "--retries", "-1"], "'-1': expected an integer >= 0"),
-    (["serve", "fixtures/sharded", "--port", "65536"], "'65536': port=65536: expected an integer from 0 to 65,535"),
-    (["serve", "fixtures/sharded", "--workers", "0"], "'0': workers=0: expected an integer from 1 to 256"),
+    (["serve", "fixtures/sharded", "--port", "65536"],
+     "'65536': port=65536: expected an integer from 0 to 65,535"),
+    (["serve", "fixtures/sharded", "--workers", "0"],
+     "'0': workers=0: expected an integer from 1 to 256"),
 ])
 def test_numbers_out_of_range_are_usage_errors(argv, want, capsys):
     """Before, a negative timeout reached obstore as an unparsable duration, a port out of
