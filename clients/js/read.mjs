@@ -31,7 +31,8 @@ for (const path of paths.sort()) {
   const key = path.replace(/^\//, "");
   try {
     const array = await zarr.open.v3(zarr.root(store).resolve(key), { kind: "array" });
-    const chunk = await zarr.get(array);
+    // a 0-d array (the CF grid mapping) is its one chunk: zarrita's get returns a bare scalar
+    const chunk = array.shape.length ? await zarr.get(array) : await array.getChunk([]);
     arrays[key] = { data_type: array.dtype, shape: chunk.shape, ...encode(chunk) };
   } catch (err) {
     const cause = err.cause ? `: ${err.cause.name}: ${err.cause.message}` : "";
