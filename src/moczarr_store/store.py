@@ -136,10 +136,12 @@ class MocHiveStore(Store):
 
     @property
     def computed_orders(self) -> str:
+        """The ``computed_orders`` option the store was opened with."""
         return self.options.computed_orders
 
     @property
     def centres(self) -> bool:
+        """The ``centres`` option the store was opened with."""
         return self.options.centres
 
     # -- identity ---------------------------------------------------------------
