@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import warnings
 
+import cdshealpix
+import cf_xarray  # noqa: F401  (registers the .cf accessor)
+import healpix_geo
 import numpy as np
 import pytest
 import xarray as xr
+import xdggs
 from packaging.version import Version
 from support.hives import FIXTURES, fixture_roots
 from support.hostile import pristine
 
 from moczarr_store import MocHiveStore
-
-cdshealpix = pytest.importorskip("cdshealpix", reason="cdshealpix is in the test extra")
 
 FIXTURE_NAMES = [root.name for root in fixture_roots()]
 GROUPS = [(name, g.path) for name in FIXTURE_NAMES for g in pristine(name).groups]
@@ -35,7 +37,6 @@ def _open(name: str, path: str, centres: bool = True, **options) -> xr.Dataset:
 def _centres(ids: np.ndarray, order: int, wgs84: bool) -> tuple[np.ndarray, np.ndarray]:
     """The oracle's cell centres, longitudes in [-180, 180)."""
     if wgs84:
-        healpix_geo = pytest.importorskip("healpix_geo", reason="xdggs's HEALPix library")
         lon, lat = healpix_geo.nested.healpix_to_lonlat(ids.astype("u8"), order,
                                                         ellipsoid="WGS84")
     else:
@@ -115,7 +116,6 @@ def test_centres_are_computed_per_chunk_when_read(monkeypatch):
 
 
 def test_cf_xarray_finds_the_grid_mapping_and_coordinates():
-    cf_xarray = pytest.importorskip("cf_xarray", reason="cf_xarray is in the test extra")
     assert cf_xarray
     ds = _open("sharded", "atl06/o7")
     assert ds.cf.standard_names["healpix_index"] == ["healpix_index"]
@@ -128,7 +128,6 @@ def test_cf_xarray_finds_the_grid_mapping_and_coordinates():
 
 
 def test_xdggs_decodes_with_its_cf_convention():
-    xdggs = pytest.importorskip("xdggs", reason="xdggs is in the test extra")
     if Version(xdggs.__version__) < Version("0.7"):
         pytest.skip("xdggs 0.6's CF decoder refuses the ellipsoid parameters CF defines "
                     "(semi_major_axis, inverse_flattening); 0.7 reads them")

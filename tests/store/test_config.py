@@ -190,7 +190,6 @@ def test_a_number_setting_takes_finite_numbers_only():
 def test_the_reader_level_and_serve_bounds_are_taken_from_config():
     """``cache.object_paths`` (a level's paths), ``cache.directories`` (a local reader's)
     and ``serve.*`` (a serve generation's caches) bound what they keep."""
-    pytest.importorskip("starlette", reason="serve is the [serve] extra")
     from moczarr_store.serve.generations import Generation
 
     small = {"cache.object_paths": 2, "cache.directories": 1, "serve.object_sizes": 3,
