@@ -9,11 +9,11 @@ in its own block (spans kept mapped from earlier blocks let go first), each roun
 turn: the full floor and the chunk floor (raw reads of the objects a first and a second
 scan read, as ``targets.py`` defines them), a first scan on a new store (zarr ``[:]`` and
 ``xr.open_zarr(store, group=g)[field].values``), a second scan on one store (the same two),
-and random single cells and leaf-sized slices against ``"leaf"``'s (as ``run.random_reads``).
+and random single cells and leaf-sized slices against ``"leaf"``'s (``common.random_reads``).
 Each figure is the best of ``rounds``; ratios are to the floors and ``"leaf"`` of the same
 block. ``--clock cpu`` times in this process's CPU seconds: on a machine shared with other
 work the ratios then move less with its load. Every configuration's values are checked
-equal to ``moczarr.open_hive``'s first (``targets._reference``).
+equal to ``moczarr.open_hive``'s first (``targets.reference``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from benchmarks.common import alternate, random_reads, raw_read
-from benchmarks.targets import _Fresh, _open_xr, _reference, floor_objects
+from benchmarks.common import Fresh, alternate, open_xr, random_reads, raw_read, scan_objects
+from benchmarks.targets import reference
 from moczarr_store import MocHiveStore, mapped
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -39,20 +39,19 @@ counts our cost, not the others' (a read's waits and its use of a second core no
 def curve_block(hive: Path, group: str, field: str, chunking: str | int, want: np.ndarray,
                 floors: tuple[list[str], list[str]], rounds: int, clock) -> dict:
     """One point of the curve: ``chunking``'s reads and the floors, timed in turn."""
-
     mapped.release()
     gc.collect()
     first_paths, chunk_paths = floors
 
-    def zarr_scan(s: MocHiveStore):
-        return zarr.open_array(s, path=f"{group}/{field}", mode="r")[:]
-
     def xr_values(s: MocHiveStore):
-        return _open_xr(s, group)[field].values
+        return open_xr(s, group)[field].values
 
-    first_zarr = _Fresh(hive, group, zarr_scan, chunking=chunking)
-    first_xr = _Fresh(hive, group, xr_values, chunking=chunking)
-    warm = MocHiveStore(hive, chunking=chunking)
+    def new() -> MocHiveStore:
+        return MocHiveStore(hive, chunking=chunking)
+
+    first_zarr = Fresh(new, lambda s: zarr.open_array(s, path=f"{group}/{field}", mode="r")[:])
+    first_xr = Fresh(new, xr_values)
+    warm = new()
     array = zarr.open_array(warm, path=f"{group}/{field}", mode="r")
     for fn in (first_zarr, first_xr):
         fn.prepare()
@@ -110,8 +109,9 @@ def main(argv: list[str] | None = None) -> None:
         where, _, group = spec.rpartition(":")
         hive = Path(where)
         start = time.perf_counter()
-        want = _reference(hive, group, [args.field])[args.field]
-        floors = floor_objects(hive, group, args.field)
+        want = reference(hive, [args.field])[args.field]
+        floors = tuple([f"{hive}/{p}" for p in ps]
+                       for ps in scan_objects(hive, group, args.field)[:2])
         print(f"# {hive.name}: reference values and floor objects in "
               f"{time.perf_counter() - start:.0f} s", flush=True)
         nodes = len(floors[1])

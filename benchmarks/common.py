@@ -1,16 +1,20 @@
-"""What every part of the harness shares: timing (best of, in turn), the reads a store's
-local reader makes and their raw floor, random reads, the latency-bound cold scan, and a
-target row's printed cells. Imports nothing else of ``benchmarks``."""
+"""What every part of the harness shares: timing (best of, in turn), the objects a scan reads
+and their raw floor, memory, random reads, the latency-bound cold scan, and the target rows.
+Imports nothing else of ``benchmarks``."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import time
+import tracemalloc
+import warnings
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 import zarr
 from zarr.core.buffer import NDBuffer
 
@@ -20,14 +24,17 @@ from moczarr_store.io.backend import Backend
 DEFAULT = "leaf"
 
 
-def best(fn, repeat: int = 3, clock=time.perf_counter) -> tuple[float, object]:
+def best(fn, repeat: int = 3, clock=time.perf_counter,
+         collect: bool = False) -> tuple[float, object]:
     """The fastest of ``repeat`` runs of ``fn()`` (seconds of ``clock``; no repeat after a
-    run over 10 s) and its last result; ``fn.prepare()``, if it has one, runs untimed before
-    each."""
+    run over 10 s) and its last result; ``fn.prepare()``, if it has one, and with
+    ``collect`` a garbage collection run untimed before each."""
     times, out = [], None
     for _ in range(repeat):
         if hasattr(fn, "prepare"):
             fn.prepare()
+        if collect:
+            gc.collect()
         start = clock()
         out = fn()
         times.append(clock() - start)
@@ -36,9 +43,50 @@ def best(fn, repeat: int = 3, clock=time.perf_counter) -> tuple[float, object]:
     return min(times), out
 
 
-def record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
-    """Every object (and range) the store's local reader reads from now on: the one place
-    each read passes, inline (page-cached), waited or straight into a span's buffer."""
+def alternate(fns: dict, rounds: int, clock=time.perf_counter, collect: bool = False) -> dict:
+    """The best of ``rounds`` seconds (of ``clock``) for each of ``fns``, timed in turn
+    within each round (so a noisy neighbour slows all of them alike rather than one)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(best(fn, 1, clock, collect)[0])
+    return {name: min(seconds) for name, seconds in times.items()}
+
+
+class Fresh:
+    """A timed ``read(made)`` on a new ``make()`` each time (made untimed, in ``prepare``)."""
+
+    def __init__(self, make, read=lambda made: made[:]) -> None:
+        self.make, self.read, self.made = make, read, None
+
+    def prepare(self) -> None:
+        self.made = self.make()
+        gc.collect()
+
+    def __call__(self):
+        return self.read(self.made)
+
+
+def checked(fns: dict, want, skip: str = "raw") -> None:
+    """Each of ``fns`` (but those named from ``skip``) run once, prepared, its values
+    checked equal to ``want``."""
+    for name, fn in fns.items():
+        if not str(name).startswith(skip):
+            if hasattr(fn, "prepare"):
+                fn.prepare()
+            np.testing.assert_array_equal(fn(), want, err_msg=str(name))
+
+
+def open_xr(where, group: str | None = None, **kwargs) -> xr.Dataset:
+    """``xr.open_zarr(where, group=group)`` with xarray's defaults (a dask chunk per zarr
+    chunk), warnings silenced: every xarray row reads through it, the plain copies' too."""
+    with warnings.catch_warnings(action="ignore"):
+        return xr.open_zarr(where, group=group, **kwargs)
+
+
+def record_reads(store: MocHiveStore, tried: bool = False) -> list[tuple[str, object]]:
+    """Every object (and range) the store's local reader reads from now on (``tried``: every
+    one it opens or looks for, an absent leaf's stamp too), in order, repeats included."""
     from moczarr_store.io.local import LocalReader
 
     reader = store.session.backend._reader
@@ -48,8 +96,10 @@ def record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
     original = reader._open_read
 
     def read(path, option, *rest):
+        if tried:  # before the open, which fails for an absent object
+            reads.append((path, option))
         got = original(path, option, *rest)
-        if got is not None:
+        if got is not None and not tried:
             reads.append((path, option))
         return got
 
@@ -57,17 +107,98 @@ def record_reads(store: MocHiveStore) -> list[tuple[str, object]]:
     return reads
 
 
+def scan_objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str], float]:
+    """The keys a first scan of ``field`` reads (each leaf's stamp, its version's array
+    ``zarr.json``, the chunk) and a second scan reads (the chunks), recorded at the local
+    reader of a ``"leaf"`` store, and the first scan's requests per chunk."""
+    store = MocHiveStore(hive, chunking=DEFAULT)
+    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
+    reads = record_reads(store)
+    store.request_stats.reset()
+    array[:]
+    first, cold = [path for path, _ in reads], store.request_stats.total / array.nchunks
+    reads.clear()
+    array[:]
+    return first, [path for path, _ in reads], cold
+
+
+def raw_gets(objects, keys: list[str], cap: int) -> int:
+    """``keys`` fetched whole from the obstore store ``objects``, at most ``cap`` in flight:
+    bytes read."""
+    import obstore
+
+    async def all_of() -> int:
+        limit = asyncio.Semaphore(cap)
+
+        async def one(key: str) -> int:
+            async with limit:
+                got = await obstore.get_async(objects, key)
+                return len(await got.bytes_async())
+
+        return sum(await asyncio.gather(*(one(k) for k in keys)))
+
+    return asyncio.run(all_of())
+
+
 def nbytes(paths: list[str]) -> int:
     """The objects' total size (one ``stat`` each; nothing read)."""
     return sum(os.path.getsize(path) for path in paths)
 
 
-def raw_read(paths: list[str]) -> int:
+def raw_read(paths: list[str], missing_ok: bool = False) -> int:
+    """Each object opened and read whole by plain Python (``missing_ok``: an absent one
+    looked for, its open failing): bytes read."""
     total = 0
     for path in paths:
-        with open(path, "rb") as f:
-            total += len(f.read())
+        try:
+            with open(path, "rb") as f:
+                total += len(f.read())
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
     return total
+
+
+def raw_into_new(paths: list[str], size: int) -> np.ndarray:
+    """The objects read one after another into one new array of their total ``size``: the
+    floor of any read that hands back new memory (zarr's ``[:]``, dask's joined result)."""
+    out = np.empty(size, dtype=np.uint8)
+    view, at = memoryview(out), 0
+    for path in paths:
+        with open(path, "rb") as f:
+            at += f.readinto(view[at:])
+    if at != size:
+        raise SystemExit(f"the objects changed while measured: {at} bytes, not {size}")
+    return out
+
+
+def _status(key: str) -> float | None:
+    """``key``'s value in ``/proc/self/status`` in MB (Linux), else ``None``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def memory(read) -> tuple[float, float | None]:
+    """(traced peak MB, growth of the peak resident set MB) of one ``read()``."""
+    gc.collect()
+    before = _status("VmRSS:")
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # the peak reset to the current
+        reset = True
+    except OSError:
+        reset = False
+    tracemalloc.start()
+    got = read()
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    del got
+    hwm = _status("VmHWM:") if reset else None
+    return peak, None if hwm is None or before is None else hwm - before
 
 
 class OneField:
@@ -87,18 +218,8 @@ class OneField:
         return prototype.buffer.from_bytes(json.dumps(doc).encode())
 
 
-def alternate(fns: dict, rounds: int, clock=time.perf_counter) -> dict:
-    """The best of ``rounds`` seconds (of ``clock``) for each of ``fns``, timed in turn
-    within each round (so a noisy neighbour slows all of them alike rather than one)."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            times[name].append(best(fn, 1, clock)[0])
-    return {name: min(seconds) for name, seconds in times.items()}
-
-
 def random_reads(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array],
-                  rounds: int = 3, clock=time.perf_counter) -> dict[tuple[str, str], float]:
+                 rounds: int = 3, clock=time.perf_counter) -> dict[tuple[str, str], float]:
     """Seconds per read of 300 random single cells and 100 random leaf-sized slices
     (``cells`` rows at a leaf boundary) from each of ``arrays`` (stamps warm: one pass
     first, its values checked against ``want``), the best of ``rounds`` timed in turn."""
@@ -122,6 +243,11 @@ def read_into(array: zarr.Array, out: NDBuffer) -> np.ndarray:
     """``array`` read whole into ``out`` (zarr's ``out=``), as numpy."""
     array.get_basic_selection(Ellipsis, out=out)
     return out.as_numpy_array()
+
+
+def unlike(out: NDBuffer, want: np.ndarray) -> None:
+    """Make every byte of ``out`` differ from ``want``'s (a read into it is then checked)."""
+    np.invert(want.view(np.uint8), out=out.as_numpy_array().view(np.uint8))
 
 
 class SlowBackend(Backend):
@@ -149,11 +275,11 @@ def scan_settings(cap: int) -> dict:
 
 
 def cold_scan(hive: Path, group: str, field: str, cap: int, delay: float,
-               out: NDBuffer | None = None, chunking: str | None = DEFAULT,
-               ) -> tuple[float, int, np.ndarray]:
+              out: NDBuffer | None = None, chunking: str | None = DEFAULT,
+              ) -> tuple[float, int, np.ndarray]:
     """Seconds, requests and values of a full scan of ``field`` through a fresh store
-    (``chunking``, None: the store's default), into a new array (``[:]``) or into ``out``;
-    zarr with :func:`scan_settings`."""
+    (``chunking``, None: the store's default) adding ``delay`` to every request, into a new
+    array (``[:]``) or into ``out``; zarr with :func:`scan_settings`."""
     options = {} if chunking is None else {"chunking": chunking}
     store = MocHiveStore(hive, max_concurrency=cap, **options)
     store.backend.__class__ = SlowBackend
@@ -165,6 +291,30 @@ def cold_scan(hive: Path, group: str, field: str, cap: int, delay: float,
         got = array[:] if out is None else read_into(array, out)
         took = time.perf_counter() - start
     return took, store.request_stats.total, got
+
+
+def target_row(hive: str, label: str, seconds: float | None, floor: str,
+               floor_seconds: float | None, limit: float, ratio: float | None = None,
+               plain: list[dict] | None = None, **extra) -> dict:
+    """One target row ``{hive, row, ms, floor, floor_ms, ratio, target, met, plain}``
+    (``target``: the ratio it must not exceed; a request count has ``seconds`` None and
+    the count as ``ratio``; ``plain``: the plain copies' ``{copy, ms, ratio}``), printed."""
+    if ratio is None:
+        ratio = seconds / floor_seconds if seconds and floor_seconds else float("nan")
+    row = {"hive": hive, "row": label,
+           "ms": None if seconds is None else round(seconds * 1e3, 2), "floor": floor,
+           "floor_ms": None if floor_seconds is None else round(floor_seconds * 1e3, 2),
+           "ratio": round(ratio, 2), "target": limit, "met": bool(ratio <= limit),
+           "plain": plain or [], **extra}
+    print("| " + " | ".join([*target_cells(row)[:7], *map(str, extra.values())]) + " |",
+          flush=True)
+    return row
+
+
+def plain_entry(copy: str, seconds: float | None, ratio: float) -> dict:
+    """A plain copy's figures beside a target row."""
+    return {"copy": copy, "ms": None if seconds is None else round(seconds * 1e3, 2),
+            "ratio": round(ratio, 2)}
 
 
 def target_cells(r: dict) -> list[str]:

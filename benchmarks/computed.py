@@ -27,12 +27,19 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from benchmarks.common import alternate, raw_read, record_reads
+from benchmarks.common import Fresh, alternate, raw_read, record_reads, target_row
 from moczarr_store import MocHiveStore
 
 
 def _store(hive: Path) -> MocHiveStore:
     return MocHiveStore(hive, computed_orders="all")
+
+
+def _open(hive: Path, path: str) -> zarr.Array:
+    """``path`` on a new store, its metadata read: a first read then folds its chunk (stamps,
+    leaf array metadata and chunks, all read for the first time)."""
+    with warnings.catch_warnings(action="ignore"):
+        return zarr.open_array(_store(hive), path=path, mode="r")
 
 
 def _busiest(group: zarr.Group) -> int:
@@ -71,27 +78,6 @@ def _expected(hive: Path, field: str, order: int, words: np.ndarray) -> np.ndarr
     return out
 
 
-class _FirstRead:
-    """One computed chunk read on a new store; the store opened, and the array's metadata
-    read, untimed (``prepare``): what is timed is the chunk's fold (stamps, leaf array
-    metadata and chunks, all read for the first time)."""
-
-    def __init__(self, hive: Path, path: str, region: slice) -> None:
-        self.hive, self.path, self.region = hive, path, region
-        self.store: MocHiveStore | None = None
-        self.array: zarr.Array | None = None
-
-    def prepare(self) -> None:
-        self.store = _store(self.hive)
-        with warnings.catch_warnings(action="ignore"):
-            self.array = zarr.open_array(self.store, path=self.path, mode="r")
-        gc.collect()
-
-    def __call__(self) -> np.ndarray:
-        assert self.array is not None
-        return self.array[self.region]
-
-
 def measure_computed(hive: Path, product: str, field: str = "count",
                      rounds: int = 5) -> list[dict]:
     """The rows above for one hive, as ``targets.py``'s row dicts."""
@@ -100,12 +86,7 @@ def measure_computed(hive: Path, product: str, field: str = "count",
     rows: list[dict] = []
 
     def add(label: str, seconds: float, floor: float, floor_name: str, target: float) -> None:
-        ratio = seconds / floor if floor else float("nan")
-        rows.append({"hive": hive.name, "row": label, "ms": round(seconds * 1e3, 2),
-                     "floor": floor_name, "floor_ms": round(floor * 1e3, 2),
-                     "ratio": round(ratio, 2), "target": target, "met": bool(ratio <= target)})
-        print(f"| {hive.name} | {label} | {seconds * 1e3:,.1f} ms | {floor_name} "
-              f"{floor * 1e3:,.1f} ms | {ratio:.2f}x | <= {target}x |", flush=True)
+        rows.append(target_row(hive.name, label, seconds, floor_name, floor, target))
 
     with warnings.catch_warnings(action="ignore"):
         root = zarr.open_group(_store(hive), mode="r")
@@ -117,9 +98,10 @@ def measure_computed(hive: Path, product: str, field: str = "count",
         region = slice(chunk * rows_per, (chunk + 1) * rows_per)
         words = group["morton"][:]
         want = _expected(hive, field, order, words)[region]
-        first = _FirstRead(hive, f"{product}/o{order}/{field}", region)
+        first = Fresh(lambda p=f"{product}/o{order}/{field}": _open(hive, p),
+                      lambda array, region=region: array[region])
         first.prepare()
-        reads = record_reads(first.store)
+        reads = record_reads(first.made.store)
         np.testing.assert_array_equal(first(), want)
         touched = sorted({f"{hive}/{path}" for path, _ in reads})
         took = alternate({"ours": first, "floor": lambda t=touched: raw_read(t)}, rounds)

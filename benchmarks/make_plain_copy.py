@@ -1,34 +1,24 @@
-"""Copy one group of a ``MocHiveStore`` view into ONE plain zarr v3 group.
+"""Copy one group of a ``MocHiveStore`` view into ONE plain zarr v3 group: the anchor.
 
-Usage (dev venv with moczarr_store)::
+    python benchmarks/make_plain_copy.py HIVE OUTDIR [--group PRODUCT/oN]
+        [--chunking leaf|shard|inner] [--force]
 
-    .venv/bin/python benchmarks/make_plain_copy.py HIVE OUTDIR \
-        [--group PRODUCT/oN] [--chunking leaf|shard|inner] [--force]
-
-For every array of the chosen virtual group (``morton``, ``cell_ids`` and every
-field) the array's ``zarr.json`` is copied VERBATIM from the virtual store (same
-shape, dtype, chunk grid, codecs -- a ``sharding_indexed`` codec included when
-the view presents one, e.g. ``--chunking shard`` -- fill value, dimension names
-and attributes), and then every chunk: the bytes the virtual store serves for
-key ``{array}/c/{k}`` are written to ``OUTDIR/{array}/c/{k}`` (a chunk the store
-reports missing is left absent, i.e. fill value -- exactly what a zarr reader
-of the virtual store sees). The group's own attributes are copied too, and
-metadata is consolidated (``zarr.consolidate_metadata``) so that
-``xr.open_zarr(OUTDIR)`` works without listing.
-
-``--chunking`` is passed to ``MocHiveStore``. The default, ``shard``, makes the
-copy the layout zagg wrote: one chunk per leaf, with the leaves' own
-``sharding_indexed`` codec (inner chunks, index, crc32c) -- the shard objects are
-copied byte for byte. ``--chunking leaf`` copies the store's default view instead
-(one plain ``bytes`` chunk per leaf), ``inner`` one chunk per inner chunk.
-Without ``--group`` the first product's finest order (``{product}/o{cell_order}``)
-is copied.
+Every array of the group (``morton``, ``cell_ids`` and every field): its ``zarr.json``
+copied VERBATIM from the store (shape, dtype, chunk grid, codecs, a ``sharding_indexed``
+codec included, fill value, dimension names, attributes), then every chunk the store
+serves, byte for byte (a chunk it reports missing is left absent: fill value, as a reader
+of the store sees it). The group's attributes are copied and its metadata consolidated,
+so ``xr.open_zarr(OUTDIR)`` needs no listing. ``--chunking`` is passed to the store: the
+default, ``shard``, copies the layout zagg wrote (one chunk per leaf, the leaves' own
+codecs); ``leaf`` the store's default view. Without ``--group``: the first product's
+finest order.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import shutil
@@ -52,75 +42,56 @@ async def _get_json(store, key: str) -> dict:
 
 
 def _chunk_keys(meta: dict) -> list[str]:
-    shape = meta["shape"]
+    encoding = meta["chunk_key_encoding"]
+    assert encoding["name"] == "default", encoding
+    sep = encoding.get("configuration", {}).get("separator", "/")
     chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
-    enc = meta["chunk_key_encoding"]
-    assert enc["name"] == "default", enc
-    sep = enc.get("configuration", {}).get("separator", "/")
-    grid = [math.ceil(s / c) for s, c in zip(shape, chunks, strict=True)]
-    keys = []
-
-    def rec(prefix, dims):
-        if not dims:
-            keys.append(sep.join(["c", *map(str, prefix)]))
-            return
-        for i in range(dims[0]):
-            rec((*prefix, i), dims[1:])
-
-    rec((), grid)
-    return keys
+    grid = [range(math.ceil(s / c)) for s, c in zip(meta["shape"], chunks, strict=True)]
+    return [sep.join(["c", *map(str, at)]) for at in itertools.product(*grid)]
 
 
-async def copy_group(store, group: str, out: Path, concurrency: int = 64) -> dict:
-    gmeta = await _get_json(store, f"{group}/zarr.json")
-    names = sorted(gmeta.get("consolidated_metadata", {}).get("metadata", {}))
-    arrays = [
-        n
-        for n in names
-        if "/" not in n and gmeta["consolidated_metadata"]["metadata"][n]["node_type"] == "array"
-    ]
+async def copy_group(store, group: str, out: Path, concurrency: int = 64,
+                     quiet: bool = False) -> dict:
+    """Every array of ``group`` of ``store`` written under ``out`` (created): the counts of
+    chunks, missing chunks and bytes, and per array its shape, codecs and chunks."""
+    listed = await _get_json(store, f"{group}/zarr.json")
+    members = listed.pop("consolidated_metadata", {}).get("metadata", {})
+    arrays = sorted(n for n, m in members.items() if "/" not in n and m["node_type"] == "array")
     if not arrays:
         raise SystemExit(f"no arrays in virtual group {group!r}")
     out.mkdir(parents=True)
-    root = {k: v for k, v in gmeta.items() if k != "consolidated_metadata"}
-    (out / "zarr.json").write_text(json.dumps(root, indent=1))
-    sem = asyncio.Semaphore(concurrency)
-    stats = {"arrays": {}, "bytes": 0, "chunks": 0, "missing": 0}
+    (out / "zarr.json").write_text(json.dumps(listed, indent=1))
+    cap = asyncio.Semaphore(concurrency)
+    stats: dict = {"arrays": {}, "bytes": 0, "chunks": 0, "missing": 0}
 
-    async def one(name: str, key: str):
-        async with sem:
+    async def one(name: str, key: str) -> None:
+        async with cap:
             buf = await store.get(f"{group}/{name}/{key}", PROTO)
         if buf is None:
             stats["missing"] += 1
             return
         data = buf.to_bytes()
-        path = out / name / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(path.write_bytes, data)
+        (out / name / key).parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread((out / name / key).write_bytes, data)
         stats["bytes"] += len(data)
         stats["chunks"] += 1
 
     for name in arrays:
-        t0 = time.time()
         meta = await _get_json(store, f"{group}/{name}/zarr.json")
         (out / name).mkdir()
         (out / name / "zarr.json").write_text(json.dumps(meta, indent=1))
-        keys = _chunk_keys(meta)
-        before = stats["bytes"]
+        keys, before = _chunk_keys(meta), stats["bytes"]
         await asyncio.gather(*(one(name, k) for k in keys))
         stats["arrays"][name] = {
-            "shape": meta["shape"],
-            "chunks": meta["chunk_grid"]["configuration"]["chunk_shape"],
-            "codecs": [c["name"] for c in meta["codecs"]],
-            "n_chunks": len(keys),
-            "bytes": stats["bytes"] - before,
-            "seconds": round(time.time() - t0, 1),
-        }
-        print(f"  {name}: {stats['arrays'][name]}", flush=True)
+            "shape": meta["shape"], "chunks": meta["chunk_grid"]["configuration"]["chunk_shape"],
+            "codecs": [c["name"] for c in meta["codecs"]], "n_chunks": len(keys),
+            "bytes": stats["bytes"] - before}
+        if not quiet:
+            print(f"  {name}: {stats['arrays'][name]}", flush=True)
     return stats
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("hive")
     ap.add_argument("outdir")
@@ -135,21 +106,17 @@ def main(argv=None) -> int:
             sys.exit(f"{out} exists (use --force to delete it)")
         shutil.rmtree(out)
     store = MocHiveStore(args.hive, chunking=args.chunking)
-    group = args.group
-    if group is None:
+    if (group := args.group) is None:
         root = zarr.open_group(store, mode="r")
         product = sorted(root.group_keys())[0]
-        orders = sorted(root[product].group_keys(), key=lambda g: -int(g[1:]))
-        group = f"{product}/{orders[0]}"
-    t0 = time.time()
+        group = f"{product}/{max(root[product].group_keys(), key=lambda g: int(g[1:]))}"
+    start = time.time()
     print(f"copy {args.hive} [{group}, chunking={store.chunking}] -> {out}", flush=True)
     stats = asyncio.run(copy_group(store, group, out, args.concurrency))
     zarr.consolidate_metadata(zarr.storage.LocalStore(str(out)))
-    dt = time.time() - t0
-    print(
-        f"done: {len(stats['arrays'])} arrays, {stats['chunks']} chunks written, "
-        f"{stats['missing']} missing (fill), {stats['bytes'] / 2**20:.1f} MiB in {dt:.0f}s"
-    )
+    print(f"done: {len(stats['arrays'])} arrays, {stats['chunks']} chunks written, "
+          f"{stats['missing']} missing (fill), {stats['bytes'] / 2**20:.1f} MiB in "
+          f"{time.time() - start:.0f}s")
     return 0
 
 

@@ -19,85 +19,29 @@ included) and the process's peak resident set over it (``VmHWM``, reset first). 
 
 from __future__ import annotations
 
-import gc
 import sys
 import tempfile
 import time
-import tracemalloc
 import warnings
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 import zarr
 from zarr.storage import LocalStore
 
+from benchmarks.common import (
+    alternate,
+    best,
+    memory,
+    open_xr,
+    raw_into_new,
+    raw_read,
+    record_reads,
+    target_row,
+)
 from moczarr_store import MocHiveStore
 
 ROUNDS = 5
-
-
-def _vm_hwm() -> float | None:
-    """The process's peak resident set in MB since the last reset (Linux), else ``None``."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_hwm() -> bool:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _vm_rss() -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def _memory(read) -> tuple[float, float | None]:
-    """(traced peak MB, growth of the peak resident set MB) of one ``read()``."""
-    gc.collect()
-    before = _vm_rss()
-    reset = _reset_hwm()
-    tracemalloc.start()
-    got = read()
-    peak = tracemalloc.get_traced_memory()[1] / 1e6
-    tracemalloc.stop()
-    del got
-    hwm = _vm_hwm() if reset else None
-    return peak, None if hwm is None or before is None else hwm - before
-
-
-def _best(fns: dict, rounds: int = ROUNDS) -> dict[str, float]:
-    """The best seconds of each of ``fns``, timed in turn within each round."""
-    took: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            gc.collect()
-            start = time.perf_counter()
-            fn()
-            took[name].append(time.perf_counter() - start)
-    return {name: min(seconds) for name, seconds in took.items()}
-
-
-def _raw_into_new(path: Path, nbytes: int) -> np.ndarray:
-    out = np.empty(nbytes, dtype=np.uint8)
-    with open(path, "rb") as f:
-        if f.readinto(memoryview(out)) != nbytes:
-            raise SystemExit(f"{path} changed while measured")
-    return out
 
 
 def _expected_words(hive: Path) -> np.ndarray:
@@ -123,12 +67,19 @@ def _check(hive: Path, group: str, words: np.ndarray, cell_ids: np.ndarray) -> N
     np.testing.assert_array_equal(cell_ids, nested, err_msg=f"{hive} cell_ids")
 
 
+def _plain(words: np.ndarray, chunks: tuple, out: Path) -> zarr.Array:
+    """``words`` as a plain uncompressed zarr array at ``out`` in ``chunks``, checked."""
+    copy = zarr.create_array(LocalStore(out), shape=words.shape, chunks=chunks,
+                             dtype=words.dtype, compressors=None, fill_value=0)
+    copy[:] = words
+    np.testing.assert_array_equal(copy[:], words)
+    return zarr.open_array(copy.store, mode="r")
+
+
 def measure_onecell(hive: Path, group: str = "atl06/o10") -> list[dict]:
-    """The one-cell-leaf rows for ``hive``, as dicts ``{hive, row, ms, floor, floor_ms,
-    ratio, target, met}`` (as ``benchmarks/targets.py``'s) plus ``traced_peak_mb`` and
-    ``peak_rss_mb`` (the read's memory: Python's traced peak, and how far the process's peak
-    resident set rose above its resident set before the read) where measured."""
-    name = hive.name
+    """The one-cell-leaf rows for ``hive``, as ``common.target_row``'s, the store's with
+    ``traced_peak_mb`` and ``peak_rss_mb`` (the read's memory: Python's traced peak, and how
+    far the process's peak resident set rose above its resident set before the read)."""
     opened = time.perf_counter()
     store = MocHiveStore(hive)
     with warnings.catch_warnings(action="ignore"):
@@ -136,70 +87,35 @@ def measure_onecell(hive: Path, group: str = "atl06/o10") -> list[dict]:
     open_s = time.perf_counter() - opened
     words = morton[:]
     _check(hive, group, words, zarr.open_array(store, path=f"{group}/cell_ids", mode="r")[:])
-    nbytes = words.nbytes
-
-    def xr_values():
-        with warnings.catch_warnings(action="ignore"):
-            return xr.open_zarr(store, group=group)["morton"].values
-
-    np.testing.assert_array_equal(xr_values(), words)
+    reads = {"zarr": lambda: morton[:], "xr": lambda: open_xr(store, group)["morton"].values}
+    np.testing.assert_array_equal(reads["xr"](), words)
     with tempfile.TemporaryDirectory(prefix="onecell-") as tmp:
         raw = Path(tmp) / "morton.bin"
         raw.write_bytes(words.tobytes())
-        plain = {}
-        for label, chunks in (("same chunks", morton.chunks), ("one chunk", words.shape)):
-            copy = zarr.create_array(LocalStore(Path(tmp) / label.replace(" ", "_")),
-                                     shape=words.shape, chunks=chunks, dtype=words.dtype,
-                                     compressors=None, fill_value=0)
-            copy[:] = words
-            plain[label] = zarr.open_array(copy.store, mode="r")
-            np.testing.assert_array_equal(plain[label][:], words)
-        _raw_into_new(raw, nbytes)  # into the page cache
-        fns = {
-            "floor": lambda: _raw_into_new(raw, nbytes),
-            "zarr": lambda: morton[:],
-            "xr": xr_values,
-            "plain same": lambda: plain["same chunks"][:],
-            "plain one": lambda: plain["one chunk"][:],
-        }
-        t = _best(fns)
-        memory = {"zarr": _memory(lambda: morton[:]), "xr": _memory(xr_values)}
-    tasks = _tasks(store, group)
-    print(f"# {name}: {words.size:,} one-cell leaves; store opened in {open_s:.2f} s; "
-          f"morton {nbytes / 1e6:.1f} MB in {morton.nchunks:,} chunks of {morton.chunks[0]:,} "
-          f"rows; xarray: a lazy dask coordinate of {tasks} tasks", flush=True)
-    rows: list[dict] = []
-
-    def add(label: str, key: str, target: float, mem: tuple[float, float | None] | None) -> None:
-        seconds, floor = t[key], t["floor"]
-        ratio = seconds / floor
-        row = {"hive": name, "row": label, "ms": round(seconds * 1e3, 2),
-               "floor": "raw read of its bytes from one page-cached file",
-               "floor_ms": round(floor * 1e3, 2), "ratio": round(ratio, 2), "target": target,
-               "met": bool(ratio <= target)}
-        if mem is not None:
-            row["traced_peak_mb"] = round(mem[0], 1)
-            row["peak_rss_mb"] = None if mem[1] is None else round(mem[1], 1)
-        rows.append(row)
-        extra = "" if mem is None else (f" | traced peak {mem[0]:.1f} MB, peak RSS +"
-                                         f"{mem[1] or 0:.1f} MB")
-        print(f"| {name} | {label} | {seconds * 1e3:,.1f} ms | floor {floor * 1e3:,.1f} ms | "
-              f"{ratio:.2f}x | <= {target}x | {'met' if ratio <= target else 'MISSED'}{extra} |",
-              flush=True)
-
-    add("one-cell leaves: morton read whole, zarr [:]", "zarr", 3, memory["zarr"])
-    add("one-cell leaves: morton read whole, xr.open_zarr(store, group=g)['morton'].values",
-        "xr", 3, memory["xr"])
-    add(f"one-cell leaves: plain zarr copy of morton, same chunks ({morton.chunks[0]:,}), [:]",
-        "plain same", 3, None)
-    add("one-cell leaves: plain zarr copy of morton, one chunk, [:]", "plain one", 3, None)
+        same, one = (_plain(words, chunks, Path(tmp) / label) for label, chunks in
+                     (("same", morton.chunks), ("one", words.shape)))
+        raw_read([str(raw)])  # into the page cache
+        t = alternate({"floor": lambda: raw_into_new([str(raw)], words.nbytes), **reads,
+                       "plain same": lambda: same[:], "plain one": lambda: one[:]},
+                      ROUNDS, collect=True)
+        used = {key: memory(read) for key, read in reads.items()}
+    tasks = len(dict(open_xr(store, group)["morton"].variable.data.__dask_graph__()))
+    print(f"# {hive.name}: {words.size:,} one-cell leaves; store opened in {open_s:.2f} s; "
+          f"morton {words.nbytes / 1e6:.1f} MB in {morton.nchunks:,} chunks of "
+          f"{morton.chunks[0]:,} rows; xarray: a lazy dask coordinate of {tasks} tasks")
+    rows = []
+    for label, key in (
+            ("morton read whole, zarr [:]", "zarr"),
+            ("morton read whole, xr.open_zarr(store, group=g)['morton'].values", "xr"),
+            (f"plain zarr copy of morton, same chunks ({morton.chunks[0]:,}), [:]", "plain same"),
+            ("plain zarr copy of morton, one chunk, [:]", "plain one")):
+        extra = {} if key not in used else {
+            "traced_peak_mb": round(used[key][0], 1),
+            "peak_rss_mb": None if used[key][1] is None else round(used[key][1], 1)}
+        rows.append(target_row(hive.name, f"one-cell leaves: {label}", t[key],
+                               "raw read of its bytes from one page-cached file", t["floor"],
+                               3, **extra))
     return rows
-
-
-def _tasks(store: MocHiveStore, group: str) -> int:
-    with warnings.catch_warnings(action="ignore"):
-        data = xr.open_zarr(store, group=group)["morton"].variable.data
-    return len(dict(data.__dask_graph__()))
 
 
 # -- the conflict: leaves a chunk, for morton read whole and for a field read by cell ------
@@ -211,38 +127,6 @@ CHUNKINGS = (4_096, 16_384, 65_536, 262_144)  # leaves a chunk (``AUTO_MAX_LEAVE
 FIELD_CHUNKINGS = (4_096, 16_384, 65_536)
 SLICE = 4_096  # cells of the field read "whole" (every leaf of the slice a stamp to look for)
 PROBES = 65_536  # leaves the random single-cell reads of one chunking may look at, in all
-
-
-def _attempts(store: MocHiveStore) -> list[str]:
-    """Every object the store's local reader opens or tries to open from now on (an absent
-    leaf's stamp too: the reader has to look for it), in order, repeats included."""
-    from moczarr_store.io.local import LocalReader
-
-    reader = store.session.backend._reader
-    if not isinstance(reader, LocalReader):
-        raise SystemExit("the read floor needs a local hive")
-    tried: list[str] = []
-    original = reader._open_read
-
-    def read(path, *rest, **kwargs):
-        tried.append(path)
-        return original(path, *rest, **kwargs)
-
-    reader._open_read = read  # type: ignore[method-assign]
-    return tried
-
-
-def _raw_attempts(paths: list[str]) -> int:
-    """Each object opened and read whole by plain Python, an absent one looked for (its
-    open failing): the floor of a read that must learn which leaves are there."""
-    total = 0
-    for path in paths:
-        try:
-            with open(path, "rb") as f:
-                total += len(f.read())
-        except FileNotFoundError:
-            pass
-    return total
 
 
 def _field_expected(hive: Path, group: str, field: str, words: np.ndarray,
@@ -296,7 +180,7 @@ def _conflict(hive, group, field, chunkings, field_chunkings, cells, probes) -> 
     with tempfile.TemporaryDirectory(prefix="onecell-") as tmp:
         raw = Path(tmp) / "morton.bin"
         raw.write_bytes(words.tobytes())
-        _raw_into_new(raw, words.nbytes)  # into the page cache
+        raw_read([str(raw)])  # into the page cache
         for k in chunkings:
             rows.append(_one_chunking(hive, group, field, k, cells, probes, words, want, leaf,
                                       raw, rng, k in field_chunkings))
@@ -310,9 +194,9 @@ def _one_chunking(hive, group, field, k, cells, probes, words, want, leaf, raw, 
     store = MocHiveStore(hive, chunking=k)
     morton = zarr.open_array(store, path=f"{group}/morton", mode="r")
     np.testing.assert_array_equal(morton[:], words, err_msg=f"morton, {k} leaves a chunk")
-    t_morton = _best({"morton": lambda: morton[:], "floor": lambda: _raw_into_new(
-        raw, words.nbytes)})
-    m_morton = _memory(lambda: morton[:])[0]
+    t_morton = alternate({"morton": lambda: morton[:], "floor": lambda: raw_into_new(
+        [str(raw)], words.nbytes)}, ROUNDS, collect=True)
+    m_morton = memory(lambda: morton[:])[0]
     ratio_m = t_morton["morton"] / t_morton["floor"]
     row = {"hive": hive.name, "leaves_a_chunk": k, "chunks": morton.nchunks,
            "morton_ms": round(t_morton["morton"] * 1e3, 2),
@@ -336,15 +220,12 @@ def _field_reads(hive: Path, store: MocHiveStore, group: str, field: str, k: int
     """The field's columns of :func:`_one_chunking`'s row (``store``: new, ``k`` leaves a
     chunk)."""
     array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
-    tried = _attempts(store)
-    gc.collect()
-    start = time.perf_counter()
-    got = array[:cells]
-    t_field = time.perf_counter() - start
+    tried = record_reads(store, tried=True)
+    t_field, got = best(lambda: array[:cells], 1, collect=True)
     np.testing.assert_array_equal(got, want[:cells], err_msg=f"{field}, {k} leaves a chunk")
-    paths = [f"{hive}/{p}" for p in dict.fromkeys(tried)]
-    t_raw = _best({"raw": lambda: _raw_attempts(paths)}, 3)["raw"]
-    m_field = _memory(lambda: array[:cells])[0]
+    paths = [f"{hive}/{p}" for p in dict.fromkeys(path for path, _ in tried)]
+    t_raw = best(lambda: raw_read(paths, missing_ok=True), 3, collect=True)[0]
+    m_field = memory(lambda: array[:cells])[0]
     # random single cells, each in a chunk not read yet (chunk 0 holds the slice)
     chunks = want.size // k
     n = max(1, min(5, probes // k, chunks - 1))
@@ -352,10 +233,8 @@ def _field_reads(hive: Path, store: MocHiveStore, group: str, field: str, k: int
     points = [int(c) * k + int(rng.integers(0, k)) for c in picked]
     took = {}
     for label, a in (("k", array), ("leaf", leaf)):
-        gc.collect()
-        start = time.perf_counter()
-        values = [a[i : i + 1] for i in points]
-        took[label] = (time.perf_counter() - start) / n
+        seconds, values = best(lambda a=a: [a[i : i + 1] for i in points], 1, collect=True)
+        took[label] = seconds / n
         for i, v in zip(points, values, strict=True):
             np.testing.assert_array_equal(v, want[i : i + 1], err_msg=f"{field}[{i}] {label}")
     return {"field_cells": cells, "field_ms": round(t_field * 1e3, 1),

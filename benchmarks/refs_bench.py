@@ -27,17 +27,9 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from benchmarks.common import best
 from moczarr_store import HiveWarning, MocHiveStore
 from moczarr_store.refs import FORMATS, export_refs
-
-
-def best(fn, repeat: int):
-    times, value = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), value
 
 
 def icechunk_array(repo: Path, path: str, root: Path):

@@ -86,20 +86,15 @@ def workload(hive: Path, n: int, seed: int = 0) -> list[Request]:
         if kind == "metadata":
             key = rng.choice(sorted(documents))
             out.append(Request(kind, "GET", key, {}, 200, documents[key]))
-            continue
-        if kind == "missing":
+        elif kind == "missing":
             key = rng.choice(["nope/zarr.json", f"{rng.choice(arrays)}/c/99999999",
                               "morton_hive.json", f"x{rng.randrange(10**6)}/c/0"])
             out.append(Request(kind, "GET", key, {}, 404, None))
-            continue
-        key = rng.choice(chunk_keys)
-        whole = chunks[key]
-        if whole is None:
+        elif (whole := chunks[key := rng.choice(chunk_keys)]) is None:
             out.append(Request(kind, "HEAD" if kind == "head" else "GET", key, {}, 404, None))
-        elif kind == "chunk":
-            out.append(Request(kind, "GET", key, {}, 200, whole))
-        elif kind == "head":
-            out.append(Request(kind, "HEAD", key, {}, 200, b""))
+        elif kind != "range":
+            out.append(Request(kind, "HEAD" if kind == "head" else "GET", key, {}, 200,
+                               b"" if kind == "head" else whole))
         else:
             start = rng.randrange(len(whole))
             end = rng.randrange(start, len(whole)) + 1
@@ -156,82 +151,70 @@ async def _load(url: str, plans: list[list[Request]], results: Results) -> None:
         results.seconds = time.perf_counter() - start
 
 
+@contextlib.contextmanager
+def _sampled(pid: int, every: float, samples: list[tuple[float, float]]):
+    """The server's RSS (MB) appended to ``samples`` as ``(seconds, MB)`` every ``every``
+    seconds, on a thread, while the block runs."""
+    server, done, start = psutil.Process(pid), threading.Event(), time.monotonic()
+
+    def sample() -> None:
+        while True:
+            with contextlib.suppress(psutil.Error):
+                samples.append((time.monotonic() - start, server.memory_info().rss / 2**20))
+            if done.wait(every):
+                return
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield server
+    finally:
+        done.set()
+        sampler.join(10)
+
+
 def run(hive: Path, clients: int = 200, requests: int = 50, seed: int = 0) -> Results:
     """The load test: ``clients`` concurrent clients x ``requests`` requests each."""
     work = workload(hive, clients * requests, seed)
     plans = [work[i::clients] for i in range(clients)]
-    results = Results()
-    with served(hive, "--stamp-ttl", "600") as (url, pid):
-        server = psutil.Process(pid)
-        results.rss["before"] = server.memory_info().rss / 2**20
-        peak = [results.rss["before"]]
-        done = threading.Event()
-
-        def sample() -> None:
-            while not done.wait(0.05):
-                with contextlib.suppress(psutil.Error):
-                    peak[0] = max(peak[0], server.memory_info().rss / 2**20)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+    results, samples = Results(), []
+    with served(hive, "--stamp-ttl", "600") as (url, pid), _sampled(pid, 0.05, samples) as server:
         cpu = sum(server.cpu_times()[:2])
-        try:
-            asyncio.run(_load(url, plans, results))
-        finally:
-            done.set()
-            sampler.join(5)
+        asyncio.run(_load(url, plans, results))
         results.cpu = sum(server.cpu_times()[:2]) - cpu
-        results.rss["peak"] = peak[0]
         results.rss["after"] = server.memory_info().rss / 2**20
+    rss = [m for _, m in samples]
+    results.rss.update(before=rss[0], peak=max(rss))
     return results
 
 
 def soak(hive: Path, seconds: float, clients: int = 16, seed: int = 0) -> dict:
     """Range reads for ``seconds`` (bounded by 3,600): requests, errors, RSS samples
     ``[(t, MB)]`` and the slope (MB/min) after a warm-up of a fifth of the run."""
+    import aiohttp
+
     seconds = min(seconds, 3600.0)
     ranges = [r for r in workload(hive, 2000, seed) if r.kind == "range" and r.status == 206]
     results, samples = Results(), []
-    with served(hive, "--stamp-ttl", "600") as (url, pid):
-        server = psutil.Process(pid)
-        done = threading.Event()
-        start = time.monotonic()
 
-        def sample() -> None:
-            while True:
-                with contextlib.suppress(psutil.Error):
-                    samples.append((time.monotonic() - start, server.memory_info().rss / 2**20))
-                if done.wait(5.0):
-                    return
+    async def forever(url: str) -> None:
+        stop = time.monotonic() + seconds
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
 
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+            async def client(i: int) -> None:
+                while time.monotonic() < stop:
+                    await _client(session, url, ranges[i::clients], results, stop + 60)
 
-        async def forever() -> None:
-            stop = time.monotonic() + seconds
-            import aiohttp
+            await asyncio.gather(*(client(i) for i in range(clients)))
 
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-
-                async def client(i: int) -> None:
-                    while time.monotonic() < stop:
-                        await _client(session, url, ranges[i::clients], results, stop + 60)
-
-                await asyncio.gather(*(client(i) for i in range(clients)))
-
-        try:
-            asyncio.run(forever())
-        finally:
-            done.set()
-            sampler.join(10)
-    steady = [(t, m) for t, m in samples if t >= seconds / 5]
+    with served(hive, "--stamp-ttl", "600") as (url, pid), _sampled(pid, 5.0, samples):
+        asyncio.run(forever(url))
+    steady = [(t / 60, m) for t, m in samples if t >= seconds / 5]
     slope = float("nan")
     if len(steady) >= 2:
-        ts = [t / 60 for t, _ in steady]
-        ms = [m for _, m in steady]
-        mean_t, mean_m = sum(ts) / len(ts), sum(ms) / len(ms)
-        slope = sum((t - mean_t) * (m - mean_m) for t, m in zip(ts, ms, strict=True)) / max(
-            sum((t - mean_t) ** 2 for t in ts), 1e-12)
+        import numpy as np
+
+        slope = float(np.polyfit(*zip(*steady, strict=True), 1)[0])
     return {"seconds": seconds, "requests": len(results.latencies), "errors": results.errors,
             "samples": samples, "slope": slope, "p50": results.quantile(0.5),
             "p99": results.quantile(0.99)}
@@ -249,17 +232,16 @@ def soak_report(out: dict, clients: int) -> str:
     )
 
 
-def report(results: Results, clients: int, requests: int) -> list[str]:
+def report(results: Results, clients: int, requests: int) -> str:
     total = len(results.latencies)
-    return [
+    return (
         f"| load: {clients} clients x {requests} requests | "
         f"{total / results.seconds:.0f} requests/s, p50 {results.quantile(0.5) * 1e3:.1f} ms, "
         f"p99 {results.quantile(0.99) * 1e3:.1f} ms, max {max(results.latencies) * 1e3:.0f} ms; "
         f"server CPU {results.cpu / max(total, 1) * 1e3:.2f} ms/request | "
         f"{len(results.errors)} errors; statuses {dict(sorted(results.statuses.items()))} | "
         f"server RSS {results.rss['before']:.0f} MB before, {results.rss['peak']:.0f} MB peak, "
-        f"{results.rss['after']:.0f} MB after |",
-    ]
+        f"{results.rss['after']:.0f} MB after |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,14 +257,14 @@ def main(argv: list[str] | None = None) -> int:
         clients = args.clients if "--clients" in (argv or sys.argv) else 16
         out = soak(args.hive, args.soak, clients, args.seed)
         print(soak_report(out, clients))
-        for error in out["errors"][:20]:
-            print("error:", error)
-        return 1 if out["errors"] else 0
-    results = run(args.hive, args.clients, args.requests, args.seed)
-    print("\n".join(report(results, args.clients, args.requests)))
-    for error in results.errors[:20]:
+        errors = out["errors"]
+    else:
+        results = run(args.hive, args.clients, args.requests, args.seed)
+        print(report(results, args.clients, args.requests))
+        errors = results.errors
+    for error in errors[:20]:
         print("error:", error)
-    return 1 if results.errors else 0
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

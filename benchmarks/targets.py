@@ -7,173 +7,165 @@ page cache warm. Floors, measured in the same run: the field's chunk objects rea
 (**chunk floor**), and every object a first scan reads (each leaf's stamp, its version's
 array ``zarr.json``, the chunk) read raw (**full floor**); both recorded at the store's
 local reader. Rows are timed in turn within each round and the best of each is kept; every
-read's values are checked equal to ``moczarr.open_hive``'s in the run.
+read's values are checked equal to ``moczarr.open_hive``'s in the run. Beside each row: the
+plain copies' (``plain_copies.py``); over the wire: ``targets_wire.py``; then
+``onecell.py``'s and ``computed.py``'s rows.
 """
 
 from __future__ import annotations
 
 import gc
+import tempfile
+import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 import zarr
 
-from benchmarks.common import alternate, best, random_reads, raw_read, record_reads
+from benchmarks import plain_copies, targets_wire
+from benchmarks.common import (
+    Fresh,
+    alternate,
+    checked,
+    open_xr,
+    random_reads,
+    raw_read,
+    scan_objects,
+    target_cells,
+    target_row,
+)
+from benchmarks.computed import measure_computed
+from benchmarks.onecell import measure_onecell
 from moczarr_store import MocHiveStore
 
 COORDS = ("morton", "cell_ids")
+TARGET_COLUMNS = ["hive", "row", "ours", "floor", "ratio", "target", "met", "best plain copy"]
 
 
-def _open_xr(store: MocHiveStore | str, group: str | None = None) -> xr.Dataset:
-    """``xr.open_zarr(store, group=group)`` with xarray's defaults (a dask chunk per zarr
-    chunk): every xarray row reads through this one call, the plain copies' too
-    (``plain_copies.py``), so both sides are read alike."""
-    with warnings.catch_warnings(action="ignore"):
-        return xr.open_zarr(store, group=group)
-
-
-# the oracle's values per (hive, group), read once for every row of the run that checks them
-# (the harness forgets them after each hive)
-KEPT: dict[tuple[Path, str], dict[str, np.ndarray]] = {}
-
-
-def _reference(hive: Path, group: str, names: list[str]) -> dict[str, np.ndarray]:
+def reference(hive: Path, names: list[str]) -> dict[str, np.ndarray]:
     """The oracle's values of ``names`` (``moczarr.open_hive`` without dask: with it, one
-    task per 64-cell inner chunk takes minutes on a 2,000-leaf hive), kept in ``KEPT``."""
+    task per 64-cell inner chunk takes minutes on a 2,000-leaf hive)."""
     import moczarr
 
-    kept = KEPT.setdefault((hive, group), {})
-    if missing := [n for n in names if n not in kept]:
-        with warnings.catch_warnings(action="ignore"):
-            ds = moczarr.open_hive(str(hive), xr_kwargs={"chunks": None})
-        kept.update({n: np.asarray(ds[n].values) for n in missing})
-        del ds
-        gc.collect()
-    return {n: kept[n] for n in names}
+    with warnings.catch_warnings(action="ignore"):
+        ds = moczarr.open_hive(str(hive), xr_kwargs={"chunks": None})
+    got = {n: np.asarray(ds[n].values) for n in names}
+    del ds
+    gc.collect()
+    return got
 
 
-def floor_objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str]]:
-    """The objects a first scan reads (stamp, version metadata, chunk) and a second scan
-    reads (the chunks), recorded at the local reader of a ``"leaf"`` store."""
-
-    store = MocHiveStore(hive, chunking="leaf")
-    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
-    reads = record_reads(store)
-    array[:]
-    first = [f"{hive}/{path}" for path, _ in reads]
-    reads.clear()
-    array[:]
-    return first, [f"{hive}/{path}" for path, _ in reads]
-
-
-def _floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
+def floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
     """(full floor, chunk floor) in seconds, best of 7, and the leaves of the level."""
-
-    first, chunks = floor_objects(hive, group, field)
+    first, chunks, _ = scan_objects(hive, group, field)
+    first, chunks = ([f"{hive}/{p}" for p in ps] for ps in (first, chunks))
     took = alternate({"full": lambda: raw_read(first), "chunk": lambda: raw_read(chunks)}, 7)
     return took["full"], took["chunk"], len(chunks)
 
 
-class _Fresh:
-    """A timed read on a new store each time (the store made untimed, in ``prepare``)."""
-
-    def __init__(self, hive: Path, group: str, read, **options) -> None:
-        self.hive, self.group, self.read, self.options = hive, group, read, options
-        self.store: MocHiveStore | None = None
-
-    def prepare(self) -> None:
-        self.store = MocHiveStore(self.hive, **self.options)
-        gc.collect()
-
-    def __call__(self):
-        assert self.store is not None
-        return self.read(self.store)
-
-
-def measure_targets(hive: Path, group: str, field: str = "h_mean",
-                    rounds: int = 5) -> list[dict]:
-    """The issue's rows for one hive, as dicts ``{hive, row, ms, floor, floor_ms, ratio,
-    target, met}`` (``target``: the ratio a row must not exceed; ``ratio_min``: must reach)."""
-
-    name = hive.name
-    store = MocHiveStore(hive)
-    ds = _open_xr(store, group)
-    fields = [n for n in ds.data_vars if n not in COORDS]
-    want = _reference(hive, group, [field, *COORDS, *fields])
-    full, chunk, leaves = _floors(hive, group, field)
-    rows: list[dict] = []
-
-    def add(label: str, seconds: float, floor: float | None, floor_name: str,
-            target: float, anchor_ms: float | None = None) -> None:
-        base = floor if floor is not None else anchor_ms
-        ratio = seconds / base if base else float("nan")
-        rows.append({"hive": name, "row": label, "ms": round(seconds * 1e3, 2),
-                     "floor": floor_name, "floor_ms": round(base * 1e3, 2) if base else None,
-                     "ratio": round(ratio, 2), "target": target, "met": bool(ratio <= target)})
-        print(f"| {name} | {label} | {seconds * 1e3:,.1f} ms | {floor_name} "
-              f"{(base or 0) * 1e3:,.1f} ms | {ratio:.2f}x | <= {target}x | "
-              f"{'met' if ratio <= target else 'MISSED'} |", flush=True)
-
-    def check(got, key: str) -> np.ndarray:
-        np.testing.assert_array_equal(np.asarray(got), want[key], err_msg=f"{name} {key}")
-        return got
-
-    # first scans, on a new store each time
-    def zarr_scan(s: MocHiveStore):
-        return zarr.open_array(s, path=f"{group}/{field}", mode="r")[:]
-
-    def xr_values(s: MocHiveStore):
-        return _open_xr(s, group)[field].values
-
-    first_zarr, first_xr = _Fresh(hive, group, zarr_scan), _Fresh(hive, group, xr_values)
-    for fn, key in ((first_zarr, field), (first_xr, field)):
-        fn.prepare()
-        check(fn(), key)
-    # second scans, on one store
+def _timed(hive: Path, group: str, field: str, fields: list[str], want: dict,
+           rounds: int) -> tuple[dict[str, float], zarr.Array]:
+    """The in-process reads of :func:`measure_targets`, checked then timed in turn: first
+    scans on a new store each time, the rest on one store."""
+    path = f"{group}/{field}"
     warm = MocHiveStore(hive)
-    array = zarr.open_array(warm, path=f"{group}/{field}", mode="r")
-    wds = _open_xr(warm, group)
-    check(array[:], field)
-    loaded = wds[field].load()
-    check(loaded.values, field)
-    for c in COORDS:
-        check(loaded[c].values, c)
-    all_loaded = _open_xr(warm, group).load()
-    for n in fields:
-        check(all_loaded[n].values, n)
-    fns = {
+    array = zarr.open_array(warm, path=path, mode="r")
+    reads = {
+        "first zarr": Fresh(lambda: MocHiveStore(hive),
+                            lambda s: zarr.open_array(s, path=path, mode="r")[:]),
+        "first xr": Fresh(lambda: MocHiveStore(hive), lambda s: open_xr(s, group)[field].values),
         "second zarr": lambda: array[:],
-        "second xr values": lambda: _open_xr(warm, group)[field].values,
-        "field load": lambda: _open_xr(warm, group)[field].load(),
-        "all values": lambda: [_open_xr(warm, group)[n].values for n in fields],
-        "ds load": lambda: _open_xr(warm, group).load(),
+        "second xr values": lambda: open_xr(warm, group)[field].values,
+        "field load": lambda: open_xr(warm, group)[field].load(),
+        "all values": lambda: [open_xr(warm, group)[n].values for n in fields],
+        "ds load": lambda: open_xr(warm, group).load(),
     }
-    took: dict[str, list[float]] = {k: [] for k in ("first zarr", "first xr", *fns)}
-    for _ in range(rounds):
-        took["first zarr"].append(best(first_zarr, 1)[0])
-        took["first xr"].append(best(first_xr, 1)[0])
-        for k, fn in fns.items():
-            took[k].append(best(fn, 1)[0])
-    t = {k: min(v) for k, v in took.items()}
-    add("first scan (new store), zarr [:]", t["first zarr"], full, "full floor", 2)
-    add("first scan (new store), xr.open_zarr(store, group=g)[field].values", t["first xr"],
-        full, "full floor", 3)
-    add("second scan (same store), zarr [:]", t["second zarr"], chunk, "chunk floor", 2)
-    add("second scan (same store), xarray [field].values", t["second xr values"], chunk,
-        "chunk floor", 3)
-    add("[field].load() (coordinates included) vs [field].values", t["field load"], None,
-        "[field].values", 2, t["second xr values"])
-    add(f"ds.load() of all {len(fields)} fields vs their .values", t["ds load"], None,
-        "fields' .values", 2, t["all values"])
+    checked({k: reads[k] for k in ("first zarr", "first xr", "second zarr",
+                                   "second xr values")}, want[field])
+    loaded = open_xr(warm, group)[field].load()
+    everything = open_xr(warm, group).load()
+    for n, got in [*((c, loaded[c]) for c in COORDS), *((n, everything[n]) for n in fields)]:
+        np.testing.assert_array_equal(got.values, want[n], err_msg=f"{hive.name} {n}")
+    return alternate(reads, rounds), array
+
+
+def measure_targets(hive: Path, group: str, field: str = "h_mean", rounds: int = 5,
+                    want: dict | None = None) -> list[dict]:
+    """The target rows of one hive (``target``: the ratio a row must not exceed);
+    ``want``: the oracle's values, read here if not given."""
+    name = hive.name
+    if want is None:
+        names = [n for n in open_xr(MocHiveStore(hive), group).data_vars if n not in COORDS]
+        want = reference(hive, [field, *COORDS, *names])
+    fields = [n for n in want if n not in COORDS]
+    full, chunk, leaves = floors(hive, group, field)
+    t, array = _timed(hive, group, field, fields, want, rounds)
+    rows = [target_row(name, label, t[key], floor, base, limit)
+            for label, key, floor, base, limit in (
+        ("first scan (new store), zarr [:]", "first zarr", "full floor", full, 2),
+        ("first scan (new store), xr.open_zarr(store, group=g)[field].values", "first xr",
+         "full floor", full, 3),
+        ("second scan (same store), zarr [:]", "second zarr", "chunk floor", chunk, 2),
+        ("second scan (same store), xarray [field].values", "second xr values", "chunk floor",
+         chunk, 3),
+        ("[field].load() (coordinates included) vs [field].values", "field load",
+         "[field].values", t["second xr values"], 2),
+        (f"ds.load() of all {len(fields)} fields vs their .values", "ds load",
+         "fields' .values", t["all values"], 2))]
     # random reads against the "leaf" mode
-    cells = leaves and want[field].shape[0] // leaves
-    arrays = {"default": array,
-              "leaf": zarr.open_array(MocHiveStore(hive, chunking="leaf"),
-                                      path=f"{group}/{field}", mode="r")}
-    per = random_reads(want[field], cells, arrays)
+    leaf = zarr.open_array(MocHiveStore(hive, chunking="leaf"), path=f"{group}/{field}", mode="r")
+    per = random_reads(want[field], leaves and want[field].shape[0] // leaves,
+                       {"default": array, "leaf": leaf})
     for kind in ("random single cell", "random leaf-sized slice"):
-        add(f"{kind} vs chunking='leaf'", per[kind, "default"], None, "'leaf' mode", 2,
-            per[kind, "leaf"])
+        rows.append(target_row(name, f"{kind} vs chunking='leaf'", per[kind, "default"],
+                               "'leaf' mode", per[kind, "leaf"], 2))
+    return rows
+
+
+def _one_hive(hive: Path, group: str, field: str, rounds: int | None) -> list[dict]:
+    """:func:`measure_targets`, the plain copies beside, and the rows over the wire."""
+    started, took = time.perf_counter(), {}
+
+    def lap(what: str) -> None:
+        took[what] = time.perf_counter() - started - sum(took.values())
+
+    names = [n for n in open_xr(MocHiveStore(hive), group).data_vars if n not in COORDS]
+    want = reference(hive, [field, *COORDS, *names])
+    fields = [n for n in want if n not in COORDS]
+    rows = measure_targets(hive, group, field, rounds or 5, want)
+    lap("in process")
+    with tempfile.TemporaryDirectory(prefix="moczarr-targets-") as tmp:
+        copies = plain_copies.make_copies(hive, group, field, Path(tmp))
+        lap("plain copies made")
+        leaves = zarr.open_array(str(copies["zagg's layout"] / field), mode="r").nchunks
+        plain_copies.attach(rows, plain_copies.time_plain(
+            copies, field, fields, want, want[field].shape[0] // leaves, rounds or 3))
+        lap("plain copies timed")
+        rows += targets_wire.measure_wire(hive, group, field, want[field], copies, rounds or 3)
+        lap("over the wire")
+    print(f"# {hive.name}: seconds " + ", ".join(f"{k} {v:.0f}" for k, v in took.items()))
+    return rows
+
+
+def measure_all_targets(hives: list[tuple[Path, str]], field: str,
+                        onecell: list[tuple[Path, str]] = (), rounds: int | None = None,
+                        computed: list[tuple[Path, str]] = ()) -> list[dict]:
+    """The default options' rows against their floors on each of ``hives``, then
+    ``onecell.py``'s rows, then ``computed.py``'s (``computed``: ``(hive, product)``); then
+    the whole table again, the copies' best beside each row. ``rounds``: each row the best
+    of that many (None: each module's own default)."""
+    print("| hive | row | ms | floor | ratio | target | met |\n|---|---|---|---|---|---|---|")
+    rows = []
+    for hive, group in hives:
+        rows += _one_hive(hive, group, field, rounds)
+        gc.collect()
+    for hive, group in onecell:
+        rows += measure_onecell(hive, group)
+    for hive, product in computed:
+        rows += measure_computed(hive, product, **({} if rounds is None else {"rounds": rounds}))
+    print("\n# the default options' targets, the best plain zarr copy beside each row\n")
+    print("| " + " | ".join(TARGET_COLUMNS) + " |\n|" + "---|" * len(TARGET_COLUMNS))
+    for r in rows:
+        print("| " + " | ".join(target_cells(r)) + " |")
     return rows

@@ -23,35 +23,22 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from benchmarks.common import alternate, cold_scan, record_reads, scan_settings, target_cells
+from benchmarks.common import (
+    Fresh,
+    alternate,
+    cold_scan,
+    plain_entry,
+    raw_gets,
+    scan_objects,
+    scan_settings,
+    target_row,
+)
 from benchmarks.plain_copies import slow
 from moczarr_store import MocHiveStore
 
 REPO = Path(__file__).resolve().parents[1]
 DELAY, CAP = 0.05, 128  # the latency-bound row: seconds added per request, requests in flight
 S3_ENV = {"AWS_EC2_METADATA_DISABLED": "true"}
-
-
-def target_row(hive: str, label: str, seconds: float | None, floor: str,
-               floor_seconds: float | None, limit: float, ratio: float | None = None,
-               plain: list[dict] | None = None) -> dict:
-    """One row in :func:`benchmarks.targets.measure_targets`'s format (``plain``: the
-    copies' ``{copy, ms, ratio}``), printed."""
-    if ratio is None:
-        ratio = seconds / floor_seconds if seconds and floor_seconds else float("nan")
-    met = bool(ratio <= limit)
-    row = {"hive": hive, "row": label,
-           "ms": None if seconds is None else round(seconds * 1e3, 2), "floor": floor,
-           "floor_ms": None if floor_seconds is None else round(floor_seconds * 1e3, 2),
-           "ratio": round(ratio, 2), "target": limit, "met": met, "plain": plain or []}
-
-    print("| " + " | ".join(target_cells(row)[:7]) + " |", flush=True)
-    return row
-
-
-def plain_entry(copy: str, seconds: float | None, ratio: float) -> dict:
-    return {"copy": copy, "ms": None if seconds is None else round(seconds * 1e3, 2),
-            "ratio": round(ratio, 2)}
 
 
 def _env() -> dict[str, str]:
@@ -83,37 +70,6 @@ def _access_lines(log: Path) -> int:
     return sum(1 for line in log.read_text().splitlines() if "serve.access" in line)
 
 
-def _objects(hive: Path, group: str, field: str) -> tuple[list[str], list[str]]:
-    """The keys (relative to ``hive``) a first scan of ``field`` reads (each leaf's stamp,
-    its version's array ``zarr.json``, the chunk) and a second scan reads (the chunks)."""
-
-    store = MocHiveStore(hive, chunking="leaf")
-    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
-    reads = record_reads(store)
-    array[:]
-    first = [path for path, _ in reads]
-    reads.clear()
-    array[:]
-    return first, [path for path, _ in reads]
-
-
-def _raw_gets(objects, keys: list[str], cap: int) -> int:
-    """``keys`` fetched whole with obstore, at most ``cap`` in flight: bytes read."""
-    import obstore
-
-    async def all_of() -> int:
-        limit = asyncio.Semaphore(cap)
-
-        async def one(key: str) -> int:
-            async with limit:
-                got = await obstore.get_async(objects, key)
-                return len(await got.bytes_async())
-
-        return sum(await asyncio.gather(*(one(k) for k in keys)))
-
-    return asyncio.run(all_of())
-
-
 def _chunk_keys(path: Path, field: str) -> list[str]:
     return sorted(p.relative_to(path).as_posix() for p in (path / field / "c").rglob("*")
                   if p.is_file())
@@ -142,7 +98,7 @@ def measure_wire(hive: Path, group: str, field: str, want: np.ndarray,
     zagg's layout timed here)."""
     os.environ.update(S3_ENV)
     copies = {name: path for name, path in copies.items() if not slow(name)}
-    first, chunks = _objects(hive, group, field)
+    first, chunks, _ = scan_objects(hive, group, field)
     rows = measure_serve(hive, group, field, want, copies, len(chunks), rounds)
     rows += measure_s3(hive, group, field, want, copies, first, chunks, rounds)
     rows += measure_latency(hive, group, field, want, copies)
@@ -158,7 +114,6 @@ def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
     import tempfile
 
     from tests.support.processes import http_store, served
-
 
     name, path = hive.name, f"{group}/{field}"
     local = zarr.open_array(MocHiveStore(hive), path=path, mode="r")
@@ -204,9 +159,7 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
     against raw GETs of the chunks, at the store's cap on requests in flight; ``serve``
     in front of that S3, its cold scan's requests counted at the S3 server; each plain
     copy by zarr over obstore's S3Store against raw GETs of its chunks."""
-    import obstore.store
     from tests.support.processes import http_store, served
-    from zarr.storage import ObjectStore
 
     from moczarr_store.options import DEFAULT_MAX_CONCURRENCY
 
@@ -228,9 +181,9 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
         np.testing.assert_array_equal(warm[:], want, err_msg=f"{name} S3")
         objects = MocHiveStore(url, **options).backend.store
         cap = DEFAULT_MAX_CONCURRENCY
-        fresh = _FreshRead(new_store)
-        reads = {"first": fresh, "raw first": lambda: _raw_gets(objects, first, cap),
-                 "second": lambda: warm[:], "raw second": lambda: _raw_gets(objects, chunks, cap)}
+        fresh = Fresh(new_store)
+        reads = {"first": fresh, "raw first": lambda: raw_gets(objects, first, cap),
+                 "second": lambda: warm[:], "raw second": lambda: raw_gets(objects, chunks, cap)}
         took = alternate(reads, rounds)
         # serve in front of the S3 server: the storage requests of its cold scan
         args = ("--endpoint", endpoint, "--region", REGION, "--anon")
@@ -239,19 +192,7 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
             before = served_count(endpoint)
             np.testing.assert_array_equal(remote[:], want, err_msg=f"{name} serve over S3")
             storage = (served_count(endpoint) - before) / leaves
-        plain = []
-        for i, copy in enumerate(copies):
-            s3 = obstore.store.S3Store(BUCKET, prefix=f"pre/copy{i}", endpoint=endpoint,
-                                       region=REGION, skip_signature=True,
-                                       client_options={"allow_http": True})
-            array = zarr.open_array(ObjectStore(s3, read_only=True), path=field, mode="r")
-            np.testing.assert_array_equal(array[:], want, err_msg=f"{name} {copy} S3")
-            keys = _chunk_keys(list(copies.values())[i], field)
-            t = alternate({"zarr": lambda a=array: a[:],
-                           "raw": lambda k=keys, s=s3: _raw_gets(s, k, cap)},
-                          rounds)
-            plain.append(plain_entry(f"{copy}, zarr over obstore S3Store", t["zarr"],
-                                     t["zarr"] / t["raw"]))
+        plain = _plain_s3(copies, endpoint, field, want, rounds)
     target = "target: >= 0.8x raw GETs' throughput"
     return [
         target_row(name, f"S3 (moto, loopback): first scan (new store) vs raw concurrent GETs "
@@ -265,33 +206,45 @@ def measure_s3(hive: Path, group: str, field: str, want: np.ndarray,
     ]
 
 
+def _plain_s3(copies: dict[str, Path], endpoint: str, field: str, want: np.ndarray,
+              rounds: int) -> list[dict]:
+    """Each plain copy (uploaded as ``pre/copy{i}``) by zarr over obstore's S3Store against
+    raw concurrent GETs of its chunks."""
+    import obstore.store
+    from support.servers import BUCKET, REGION
+    from zarr.storage import ObjectStore
+
+    from moczarr_store.options import DEFAULT_MAX_CONCURRENCY
+
+    plain = []
+    for i, (copy, where) in enumerate(copies.items()):
+        s3 = obstore.store.S3Store(BUCKET, prefix=f"pre/copy{i}", endpoint=endpoint,
+                                   region=REGION, skip_signature=True,
+                                   client_options={"allow_http": True})
+        array = zarr.open_array(ObjectStore(s3, read_only=True), path=field, mode="r")
+        np.testing.assert_array_equal(array[:], want, err_msg=f"{copy} S3")
+        keys = _chunk_keys(where, field)
+        t = alternate({"zarr": lambda a=array: a[:],
+                       "raw": lambda k=keys, s=s3: raw_gets(s, k, DEFAULT_MAX_CONCURRENCY)},
+                      rounds)
+        plain.append(plain_entry(f"{copy}, zarr over obstore S3Store", t["zarr"],
+                                 t["zarr"] / t["raw"]))
+    return plain
+
+
 def _other_fields(hive: Path, group: str, field: str) -> list[str]:
     """The group's arrays other than ``field`` (their chunks left out of the S3 upload)."""
     root = zarr.open_group(MocHiveStore(hive), path=group, mode="r")
     return [n for n in root.array_keys() if n != field]
 
 
-class _FreshRead:
-    """A read on a new store each time (made untimed, in ``prepare``)."""
-
-    def __init__(self, make) -> None:
-        self.make, self.array = make, None
-
-    def prepare(self) -> None:
-        self.array = self.make()
-
-    def __call__(self):
-        return self.array[:]
-
-
 def measure_latency(hive: Path, group: str, field: str, want: np.ndarray,
                     copies: dict[str, Path], repeat: int = 2) -> list[dict]:
     """A cold scan with ``DELAY`` added to every request, ``CAP`` in flight, against the
     ideal (its requests in rounds of ``CAP``, ``DELAY`` each): the store with its default
-    chunking (``benchmarks.run``'s latency backend), and each plain copy through a zarr
+    chunking (``common.cold_scan``), and each plain copy through a zarr
     store adding the same delay with the same cap, zarr with the same settings
-    (:func:`benchmarks.run.scan_settings`). Best of ``repeat``."""
-
+    (:func:`benchmarks.common.scan_settings`). Best of ``repeat``."""
     name = hive.name
     ours = []
     for _ in range(repeat):
