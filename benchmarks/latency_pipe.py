@@ -2,16 +2,13 @@
 
     python -m benchmarks.latency_pipe HIVE GROUP [FIELD]
 
-The scan of ``targets_wire.measure_latency`` (``run.cold_scan``: a new store, default
-chunking, 50 ms added to every request inside a cap of 128, zarr with
-``run.scan_settings``), each request logged at the fake-latency backend: when it took its
-slot, when its delay ended, when it ended. Printed per scan: when the first request left
-after the scan began; the mean time a slot is held (the delay, how late the event loop
-woke the request, the read after it); the requests times that mean over the cap (the
-scan's time if the pipe were always full) and the time the pipe was not full (at the
-start, and after the last request left); the garbage collector's passes and time by
-generation (a pass holds up the event loop, so every request in flight wakes that much
-late); requests in flight and started per 100 ms.
+The scan of ``targets_wire.measure_latency`` (a new store, default chunking, 50 ms added
+to every request inside a cap of 128), twice, each request logged at the fake-latency
+backend: when it took its slot, when its delay ended, when it ended. Printed: when the
+first request left; the mean time a slot is held (the delay, how late the event loop woke
+the request, the read); the time the pipe was not full (at the start, after the last
+request left); the garbage collector's passes by generation (a pass holds up the event
+loop, so every request in flight wakes that much late); requests in flight per 100 ms.
 """
 
 from __future__ import annotations
@@ -57,24 +54,6 @@ def _kind(path: str) -> str:
         "metadata" if path.endswith("zarr.json") else "chunk")
 
 
-class _Collections:
-    """The garbage collector's passes and seconds by generation while it is on."""
-
-    def __init__(self) -> None:
-        self.passes, self.seconds, self._began = [0, 0, 0], [0.0, 0.0, 0.0], 0.0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._began = time.perf_counter()
-        else:
-            self.passes[info["generation"]] += 1
-            self.seconds[info["generation"]] += time.perf_counter() - self._began
-
-    def __str__(self) -> str:
-        return ", ".join(f"gen {g}: {n} in {s * 1e3:.0f} ms"
-                         for g, (n, s) in enumerate(zip(self.passes, self.seconds, strict=True)))
-
-
 def scan(hive: Path, group: str, field: str) -> None:
     """One logged cold scan, printed."""
     store = MocHiveStore(hive, max_concurrency=CAP)
@@ -82,16 +61,25 @@ def scan(hive: Path, group: str, field: str) -> None:
     store.backend.delay = DELAY
     with zarr.config.set(scan_settings(CAP)):
         array = zarr.open_group(store, mode="r")[f"{group}/{field}"]
-        _Logged.log = []
+        _Logged.log, passes, began = [], {}, [0.0]
+
+        def collected(phase: str, info: dict) -> None:  # gc's passes and seconds
+            if phase == "start":
+                began[0] = time.perf_counter()
+            else:
+                n, seconds = passes.get(info["generation"], (0, 0.0))
+                passes[info["generation"]] = (n + 1, seconds + time.perf_counter() - began[0])
+
         gc.collect()
-        collections = _Collections()
-        gc.callbacks.append(collections)
+        gc.callbacks.append(collected)
         start = time.perf_counter()
         try:
             array[:]
         finally:
             took = time.perf_counter() - start
-            gc.callbacks.remove(collections)
+            gc.callbacks.remove(collected)
+    collections = ", ".join(f"gen {g}: {n} in {t * 1e3:.0f} ms"
+                            for g, (n, t) in sorted(passes.items()))
     log = _Logged.log
     took_at, woke, ended = (np.array([e[i] for e in log]) - start for i in range(3))
     hold = ended - took_at

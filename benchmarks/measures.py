@@ -70,6 +70,11 @@ def _read(ds, names: list[str], part: slice | None = None) -> list[np.ndarray]:
     return [(ds[n] if part is None else ds[n].isel(cells=part)).values for n in names]
 
 
+def _same(got: list, want: list, what: str) -> None:
+    for one, other in zip(got, want, strict=True):
+        np.testing.assert_array_equal(one, other, err_msg=what)
+
+
 def measure_open(r: Run) -> None:
     ours, (_ds, store) = best(lambda: open_ours(r.hive, r.group))
     flat, _ = best(lambda: xr.open_zarr(r.plain))
@@ -96,17 +101,19 @@ def measure_full_reads(r: Run) -> None:
         width = sum(flat[n].dtype.itemsize for n in names) / 1e6  # MB per cell
         size = width * flat.sizes["cells"]
         ds, _store = open_ours(r.hive, r.group, chunking=DEFAULT)
-        t_ours, _ = best(lambda ds=ds, names=names: _read(ds, names))
-        t_plain, _ = best(lambda names=names: [direct[n][:] for n in names], repeat=1)
+        t_ours, got = best(lambda ds=ds, names=names: _read(ds, names))
+        t_plain, want = best(lambda names=names: [direct[n][:] for n in names], repeat=1)
+        _same(got, want, f"full read, {label}")
         row(f"full read, {label}, whole hive, chunking={DEFAULT}", f"{size / t_ours:.3g} MB/s",
             f"plain, zarr direct {size / t_plain:.3g} MB/s",
             f"{t_plain / t_ours:.2f}x plain, zarr direct")
         size = width * (r.part.stop - r.part.start)
-        t_plain, _ = best(lambda names=names: _read(flat, names, r.part), repeat=1)
+        t_plain, want = best(lambda names=names: _read(flat, names, r.part), repeat=1)
         for mode in modes:
             ds, _store = open_ours(r.hive, r.group, chunking=mode)
-            t_ours, _ = best(lambda ds=ds, names=names: _read(ds, names, r.part),
-                             repeat=3 if mode == DEFAULT else 1)
+            t_ours, got = best(lambda ds=ds, names=names: _read(ds, names, r.part),
+                               repeat=3 if mode == DEFAULT else 1)
+            _same(got, want, f"full read, {label}, chunking={mode}")
             row(f"full read, {label}, {r.where}, chunking={mode}", f"{size / t_ours:.3g} MB/s",
                 f"plain {size / t_plain:.3g} MB/s", f"{t_plain / t_ours:.2f}x plain")
 
@@ -120,17 +127,18 @@ def measure_moczarr(r: Run) -> None:
     ours_open, (ds, _store) = best(lambda: open_ours(r.hive, r.group))
     fields = [n for n in ds.data_vars if n not in COORDS]
     cases = ((f"one field ({r.field})", [r.field]), ("all fields", fields))
-    ours = {label: best(lambda names=names: _read(ds, names, r.part))[0]
-            for label, names in cases}
+    ours = {label: best(lambda names=names: _read(ds, names, r.part)) for label, names in cases}
     with warnings.catch_warnings(action="ignore"):
         ref_open, ref = best(lambda: moczarr.open_hive(str(r.hive)), repeat=1)
     row("open: wall time", f"{ours_open * 1e3:.1f} ms", f"moczarr {ref_open * 1e3:.0f} ms",
         f"{ref_open / ours_open:.0f}x faster")
     for label, names in cases:
         size = sum(ds[n].dtype.itemsize for n in names) / 1e6 * (r.part.stop - r.part.start)
-        t_ref, _ = best(lambda names=names, ref=ref: _read(ref, names, r.part), repeat=1)
-        row(f"full read, {label}, {r.where}, vs moczarr", f"{size / ours[label]:.3g} MB/s",
-            f"moczarr {size / t_ref:.3g} MB/s", f"{t_ref / ours[label]:.0f}x moczarr")
+        t_ref, want = best(lambda names=names, ref=ref: _read(ref, names, r.part), repeat=1)
+        (t_ours, got) = ours[label]
+        _same(got, want, f"full read, {label}, vs moczarr")
+        row(f"full read, {label}, {r.where}, vs moczarr", f"{size / t_ours:.3g} MB/s",
+            f"moczarr {size / t_ref:.3g} MB/s", f"{t_ref / t_ours:.0f}x moczarr")
     del ref
     gc.collect()
 

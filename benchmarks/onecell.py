@@ -2,19 +2,15 @@
 
     python -m benchmarks.onecell HIVE [GROUP] [--conflict]
 
-``HIVE`` is what ``make_bench_hive.py --mode scale --shards N --scale-cell-order 10``
-writes: ONE real zagg leaf and a root coverage listing N one-cell shards, the others absent
-(zagg cannot write a million leaves in the time a benchmark has). The store opens it with
-its default options, so every listed shard is a node of the domain: ``morton`` and
-``cell_ids`` are computed from the coverage, and a field read whole would read N commit
-stamps (not measured here: the coordinates are the rows).
-
-Floor: the same bytes read raw from one page-cached file into one new array. A plain zarr
-copy of the same values, chunked as the store presents them and in one chunk, is read in
-the same run. Memory: the peak of Python's traced allocations during a read (numpy's
-included) and the process's peak resident set over it (``VmHWM``, reset first). Values:
-``morton`` equals the coverage's shards as moczarr expands them
-(``moczarr.coverage.ranges_words``), ``cell_ids`` their NESTED ids.
+``HIVE``: what ``make_bench_hive.py --mode scale --shards N --scale-cell-order 10`` writes,
+ONE real zagg leaf and a root coverage listing N one-cell shards, the others absent. The
+store opens it with its default options: ``morton`` and ``cell_ids`` are computed from the
+coverage. Floor: the same bytes read raw from one page-cached file into one new array;
+beside it plain zarr copies of the values, chunked as the store presents them and in one
+chunk. Memory: Python's traced peak during a read and the growth of the process's peak
+resident set (``common.memory``). Values: ``morton`` equals the coverage's shards as moczarr
+expands them, ``cell_ids`` their NESTED ids (``moczarr.open_hive`` would read every stamp:
+half an hour for a million).
 """
 
 from __future__ import annotations
@@ -44,28 +40,21 @@ from moczarr_store import MocHiveStore
 ROUNDS = 5
 
 
-def _expected_words(hive: Path) -> np.ndarray:
-    """The shards the root coverage lists, as moczarr expands them (sorted words)."""
+def _check(hive: Path, group: str, store: MocHiveStore) -> np.ndarray:
+    """The store's ``morton`` (checked against moczarr's expansion of the coverage: every
+    listed shard once) and its ``cell_ids`` (the NESTED ids of the words): the words."""
     from moczarr.coverage import ranges_words
     from moczarr.store import load_root_coverage
 
-    envelope = load_root_coverage(str(hive))
-    if envelope is None:
+    if (envelope := load_root_coverage(str(hive))) is None:
         raise SystemExit(f"{hive}: no usable root coverage")
-    return ranges_words(envelope)
-
-
-def _check(hive: Path, group: str, words: np.ndarray, cell_ids: np.ndarray) -> None:
-    """``words`` (the store's ``morton``) against moczarr's expansion of the coverage:
-    every listed shard once; ``cell_ids`` the NESTED ids of the words (first principles).
-    (``moczarr.open_hive`` reads every leaf's stamp, about 2 ms each here: half an hour
-    for a million, and it keeps only the one stamped leaf.)"""
-    expected = _expected_words(hive)
-    np.testing.assert_array_equal(np.sort(words), expected, err_msg=f"{hive} morton")
+    words, cell_ids = (zarr.open_array(store, path=f"{group}/{name}", mode="r")[:]
+                       for name in ("morton", "cell_ids"))
+    np.testing.assert_array_equal(np.sort(words), ranges_words(envelope), err_msg="morton")
     order = int(group.rsplit("/o", 1)[1])
     nested = (words >> np.uint64(6 + 2 * (27 - order))) - np.uint64(4**order)
     np.testing.assert_array_equal(cell_ids, nested, err_msg=f"{hive} cell_ids")
-
+    return words
 
 def _plain(words: np.ndarray, chunks: tuple, out: Path) -> zarr.Array:
     """``words`` as a plain uncompressed zarr array at ``out`` in ``chunks``, checked."""
@@ -85,8 +74,7 @@ def measure_onecell(hive: Path, group: str = "atl06/o10") -> list[dict]:
     with warnings.catch_warnings(action="ignore"):
         morton = zarr.open_array(store, path=f"{group}/morton", mode="r")
     open_s = time.perf_counter() - opened
-    words = morton[:]
-    _check(hive, group, words, zarr.open_array(store, path=f"{group}/cell_ids", mode="r")[:])
+    words = _check(hive, group, store)
     reads = {"zarr": lambda: morton[:], "xr": lambda: open_xr(store, group)["morton"].values}
     np.testing.assert_array_equal(reads["xr"](), words)
     with tempfile.TemporaryDirectory(prefix="onecell-") as tmp:
@@ -164,9 +152,7 @@ def measure_conflict(hive: Path, group: str = "atl06/o10", field: str = "h_mean"
 
 def _conflict(hive, group, field, chunkings, field_chunkings, cells, probes) -> list[dict]:
     name = hive.name
-    store = MocHiveStore(hive)  # its coordinates (a "leaf" store has a chunk per cell)
-    words = zarr.open_array(store, path=f"{group}/morton", mode="r")[:]
-    _check(hive, group, words, zarr.open_array(store, path=f"{group}/cell_ids", mode="r")[:])
+    words = _check(hive, group, MocHiveStore(hive))  # (a "leaf" store: a chunk per cell)
     leaf = zarr.open_array(MocHiveStore(hive, chunking="leaf"), path=f"{group}/{field}",
                            mode="r")
     want = _field_expected(hive, group, field, words, leaf.metadata.fill_value)

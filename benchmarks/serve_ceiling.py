@@ -2,13 +2,10 @@
 
     python -m benchmarks.serve_ceiling HIVE GROUP [FIELD] [--rounds N]
 
-Three reads of the same field by zarr over obstore's ``HTTPStore``, timed in turn in one
-run (best of ``--rounds``), against the same read in process (a store with default
-options): ``moczarr-store serve`` with its defaults, and a server that does no work per
-request: uvicorn (httptools) answering each key from a dict of bytes read through the
-store beforehand. The second is the ceiling of the ``serve`` row of ``benchmarks.run
---targets``: what is left is the client's and the loopback's cost. Values are checked
-equal to the in-process read.
+One field by zarr over obstore's ``HTTPStore`` from ``moczarr-store serve`` (defaults) and
+from uvicorn answering each key from a dict of bytes read through the store beforehand (no
+work per request: the ceiling of the ``serve`` row), against the read in process; timed in
+turn, best of ``--rounds``, values checked equal.
 """
 
 from __future__ import annotations
@@ -49,23 +46,17 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), http="httptools",
 
 def _objects(store: MocHiveStore, group: str, field: str) -> dict[str, bytes]:
     """The metadata documents a zarr read of ``field`` asks for, and its chunks."""
-    proto = default_buffer_prototype()
-
-    async def get(key: str) -> bytes | None:
-        got = await store.get(key, proto)
-        return None if got is None else got.to_bytes()
-
-    array = zarr.open_array(store, path=f"{group}/{field}", mode="r")
-    keys = ["zarr.json", f"{group}/zarr.json", f"{group}/{field}/zarr.json"]
+    nchunks = zarr.open_array(store, path=f"{group}/{field}", mode="r").nchunks
     parts = group.split("/")
-    keys += [f"{'/'.join(parts[:i])}/zarr.json" for i in range(1, len(parts))]
-    keys += [f"{group}/{field}/c/{i}" for i in range(array.nchunks)]
+    keys = ["zarr.json", f"{group}/zarr.json", f"{group}/{field}/zarr.json",
+            *(f"{'/'.join(parts[:i])}/zarr.json" for i in range(1, len(parts))),
+            *(f"{group}/{field}/c/{i}" for i in range(nchunks))]
 
-    async def all_of() -> dict[str, bytes]:
-        got = await asyncio.gather(*(get(k) for k in keys))
-        return {k: v for k, v in zip(keys, got, strict=True) if v is not None}
+    async def all_of() -> list:
+        return await asyncio.gather(*(store.get(k, default_buffer_prototype()) for k in keys))
 
-    return asyncio.run(all_of())
+    return {k: v.to_bytes() for k, v in zip(keys, asyncio.run(all_of()), strict=True)
+            if v is not None}
 
 
 def measure(hive: Path, group: str, field: str, rounds: int) -> dict[str, float]:

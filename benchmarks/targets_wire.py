@@ -1,12 +1,8 @@
 """The target rows over the wire, each beside the plain zarr copies' best: one field
 through ``moczarr-store serve``, from S3 (moto on loopback), and with 50 ms added to every
-request; values checked equal to the oracle's in every configuration.
-
-Servers run in processes of their own (``serve``, ``benchmarks/loopback_server.py``) so
-the timed client shares no interpreter lock with them. A time ratio ``t / t_anchor`` is
-each row's ratio; a throughput target (at least ``x`` times the anchor's) is the time
-target ``1/x``. A request count per leaf has ``ms`` None and its count as ``ratio``.
-"""
+request; values checked equal to the oracle's. Servers run in processes of their own
+(``serve``, ``loopback_server.py``): the timed client shares no interpreter lock with them.
+A throughput target (at least ``x`` times the anchor's) is the time target ``1/x``."""
 
 from __future__ import annotations
 
@@ -66,10 +62,6 @@ def served_count(url: str) -> int:
         return int(response.read())
 
 
-def _access_lines(log: Path) -> int:
-    return sum(1 for line in log.read_text().splitlines() if "serve.access" in line)
-
-
 def _chunk_keys(path: Path, field: str) -> list[str]:
     return sorted(p.relative_to(path).as_posix() for p in (path / field / "c").rglob("*")
                   if p.is_file())
@@ -122,9 +114,9 @@ def measure_serve(hive: Path, group: str, field: str, want: np.ndarray,
         log = Path(tmp) / "serve.log"
         with served(hive, "--access-log", log=log) as (url, _pid):
             remote = zarr.open_array(http_store(url), path=path, mode="r")
-            before = _access_lines(log)
+            before = log.read_text().count("serve.access")
             np.testing.assert_array_equal(remote[:], want, err_msg=f"{name} serve")
-            http_cold = _access_lines(log) - before
+            http_cold = log.read_text().count("serve.access") - before
     with served(hive) as (url, _pid):
         remote = zarr.open_array(http_store(url), path=path, mode="r")
         np.testing.assert_array_equal(remote[:], want, err_msg=f"{name} serve")
