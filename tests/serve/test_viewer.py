@@ -89,6 +89,8 @@ PAGES = [
     ("windowed", {"product": "atl06", "field": "h_max", "window": "1", "max_cells": "32"},
      8.0, {}),
     ("paged", {"max_cells": "1024"}, 16.0, {}),
+    # no stored overview read: every coarser order computed from the leaves
+    ("pyramid1", {"product": "atl06", "field": "h_max"}, 16.0, {"computed_orders": "all"}),
 ]
 MAX_IN_FLIGHT = 6  # viewer's levels.js
 COAST = (64, 64, 64)  # viewer.js's COAST

@@ -2,9 +2,11 @@
 // decoded from TopoJSON into rings of [lon, lat] in degrees. Cost: one request for the
 // 55 kB file, O(points) to decode.
 
-/** The land's outer and inner rings, each a flat Float64Array [lon0, lat0, lon1, ...]
- * continuous in longitude (it may leave [-180, 180]); a ring around a pole (Antarctica)
- * is closed along the pole. */
+/** The land's outer and inner rings, each { points, coast, west, east }: a flat
+ * Float64Array [lon0, lat0, lon1, ...] continuous in longitude (it may leave [-180, 180]:
+ * Afro-Eurasia lies at -377.6 ... -169.9), how many of its points are on the coast (the
+ * first ones) and its longitude range; a ring around a pole (Antarctica) is closed along
+ * the pole, by points that are not on the coast. */
 export async function landRings(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`coastlines: ${url} answered ${response.status}`);
@@ -30,12 +32,16 @@ export async function landRings(url) {
       while (points[i][0] - points[i - 1][0] > 180) points[i][0] -= 360;
       while (points[i][0] - points[i - 1][0] < -180) points[i][0] += 360;
     }
+    const coast = points.length;
     const [first, last] = [points[0], points.at(-1)];
-    if (Math.abs(last[0] - first[0]) > 180) { // around a pole: close along it
+    if (Math.abs(last[0] - first[0]) > 180) { // around a pole: close along it, every 10
+      // degrees (on a map about the other pole, the pole is the map's rim)
       const pole = points.reduce((s, p) => s + p[1], 0) < 0 ? -90 : 90;
-      points.push([last[0], pole], [first[0], pole]);
+      const steps = Math.ceil(Math.abs(first[0] - last[0]) / 10);
+      for (let i = 0; i <= steps; i++) points.push([last[0] + ((first[0] - last[0]) * i) / steps, pole]);
     }
-    return Float64Array.from(points.flat());
+    const lons = points.map((p) => p[0]);
+    return { points: Float64Array.from(points.flat()), coast, west: Math.min(...lons), east: Math.max(...lons) };
   };
   const rings = [];
   const visit = (geometry) => {

@@ -1,6 +1,8 @@
 // The viewer: the hierarchy as a tree (from the root's consolidated metadata) and, for a
-// chosen product and field, an equirectangular map of its HEALPix cells coloured by value,
-// over Natural Earth's coastlines. It draws the product's coarsest order whole when that
+// chosen product and field, a map of its HEALPix cells coloured by value (plate carrée, or
+// azimuthal about a pole: projection.js), over Natural Earth's coastlines, with a locator
+// of the view on the world when the view is small. It draws the product's coarsest order
+// whole when that
 // order is small, else the coverage (the nodes of the finest order), and for the view reads
 // only the blocks of rows of the finest order whose cells are at least MIN_CELL_PX wide and
 // whose visible blocks hold at most budget() cells (levels.js: by Range requests where the
@@ -8,6 +10,7 @@
 import * as zarr from "zarrita";
 import { landRings } from "./coast.js";
 import { cellAt, centre } from "./healpix.js";
+import { PROJECTIONS, azimuthalBounds, projectionOf } from "./projection.js";
 import {
   blocksFor, cellBox, continuousOutline, coveredNodes, limitedFetch, openLevel, readBlocks, rowOfCell,
   visibleNodes,
@@ -27,6 +30,10 @@ const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80
   "#addc30", "#fde725"].map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
 const CELL_KINDS = /^(u?int(8|16|32|64)|float(16|32|64))$/;
 const COAST = "#404040";
+const LAND = "#f3f1ea";
+const SEA = "#e8edf2";
+const LOCATOR_SPAN = 90; // a view narrower than this (degrees of longitude) has a locator
+const MIN_SPAN = 20; // the first view spans at least this many degrees: coastlines to place it
 const $ = (id) => document.getElementById(id);
 
 const net = limitedFetch();
@@ -209,10 +216,14 @@ async function refresh(checked = false) {
   };
   const shown = p.target ?? p.coarse;
   const orders = ordersOf(state.product, state.field);
+  const unplaced = `order ${p.source.order}'s rows cannot be placed: it has more nodes than its ` +
+    "group's coverage_moc lists (a coarser one stands for them), so its values are not read; " +
+    "serve with --geometry sphere to read them";
   status(shown
-    ? `${state.product}/o${state.order}/${state.field}: ${state.drawn} cells drawn, order ${state.order} of ${orders.join(", ")}; ${net.stats.requests} requests`
+    ? `${state.product}/o${state.order}/${state.field}: ${state.drawn} cells drawn, order ${state.order} of ${orders.join(", ")}; ${net.stats.requests} requests` +
+      (p.source.placed || state.order === p.source.order ? "" : `; ${unplaced}`)
     : `${state.product}/${state.field}: coverage of ${p.source.nodes} nodes (order ${p.source.moc.order}); ` +
-      (p.source.placed ? "zoom in to read values" : "its rows cannot be placed from this coarser coverage (too many nodes for the group's coverage_moc), so no values are read"));
+      (p.source.placed ? "zoom in to read values" : unplaced));
   document.body.dataset.state = "drawn";
 }
 
@@ -239,20 +250,52 @@ function resize() {
   canvas.height = Math.max(1, Math.round(height));
 }
 
+// A view is { lon, lat, scale, projection }: the point at the canvas's centre, pixels per
+// degree of the projection's plane, and the projection's name (projection.js).
+
+/** The canvas point of (lon, lat) in `view`. */
 function project(view, lon, lat) {
-  return [canvas.width / 2 + (lon - view.lon) * view.scale,
-    canvas.height / 2 - (lat - view.lat) * view.scale];
+  const p = projectionOf(view.projection);
+  const [x, y] = p.forward(lon, lat);
+  const [cx, cy] = p.forward(view.lon, view.lat);
+  return [canvas.width / 2 + (x - cx) * view.scale, canvas.height / 2 - (y - cy) * view.scale];
 }
 
+/** The (lon, lat) at canvas point (x, y) of `view`. */
 function unproject(view, x, y) {
-  return [view.lon + (x - canvas.width / 2) / view.scale, view.lat - (y - canvas.height / 2) / view.scale];
+  const p = projectionOf(view.projection);
+  const [cx, cy] = p.forward(view.lon, view.lat);
+  return p.inverse(cx + (x - canvas.width / 2) / view.scale, cy - (y - canvas.height / 2) / view.scale);
+}
+
+/** Moves `view` so that the plane point now at canvas point (x, y) is at (tx, ty). */
+function moveView(view, x, y, tx, ty) {
+  const p = projectionOf(view.projection);
+  const [cx, cy] = p.forward(view.lon, view.lat);
+  [view.lon, view.lat] = p.inverse(cx + (x - tx) / view.scale, cy - (y - ty) / view.scale);
 }
 
 /** The view's [west, east] × [south, north] in degrees (longitudes possibly past ±180). */
 function bounds(view) {
-  const [w, n] = unproject(view, 0, 0);
-  const [e, s] = unproject(view, canvas.width, canvas.height);
-  return { w, e, s, n };
+  const p = projectionOf(view.projection);
+  if (p.wraps) {
+    const [w, n] = unproject(view, 0, 0);
+    const [e, s] = unproject(view, canvas.width, canvas.height);
+    return { w, e, s, n };
+  }
+  const [cx, cy] = p.forward(view.lon, view.lat);
+  const [hw, hh] = [canvas.width / 2 / view.scale, canvas.height / 2 / view.scale];
+  return azimuthalBounds(p, cx - hw, cx + hw, cy - hh, cy + hh);
+}
+
+/** The multiples of 360 degrees to add to longitudes in [west, east] so that they meet
+ * `box` (the view's bounds): one copy of the world per 360 degrees on the map; [0] on a
+ * projection that does not repeat. */
+function copies(view, box, west, east) {
+  if (!projectionOf(view.projection).wraps) return [0];
+  const shifts = [];
+  for (let k = Math.ceil((box.w - east) / 360); k <= Math.floor((box.e - west) / 360); k++) shifts.push(360 * k);
+  return shifts;
 }
 
 /** Meridians and parallels every 30° or finer (at least ~80 px apart), labelled. */
@@ -264,6 +307,25 @@ function graticule(view) {
   ctx.lineWidth = 1;
   ctx.font = "11px system-ui, sans-serif";
   ctx.beginPath();
+  const p = projectionOf(view.projection);
+  if (!p.wraps) { // parallels are circles about the pole, meridians lines from it
+    const [px, py] = project(view, 0, p.pole);
+    const every = b.e - b.w >= 360 ? Math.max(step, 15) : step; // meridians meet at the pole
+    for (let lon = Math.ceil(b.w / every) * every; lon <= b.e; lon += every) {
+      ctx.moveTo(...project(view, lon, Math.max(-89.999, Math.min(89.999, b.n))));
+      ctx.lineTo(...project(view, lon, b.s));
+    }
+    for (let lat = Math.max(-90, Math.ceil(b.s / step) * step); lat <= Math.min(90, b.n); lat += step) {
+      const r = Math.abs(p.pole - lat) * view.scale;
+      if (!r) continue;
+      ctx.moveTo(px + r, py);
+      ctx.arc(px, py, r, 0, 2 * Math.PI);
+      const [x, y] = project(view, view.lon, lat);
+      ctx.fillText(`${+lat.toFixed(2)}°`, x + 3, y - 3);
+    }
+    ctx.stroke();
+    return;
+  }
   for (let lon = Math.max(-180, Math.ceil(b.w / step) * step); lon <= Math.min(180, b.e); lon += step) {
     const [x] = project(view, lon, 0);
     ctx.moveTo(x, project(view, 0, 90)[1]);
@@ -280,18 +342,21 @@ function graticule(view) {
 }
 
 /** Adds the outline of cell `id` at `order` to `shapes` (canvas points [x0, y0, x1, ...]),
- * at every copy of the world (±360°) on the canvas; false when no copy is on it. Pole
- * vertices widen to the map's edge. */
+ * at every copy of the world (±360°) on the canvas; false when no copy is on it. On the
+ * plate carrée, pole vertices widen to the map's edge. */
 function addCell(shapes, view, id, order) {
   const pts = continuousOutline(id, order, order < 4 ? 2 ** (4 - order) : 1);
   const n = pts.length / 2;
   let on = false;
-  for (const shift of [-360, 0, 360]) {
+  let [west, east] = [Infinity, -Infinity];
+  for (let i = 0; i < pts.length; i += 2) [west, east] = [Math.min(west, pts[i]), Math.max(east, pts[i])];
+  const wraps = projectionOf(view.projection).wraps;
+  for (const shift of copies(view, bounds(view), west, east)) {
     let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
     const xy = [];
     for (let i = 0; i < n; i++) {
       const lat = pts[2 * i + 1];
-      if (Math.abs(lat) >= 90 - 1e-9) { // the pole: from the previous to the next vertex's longitude
+      if (wraps && Math.abs(lat) >= 90 - 1e-9) { // the pole: from the previous to the next vertex's longitude
         xy.push(project(view, pts[2 * ((i + n - 1) % n)] + shift, lat), project(view, pts[2 * ((i + 1) % n)] + shift, lat));
       } else xy.push(project(view, pts[2 * i] + shift, lat));
     }
@@ -351,27 +416,94 @@ function drawCoverage(level) {
   fillShapes(shapes, "#b0bec5", "#90a4ae");
 }
 
-function drawLand(view, fill) {
+/** The land as one path: each ring at each of `shifts(west, east)` (degrees added to its
+ * longitudes), through `to` (lon, lat) -> canvas point; its coast only (open along a
+ * pole) when `coastOnly`. Filled even-odd, an inner ring (the Caspian) is water wherever
+ * its outer ring is drawn: both are drawn at every copy that meets the view. */
+function landPath(to, shifts, coastOnly = false) {
   const path = new Path2D();
-  const box = bounds(view);
-  for (const ring of state.land) {
-    for (const shift of [-360, 0, 360]) {
-      if (box.w > 180 + shift || box.e < -180 + shift) continue;
-      for (let i = 0; i < ring.length; i += 2) {
-        const [x, y] = project(view, ring[i] + shift, ring[i + 1]);
+  for (const { points, coast, west, east } of state.land) {
+    const end = coastOnly ? 2 * coast : points.length;
+    for (const shift of shifts(west, east)) {
+      for (let i = 0; i < end; i += 2) {
+        const [x, y] = to(points[i] + shift, points[i + 1]);
         if (i) path.lineTo(x, y); else path.moveTo(x, y);
       }
-      path.closePath();
+      if (end === points.length) path.closePath();
     }
   }
+  return path;
+}
+
+function drawLand(path, fill, width = 1.5) {
   if (fill) {
-    ctx.fillStyle = "#f3f1ea";
+    ctx.fillStyle = LAND;
     ctx.fill(path, "evenodd");
   } else {
     ctx.strokeStyle = COAST;
-    ctx.lineWidth = 1.5;
+    ctx.lineWidth = width;
     ctx.stroke(path);
   }
+}
+
+/** The sea: every copy of the world on the plate carrée, the disc of the whole sphere
+ * about the pole. */
+function drawSea(view) {
+  ctx.fillStyle = SEA;
+  const p = projectionOf(view.projection);
+  if (!p.wraps) {
+    const [x, y] = project(view, 0, p.pole);
+    ctx.beginPath();
+    ctx.arc(x, y, 180 * view.scale, 0, 2 * Math.PI);
+    ctx.fill();
+    return;
+  }
+  for (const shift of copies(view, bounds(view), -180, 180)) {
+    const [x0, y0] = project(view, -180 + shift, 90);
+    const [x1, y1] = project(view, 180 + shift, -90);
+    ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
+  }
+}
+
+/** A small plate carrée of the world in the map's lower left corner, with the view's
+ * bounds outlined in red, when the view spans less than LOCATOR_SPAN degrees of longitude;
+ * its box is state.locator (null when not drawn). */
+function drawLocator(view) {
+  const box = bounds(view);
+  state.locator = null;
+  if (box.e - box.w >= LOCATOR_SPAN || canvas.width < 400) return;
+  const [w, h] = [200, 100];
+  const [x0, y0] = [8, canvas.height - h - 24];
+  const to = (lon, lat) => [x0 + ((lon + 180) / 360) * w, y0 + ((90 - lat) / 180) * h];
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(x0, y0, w, h);
+  ctx.clip();
+  ctx.fillStyle = SEA;
+  ctx.fillRect(x0, y0, w, h);
+  const world = (west, east) => {
+    const shifts = [];
+    for (let k = Math.ceil((-180 - east) / 360); k <= Math.floor((180 - west) / 360); k++) shifts.push(360 * k);
+    return shifts;
+  };
+  drawLand(landPath(to, world), true);
+  drawLand(landPath(to, world, true), false, 0.5);
+  ctx.strokeStyle = "#d32f2f";
+  ctx.lineWidth = 1.5;
+  const west = ((box.w + 180) % 360 + 360) % 360 - 180; // the view's box, wrapped onto the world
+  const [bx0, by0] = to(west, Math.min(90, box.n));
+  const [bx1, by1] = to(west + (box.e - box.w), Math.max(-90, box.s));
+  for (const shift of [0, -w]) ctx.strokeRect(bx0 + shift, by0, Math.max(bx1 - bx0, 2), Math.max(by1 - by0, 2));
+  if (bx1 - bx0 < 6 && by1 - by0 < 6) { // a small view: ringed
+    ctx.beginPath();
+    ctx.arc((bx0 + bx1) / 2, (by0 + by1) / 2, 7, 0, 2 * Math.PI);
+    ctx.stroke();
+  }
+  ctx.restore();
+  ctx.strokeStyle = "#78838c";
+  ctx.lineWidth = 1;
+  ctx.strokeRect(x0 - 0.5, y0 - 0.5, w + 1, h + 1);
+  state.locator = { x: x0, y: y0, width: w, height: h };
 }
 
 function draw() {
@@ -379,13 +511,11 @@ function draw() {
   ctx.fillStyle = "#ffffff";
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (!view) return;
-  ctx.fillStyle = "#e8edf2"; // the sea, on every copy of the world
-  for (const shift of [-360, 0, 360]) {
-    const [x0, y0] = project(view, -180 + shift, 90);
-    const [x1, y1] = project(view, 180 + shift, -90);
-    ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
-  }
-  drawLand(view, true);
+  drawSea(view);
+  const box = bounds(view);
+  const to = (lon, lat) => project(view, lon, lat);
+  const shifts = (west, east) => copies(view, box, west, east);
+  drawLand(landPath(to, shifts), true);
   graticule(view);
   if (p) {
     const coarse = loadedOf(p.coarse);
@@ -402,10 +532,22 @@ function draw() {
     if (top === p.coarse && target.length) drawCells(target, p.target.level.order, range(target)); // the view's order, as read so far
     legend(state.legend);
   }
-  drawLand(view, false);
+  drawLand(landPath(to, shifts, true), false);
+  if (state.refused) {
+    ctx.fillStyle = "#37474f";
+    ctx.font = "14px system-ui, sans-serif";
+    ctx.textAlign = "center";
+    ctx.fillText(`${state.product}/${state.field}: nothing to draw, ${state.refused}`, canvas.width / 2, 24);
+    ctx.textAlign = "start";
+  }
+  drawLocator(view);
 }
 
-function legend([min, max]) {
+/** The legend of values [min, max]; hidden for null (nothing drawn). */
+function legend(values) {
+  $("legend").hidden = !values;
+  if (!values) return;
+  const [min, max] = values;
   const bar = $("legend-bar");
   bar.width = 220;
   bar.height = 12;
@@ -429,16 +571,33 @@ function extent(boxes) {
   return [w, e, s, n];
 }
 
-/** A view of `boxes` ([w, e, s, n] each; across the antimeridian when narrower so), or
- * of the world. */
-function fit(boxes) {
+/** A view in `projection` of `boxes` ([w, e, s, n] each; on the plate carrée across the
+ * antimeridian when narrower so), at least MIN_SPAN degrees wide; of the world (the
+ * hemisphere about the pole) when there are none or they span most of it. */
+function fit(boxes, projection = "plate") {
+  const p = projectionOf(projection);
+  if (!p.wraps) { // the plane box of the boxes' corners and edges' midpoints (and the pole)
+    const points = boxes.length ? [] : [[0, p.pole], [0, p.pole - Math.sign(p.pole) * 50], [180, p.pole - Math.sign(p.pole) * 50]];
+    for (const [w, e, s, n] of boxes) {
+      if (w === -180 && e === 180) points.push([0, p.pole]);
+      for (const lon of [w, (w + e) / 2, e]) points.push([lon, s], [lon, n]);
+    }
+    const [x0, x1, y0, y1] = extent(points.map(([lon, lat]) => {
+      const [x, y] = p.forward(lon, lat);
+      return [x, x, y, y];
+    }));
+    const span = Math.max(MIN_SPAN, x1 - x0, y1 - y0) * 1.2;
+    const [lon, lat] = p.inverse((x0 + x1) / 2, (y0 + y1) / 2);
+    return { lon, lat, scale: Math.min(canvas.width, canvas.height) / span, projection };
+  }
   const plain = extent(boxes);
   const east = extent(boxes.map((b) => (b[1] < 0 ? [b[0] + 360, b[1] + 360, b[2], b[3]] : b)));
   let [w, e, s, n] = east[1] - east[0] < plain[1] - plain[0] ? east : plain;
   if (!(e - w <= 300)) [w, e, s, n] = [-180, 180, Math.min(s, -60), Math.max(n, 60)];
   const margin = Math.max(e - w, n - s) * 0.1 + 0.01;
-  const scale = Math.min(canvas.width / (e - w + 2 * margin), canvas.height / (n - s + 2 * margin));
-  return { lon: (w + e) / 2, lat: (s + n) / 2, scale: Math.max(scale, canvas.width / 400) };
+  const scale = Math.min(canvas.width / Math.max(MIN_SPAN, e - w + 2 * margin),
+    canvas.height / (n - s + 2 * margin));
+  return { lon: (w + e) / 2, lat: (s + n) / 2, scale: Math.max(scale, canvas.width / 400), projection };
 }
 
 /** The boxes of the cells holding a value in the selected window at the coarsest order
@@ -462,8 +621,11 @@ async function dataBoxes() {
 
 // -- choosing ---------------------------------------------------------------------------
 
+/** Shows `field` of `product` (at `window`): in the view shown when the product is the one
+ * shown, else in a view fitting its cells. */
 async function choose(product, field, window = 0) {
-  Object.assign(state, { product, field, window, view: null, order: null, plan: null, drawn: 0, refused: null });
+  const kept = product === state.product ? state.view : null;
+  Object.assign(state, { product, field, window, view: kept, order: null, plan: null, drawn: 0, refused: null });
   $("chosen").textContent = `${product} · ${field}`;
   for (const b of document.querySelectorAll("nav button")) {
     b.classList.toggle("chosen", b.dataset.path.startsWith(`${product}/o`) && b.textContent === field);
@@ -478,6 +640,8 @@ async function choose(product, field, window = 0) {
   if (why || levels.some((l) => !l)) {
     state.refused = why ?? "its group carries no coverage_moc (rows cannot be placed without cell_ids)";
     status(`${product}/${field} is not drawn: ${state.refused}`);
+    state.view ??= fit([], projection());
+    legend(null);
     draw();
     document.body.dataset.state = "drawn";
     return;
@@ -497,7 +661,7 @@ async function choose(product, field, window = 0) {
   }
   const start = state.start;
   state.start = null; // the address's view applies to the first field shown
-  state.view = start ?? fit(await dataBoxes());
+  state.view = start ?? kept ?? fit(await dataBoxes(), projection());
   await refresh(true);
 }
 
@@ -505,11 +669,28 @@ async function choose(product, field, window = 0) {
 function zoomView(factor, x = canvas.width / 2, y = canvas.height / 2) {
   const v = state.view;
   if (!v) return;
-  const [lon, lat] = unproject(v, x, y);
+  const [cx, cy] = [canvas.width / 2, canvas.height / 2];
+  moveView(v, x, y, cx, cy); // the point under (x, y) to the centre, scaled, and back
   v.scale = Math.min(1e7, Math.max(canvas.width / 400, v.scale * factor));
-  v.lon = lon - (x - canvas.width / 2) / v.scale;
-  v.lat = lat + (y - canvas.height / 2) / v.scale;
+  moveView(v, cx, cy, x, y);
   draw();
+}
+
+/** The projection chosen in the page's selector. */
+function projection() {
+  return $("projection").value;
+}
+
+/** Shows the map in projection `name`: the view's centre and scale kept when within 50
+ * degrees of the new projection's pole (or for the plate carrée), else the hemisphere
+ * about that pole. */
+function reproject(name) {
+  const p = projectionOf(name);
+  $("projection").value = name;
+  const v = state.view;
+  if (!v) return;
+  v.projection = name;
+  if (!p.wraps && Math.abs(p.pole - v.lat) > 50) Object.assign(v, fit([], name));
 }
 
 /** The cell under canvas point (x, y) at the order shown (or the coarsest): its id, order
@@ -546,8 +727,8 @@ function interact() {
   canvas.addEventListener("pointerup", () => { if (drag) settle(); drag = null; });
   canvas.addEventListener("pointermove", (e) => {
     if (drag && state.view) {
-      state.view.lon -= (e.clientX - drag[0]) / state.view.scale;
-      state.view.lat += (e.clientY - drag[1]) / state.view.scale;
+      moveView(state.view, canvas.width / 2, canvas.height / 2,
+        canvas.width / 2 + e.clientX - drag[0], canvas.height / 2 + e.clientY - drag[1]);
       drag = [e.clientX, e.clientY];
       draw();
       return;
@@ -556,6 +737,10 @@ function interact() {
     const got = probe(e.clientX - rect.left, e.clientY - rect.top);
     $("pointer").textContent = !got ? "" : `cell ${got.id} (order ${got.order}): ` +
       (got.value === got.value ? Number(got.value.toPrecision(7)).toString() : "no value");
+  });
+  $("projection").addEventListener("change", (e) => {
+    reproject(e.target.value);
+    refresh().catch(fail);
   });
   $("window").addEventListener("input", (e) => {
     state.window = Number(e.target.value);
@@ -574,11 +759,14 @@ function fail(err) {
 // -- start ---------------------------------------------------------------------------
 
 /** The first field of the first product, or ?product=&field=&window= from the address
- * (and &view=lon,lat,pixels-per-degree). */
+ * (and &view=lon,lat,pixels-per-degree, &projection=plate|north|south). */
 function initial() {
+  for (const [name, p] of Object.entries(PROJECTIONS)) {
+    $("projection").append(new Option(p.label, name, false, name === params.get("projection")));
+  }
   const view = (params.get("view") ?? "").split(",").map(Number);
   if (view.length === 3 && view.every(Number.isFinite)) {
-    state.start = { lon: view[0], lat: view[1], scale: view[2] };
+    state.start = { lon: view[0], lat: view[1], scale: view[2], projection: projection() };
   }
   if (params.get("product") && params.get("field")) {
     return [params.get("product"), params.get("field"), Number(params.get("window") ?? 0)];
@@ -607,6 +795,13 @@ window.viewer = {
   /** Canvas point of (lon, lat). */
   at: (lon, lat) => project(state.view, lon, lat),
   setWindow: async (w) => { state.window = w; await refresh(); },
+  /** Look at (lon, lat) at `scale` pixels per degree (in projection `name`, default the
+   * one shown); then read and draw. */
+  look: async (lon, lat, scale, name = projection()) => {
+    $("projection").value = name;
+    state.view = { lon, lat, scale, projection: name };
+    await refresh();
+  },
 };
 try {
   resize();
