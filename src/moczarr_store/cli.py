@@ -1,4 +1,4 @@
-"""Command line: ``moczarr-store inspect | verify | serve | refs PATH_OR_URL``.
+"""Command line: ``moczarr-store inspect | verify | serve | refs | stac | cells PATH_OR_URL``.
 
 Every subcommand opens a store, so every one takes the store's options as flags made from
 their declaration (:func:`add_store_arguments`, from ``options.OPTIONS``) and the storage
@@ -96,7 +96,7 @@ def one_line(err: BaseException, options: dict | None = None) -> str:
 
 def exit_code(err: BaseException) -> int:
     """The exit status of an error's family (:data:`EXIT_CODES`)."""
-    if isinstance(err, OptionError | FileExistsError):  # FileExistsError: refs' output
+    if isinstance(err, OptionError | FileExistsError):  # FileExistsError: an export's output
         return EXIT_USAGE
     if isinstance(err, NotAHiveError | FileNotFoundError):
         return EXIT_NOT_FOUND
@@ -575,6 +575,60 @@ def run_refs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- stac and cells --------------------------------------------------------------------------
+
+
+def add_stac_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+    stac = sub.add_parser(
+        "stac", parents=parents,
+        help="write a static STAC catalog of the hive (OUT_DIR/collection.json)")
+    stac.add_argument("source", help=SOURCE_HELP)
+    stac.add_argument("out", help="output directory (new or empty)")
+    stac.add_argument("--serve-url", help="where `moczarr-store serve` answers for this hive "
+                                          "(an asset of the catalog)")
+    stac.add_argument("--refs", action="append", default=[], metavar="FORMAT=HREF",
+                      help="a reference export of the hive (kerchunk-json, icechunk, "
+                           "mdim-refs) as an asset; repeat for several")
+    stac.add_argument("--id", help="the collection's id (default: the hive's directory name)")
+    add_store_arguments(stac)
+
+
+def run_stac(args: argparse.Namespace) -> int:
+    from .stac import write_stac
+
+    path = write_stac(args.source, args.out, serve_url=args.serve_url, refs=args.refs,
+                      collection_id=args.id, **store_options(args))
+    print(escape(path))
+    return EXIT_OK
+
+
+def add_cells_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+    cells = sub.add_parser(
+        "cells", parents=parents,
+        help="write one level's cells as polygons with their values (GeoParquet)")
+    cells.add_argument("source", help=SOURCE_HELP)
+    cells.add_argument("out", help="output GeoParquet file (must not exist)")
+    cells.add_argument("--group", required=True, help="the level, e.g. atl06/o7")
+    cells.add_argument("--field", action="append", default=[],
+                       help="only this field; repeat for several (default: every fixed-size "
+                            "field)")
+    cells.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_store_arguments(cells)
+
+
+def run_cells(args: argparse.Namespace) -> int:
+    from .geoparquet import export_cells
+
+    report = export_cells(args.source, args.out, args.group, fields=args.field or None,
+                          **store_options(args))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        print(escape(f"{report.out}: {report.rows} cells of {report.group} "
+                     f"({', '.join(report.fields)}) in {report.seconds:.2f} s"))
+    return EXIT_OK
+
+
 # -- main ------------------------------------------------------------------------------------
 
 SOURCE_HELP = "hive root: a path or a file/s3/gs/http(s) URL"
@@ -629,11 +683,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_arguments(check)
     add_serve_parser(sub, parents)
     add_refs_parser(sub, parents)
+    add_stac_parser(sub, parents)
+    add_cells_parser(sub, parents)
     return parser
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "inspect": run_inspect, "verify": run_verify, "serve": run_serve, "refs": run_refs,
+    "stac": run_stac, "cells": run_cells,
 }
 
 

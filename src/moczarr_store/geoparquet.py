@@ -1,0 +1,191 @@
+"""One level of a hive as cell polygons with their values: a GeoParquet 1.1 file.
+
+``export_cells(source, out, group)`` reads the level through the store one chunk of cells
+at a time (as any Zarr client does), keeps the cells where some field holds a value (not
+its fill value), draws each cell's polygon (``polygons.cell_polygons``) and appends the
+rows to the file, so memory holds one chunk of every field whatever the level's size.
+Columns: ``cell_ids`` (NESTED ids at the level's order), ``window`` (windowed levels),
+one column per fixed-size field, ``geometry`` (WKB, longitude/latitude on WGS84,
+OGC:CRS84). Variable-length fields (ragged digests) have no column. Needs the
+``[cells]`` extra (pyarrow, shapely, healpix-geo).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import OptionError
+from .extras import require
+from .polygons import cell_polygons, ellipsoid
+
+GEOPARQUET_VERSION = "1.1.0"
+PER_BATCH = 65_536  # rows written at most per row group
+
+
+@dataclass
+class CellsReport:
+    """What an export wrote."""
+
+    out: str
+    group: str
+    order: int
+    fields: list[str]
+    windows: list[str]
+    rows: int = 0
+    cells_read: int = 0
+    skipped_fields: list[str] = field(default_factory=list)  # variable-length ones
+    bbox: list[float] | None = None
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {**self.__dict__, "seconds": round(self.seconds, 3)}
+
+
+def _pyarrow():
+    return require("cells", "pyarrow", "pyarrow.parquet")
+
+
+def export_cells(source: str, out: str | os.PathLike, group: str,
+                 fields: Sequence[str] | None = None, **store_options) -> CellsReport:
+    """Write the level ``group`` (``"atl06/o7"``) of the hive at ``source`` to the new
+    GeoParquet file ``out``: a row per cell and window where a field holds a value, the
+    ``fields`` named (default: every fixed-size field). The store option ``window``
+    exports one window (its level has no window axis then). Cost: every
+    field chunk of the level read once, one polygon per row kept; memory: one chunk of
+    cells (and at most :data:`PER_BATCH` rows of polygons) at a time."""
+    import zarr
+
+    from .store import MocHiveStore
+
+    pa, pq = _pyarrow()
+    started = time.perf_counter()
+    out = os.fspath(out)
+    if os.path.lexists(out):
+        raise FileExistsError(f"{out} exists: the cells export writes a new file")
+    store = MocHiveStore(source, **store_options)
+    root = zarr.open_group(store, mode="r")
+    try:
+        node = root[group.strip("/")]
+    except KeyError:
+        raise OptionError(f"no group {group!r} in the hive (see moczarr-store inspect)") from None
+    if not isinstance(node, zarr.Group) or "cell_ids" not in node:
+        raise OptionError(f"{group!r} is not a level (a group with cell_ids, e.g. atl06/o7)")
+    level: Any = node  # zarr types a group's members as a union of every node kind
+    order = int(level["cell_ids"].attrs["level"])
+    on = ellipsoid(dict(level.attrs))
+    chosen, skipped = _fields(level, fields)
+    labels = [str(x) for x in level["window"][:]] if "window" in level else []
+    report = CellsReport(out, group.strip("/"), order, chosen, labels, skipped_fields=skipped)
+    arrays = {name: level[name] for name in chosen}
+    first = next(iter(arrays.values()))
+    n = int(level["cell_ids"].shape[0])
+    step = int(first.chunks[-1])
+    schema = _schema(pa, arrays, bool(labels))
+    bounds = np.array([np.inf, np.inf, -np.inf, -np.inf])
+    writer = pq.ParquetWriter(out, schema, compression="zstd")
+    try:
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            ids = np.asarray(level["cell_ids"][start:stop])
+            report.cells_read += ids.size
+            for w in range(len(labels)) if labels else [-1]:
+                values = {name: np.asarray(a[start:stop] if w < 0 else a[w, start:stop])
+                          for name, a in arrays.items()}
+                keep = _holding(values, arrays)
+                for a in range(0, int(keep.size), PER_BATCH):
+                    rows = keep[a:a + PER_BATCH]
+                    if rows.size == 0:
+                        continue
+                    shapes = cell_polygons(ids[rows], order, on)
+                    bounds = _grown(bounds, shapes)
+                    columns = {"cell_ids": pa.array(ids[rows])}
+                    if labels:
+                        columns["window"] = pa.array([labels[w]] * rows.size, pa.string())
+                    for name, vals in values.items():
+                        columns[name] = pa.array(vals[rows])
+                    columns["geometry"] = pa.array(_wkb(shapes), pa.binary())
+                    writer.write_table(pa.table(columns, schema=schema))
+                    report.rows += int(rows.size)
+        report.bbox = bounds.tolist() if report.rows else None
+        writer.add_key_value_metadata({"geo": json.dumps(_geo(report.bbox))})
+    finally:
+        writer.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _fields(level, wanted: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The fields to write and the variable-length ones left out: a field is an array
+    whose last dimension is ``cells`` and whose attributes name the grid mapping."""
+    fields, skipped = [], []
+    for name, array in level.arrays():
+        dims = array.metadata.dimension_names or ()
+        if not dims or dims[-1] != "cells" or "grid_mapping" not in array.attrs:
+            continue
+        if array.dtype.kind in "OSUT" or str(array.metadata.data_type) in (
+                "variable_length_bytes", "string"):
+            skipped.append(name)
+        else:
+            fields.append(name)
+    if wanted:
+        unknown = [f for f in wanted if f not in fields]
+        if unknown:
+            raise OptionError(f"no fixed-size field {unknown[0]!r} in this level; its fields: "
+                              f"{', '.join(fields) or 'none'}")
+        return list(wanted), skipped
+    if not fields:
+        raise OptionError("this level has no fixed-size field to export")
+    return fields, skipped
+
+
+def _schema(pa, arrays: dict, windowed: bool):
+    columns = [pa.field("cell_ids", pa.uint64(), nullable=False)]
+    if windowed:
+        columns.append(pa.field("window", pa.string(), nullable=False))
+    columns += [pa.field(name, pa.from_numpy_dtype(a.dtype)) for name, a in arrays.items()]
+    columns.append(pa.field("geometry", pa.binary(), nullable=False))
+    return pa.schema(columns)
+
+
+def _holding(values: dict[str, np.ndarray], arrays: dict) -> np.ndarray:
+    """Row positions where some field differs from its fill value (NaN counts as fill
+    where the fill is NaN)."""
+    held = None
+    for name, vals in values.items():
+        fill = arrays[name].metadata.fill_value
+        empty = np.isnan(vals) if vals.dtype.kind == "f" and np.isnan(fill) else vals == fill
+        held = ~empty if held is None else held | ~empty
+    assert held is not None
+    return np.flatnonzero(held)
+
+
+def _wkb(shapes: np.ndarray) -> list[bytes]:
+    import shapely
+
+    return list(shapely.to_wkb(shapes, output_dimension=2))
+
+
+def _grown(bounds: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+    import shapely
+
+    box = shapely.bounds(shapes)
+    return np.array([min(bounds[0], box[:, 0].min()), min(bounds[1], box[:, 1].min()),
+                     max(bounds[2], box[:, 2].max()), max(bounds[3], box[:, 3].max())])
+
+
+def _geo(bbox: list[float] | None) -> dict:
+    """GeoParquet's ``geo`` file metadata: one WKB column, longitude/latitude (the default
+    CRS, OGC:CRS84), planar edges between the vertices."""
+    column: dict = {"encoding": "WKB", "geometry_types": ["Polygon", "MultiPolygon"],
+                    "orientation": "counterclockwise"}
+    if bbox is not None:
+        column["bbox"] = bbox
+    return {"version": GEOPARQUET_VERSION, "primary_column": "geometry",
+            "columns": {"geometry": column}}

@@ -1,0 +1,120 @@
+"""``moczarr-store cells``: one level's cells as GeoParquet polygons with their values,
+read back by DuckDB's spatial extension (installed from PyPI: DuckDB downloads its
+extensions otherwise) and pyarrow, and compared with moczarr (the oracle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import healpix_geo.nested
+import moczarr
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import shapely
+from tests.support.hives import FIXTURES
+
+from moczarr_store.cli import main
+from moczarr_store.polygons import cell_polygons
+
+
+def spatial() -> duckdb.DuckDBPyConnection:
+    """DuckDB with the spatial extension the ``duckdb-ext-spatial`` wheel carries, never
+    one downloaded."""
+    import duckdb_ext
+
+    ext = next(Path(duckdb_ext.__path__[0]).glob(
+        f"extensions/v{duckdb.__version__}/*/spatial.duckdb_extension"))
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true",
+                                 "autoinstall_known_extensions": "false",
+                                 "autoload_known_extensions": "false"})
+    con.execute(f"LOAD '{ext}'")
+    return con
+
+
+def export(tmp_path: Path, name: str, group: str, *extra: str) -> Path:
+    out = tmp_path / f"{name}.parquet"
+    assert main(["cells", str(FIXTURES / name), str(out), "--group", group, *extra]) == 0
+    return out
+
+
+def expected(root: Path, window: str | None = None) -> dict[int, dict]:
+    """moczarr's values of every cell where a field holds one, by cell id."""
+    ds = moczarr.open_hive(str(root), **({"window": window} if window else {})).load()
+    fields = list(ds.data_vars)
+    held = np.zeros(ds.sizes["cells"], bool)
+    for f in fields:
+        v = ds[f].values
+        held |= ~np.isnan(v) if v.dtype.kind == "f" else v != 0
+    ids = ds["cell_ids"].values
+    return {int(ids[i]): {f: ds[f].values[i].item() for f in fields}
+            for i in np.flatnonzero(held)}
+
+
+def test_a_windowed_level_reads_back_in_duckdb_as_moczarr_reads_it(tmp_path):
+    out = export(tmp_path, "windowed", "atl06/o7")
+    con = spatial()
+    # the GeoParquet metadata makes DuckDB read the column as GEOMETRY, not as bytes
+    assert con.execute(f"SELECT typeof(geometry) FROM read_parquet('{out}') LIMIT 1"
+                       ).fetchone() == ("GEOMETRY",)
+    rows = con.execute(
+        f"SELECT cell_ids, \"window\", count, h_mean, ST_IsValid(geometry), "
+        f"ST_X(ST_PointOnSurface(geometry)), ST_Y(ST_PointOnSurface(geometry)) "
+        f"FROM read_parquet('{out}')").fetchall()
+    for window in ("2019", "2020"):
+        want = expected(FIXTURES / "windowed", window)
+        got = {r[0]: r for r in rows if r[1] == window}
+        assert set(got) == set(want)
+        for cell, (_, _, count, h_mean, valid, x, y) in got.items():
+            assert count == want[cell]["count"]
+            assert h_mean == pytest.approx(want[cell]["h_mean"], nan_ok=True)
+            assert valid
+            # a point of the polygon lies in the cell it names
+            assert int(healpix_geo.nested.lonlat_to_healpix(
+                np.array([x]), np.array([y]), 7, ellipsoid="WGS84")[0]) == cell
+    geo = json.loads(pq.read_metadata(out).metadata[b"geo"])
+    assert geo["primary_column"] == "geometry"
+    assert geo["columns"]["geometry"]["encoding"] == "WKB"
+
+
+def test_one_window_and_a_ragged_level(tmp_path, capsys):
+    out = export(tmp_path, "windowed", "atl06/o7", "--window", "2020", "--field", "count")
+    table = pq.read_table(out)
+    assert table.column_names == ["cell_ids", "count", "geometry"]
+    want = expected(FIXTURES / "windowed", "2020")
+    assert sorted(table["cell_ids"].to_pylist()) == sorted(want)
+    capsys.readouterr()
+    assert main(["cells", str(FIXTURES / "ragged"), str(tmp_path / "r.parquet"), "--group",
+                 "atl06/o6", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["skipped_fields"] == ["h_tdigest"]  # variable-length: no column
+    assert report["fields"] == ["count", "h_mean"]
+
+
+@pytest.mark.parametrize("order", [0, 1, 2, 3])
+def test_every_cell_of_an_order_is_a_valid_polygon_and_they_tile_the_map(order):
+    """All cells: each valid and within [-180, 180] x [-90, 90]; their areas add up to the
+    map's and so does their union's (no overlap, no gap), antimeridian and poles
+    included."""
+    shapes = cell_polygons(np.arange(12 * 4**order, dtype=np.uint64), order, "WGS84")
+    assert shapely.is_valid(shapes).all()
+    lo = shapely.bounds(shapes)
+    assert lo[:, 0].min() >= -180 and lo[:, 2].max() <= 180
+    assert lo[:, 1].min() >= -90 and lo[:, 3].max() <= 90
+    assert shapely.area(shapes).sum() == pytest.approx(360 * 180)
+    assert shapely.union_all(shapes).area == pytest.approx(360 * 180)
+    crossing = [s for s in shapes if s.geom_type == "MultiPolygon"]
+    assert all(s.bounds[0] == -180 and s.bounds[2] == 180 for s in crossing)
+
+
+def test_bad_arguments_are_named(tmp_path, capsys):
+    hive = str(FIXTURES / "windowed")
+    assert main(["cells", hive, str(tmp_path / "a.parquet"), "--group", "atl06/o9"]) == 2
+    assert "no group 'atl06/o9'" in capsys.readouterr().err
+    assert main(["cells", hive, str(tmp_path / "a.parquet"), "--group", "atl06"]) == 2
+    assert "is not a level" in capsys.readouterr().err
+    assert main(["cells", hive, str(tmp_path / "a.parquet"), "--group", "atl06/o7",
+                 "--field", "nope"]) == 2
+    assert "no fixed-size field 'nope'" in capsys.readouterr().err
