@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 
 from support.hives import FIXTURES
@@ -19,6 +21,25 @@ def test_short_load_test():
     assert statuses, out
     seen = {int(code) for code in re.findall(r"(\d+):", statuses.group(1))}
     assert {200, 206, 404} <= seen, out
+
+
+def test_target_rows_the_quick_run_leaves_out(tmp_path):
+    """``--onecell`` and ``--computed`` (target rows ``--quick`` does not measure) on the small
+    fixtures: each row measured (its values checked inside against moczarr), written as
+    JSON, and every printed row as wide as the columns the docs' page renders."""
+    out = tmp_path / "targets.json"
+    status, text = run_benchmark("run", "--onecell", f"{FIXTURES / '_onecell'}:atl06/o10",
+                                 "--computed", f"{FIXTURES / 'pyramid1'}:atl06", "--rounds",
+                                 "1", "--json", str(out))
+    assert status == 0, text
+    doc = json.loads(out.read_text())
+    rows = [(r["hive"], r["row"].split(":")[0]) for r in doc["targets"]]
+    assert rows == [("_onecell", "one-cell leaves")] * 4 + [("pyramid1", "o6 (between shard "
+                    "and source order)"), ("pyramid1", "o4 (one coarser than the shard "
+                    "order)"), ("pyramid1", "o4")], rows
+    assert all(r["ms"] > 0 and math.isfinite(r["ratio"]) for r in doc["targets"]), doc
+    assert all(len(r) == len(doc["targets_columns"]) for r in doc["targets_table"]), doc
+    assert doc["hive"] == "_onecell, pyramid1" and str(FIXTURES) not in doc["command"], doc
 
 
 def test_the_harness_imports_form_no_cycle():
