@@ -221,19 +221,21 @@ class OneField:
 def random_reads(want: np.ndarray, cells: int, arrays: dict[str, zarr.Array],
                  rounds: int = 3, clock=time.perf_counter) -> dict[tuple[str, str], float]:
     """Seconds per read of 300 random single cells and 100 random leaf-sized slices
-    (``cells`` rows at a leaf boundary) from each of ``arrays`` (stamps warm: one pass
-    first, its values checked against ``want``), the best of ``rounds`` timed in turn."""
+    (``cells`` rows at a leaf boundary, along the last axis) from each of ``arrays``
+    (stamps warm: one pass first, its values checked against ``want``), the best of
+    ``rounds`` timed in turn."""
     rng = np.random.default_rng(0)
-    points = [int(i) for i in rng.integers(0, want.shape[0], 300)]
-    starts = [int(s) * cells for s in rng.integers(0, want.shape[0] // cells, 100)]
+    n = want.shape[-1]  # along the cells (every window of a windowed field at once)
+    points = [int(i) for i in rng.integers(0, n, 300)]
+    starts = [int(s) * cells for s in rng.integers(0, n // cells, 100)]
     kinds = {"random single cell": (points, 1), "random leaf-sized slice": (starts, cells)}
     fns, counts = {}, {}
     for kind, (at, size) in kinds.items():
         for name, array in arrays.items():
             def read(array=array, at=at, size=size):
-                return [array[i : i + size] for i in at]
+                return [array[..., i : i + size] for i in at]
             for i, got in zip(at, read(), strict=True):
-                np.testing.assert_array_equal(got, want[i : i + size], err_msg=name)
+                np.testing.assert_array_equal(got, want[..., i : i + size], err_msg=name)
             fns[kind, name], counts[kind, name] = read, len(at)
     took = alternate(fns, rounds, clock)
     return {key: seconds / counts[key] for key, seconds in took.items()}
@@ -294,17 +296,19 @@ def cold_scan(hive: Path, group: str, field: str, cap: int, delay: float,
 
 
 def target_row(hive: str, label: str, seconds: float | None, floor: str,
-               floor_seconds: float | None, limit: float, ratio: float | None = None,
+               floor_seconds: float | None, limit: float | None, ratio: float | None = None,
                plain: list[dict] | None = None, **extra) -> dict:
     """One target row ``{hive, row, ms, floor, floor_ms, ratio, target, met, plain}``
-    (``target``: the ratio it must not exceed; a request count has ``seconds`` None and
-    the count as ``ratio``; ``plain``: the plain copies' ``{copy, ms, ratio}``), printed."""
+    (``target``: the ratio it must not exceed, None for a row measured without one; a
+    request count has ``seconds`` None and the count as ``ratio``; ``plain``: the plain
+    copies' ``{copy, ms, ratio}``), printed."""
     if ratio is None:
         ratio = seconds / floor_seconds if seconds and floor_seconds else float("nan")
     row = {"hive": hive, "row": label,
            "ms": None if seconds is None else round(seconds * 1e3, 2), "floor": floor,
            "floor_ms": None if floor_seconds is None else round(floor_seconds * 1e3, 2),
-           "ratio": round(ratio, 2), "target": limit, "met": bool(ratio <= limit),
+           "ratio": round(ratio, 2), "target": limit,
+           "met": None if limit is None else bool(ratio <= limit),
            "plain": plain or [], **extra}
     print("| " + " | ".join([*target_cells(row)[:7], *map(str, extra.values())]) + " |",
           flush=True)
@@ -330,6 +334,7 @@ def target_cells(r: dict) -> list[str]:
         f"{plain['ratio']:.2f}{x} ({plain['copy']}"
         + ("" if plain.get("ms") is None else f", {plain['ms']:,.1f} ms") + ")")
     target = (f">= {r['ratio_min']}{x}" if r.get("ratio_min") is not None
-              else f"<= {r.get('target')}{x}")
+              else "-" if r.get("target") is None else f"<= {r.get('target')}{x}")
+    met = "-" if r.get("met") is None else "met" if r["met"] else "MISSED"
     return [str(r.get("hive")), str(r.get("row")), ms, floor, f"{r.get('ratio')}{x}", target,
-            "met" if r.get("met") else "MISSED", beside]
+            met, beside]

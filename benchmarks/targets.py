@@ -43,17 +43,33 @@ COORDS = ("morton", "cell_ids")
 TARGET_COLUMNS = ["hive", "row", "ours", "floor", "ratio", "target", "met", "best plain copy"]
 
 
-def reference(hive: Path, names: list[str]) -> dict[str, np.ndarray]:
+def reference(hive: Path, names: list[str], windows: list[str] | None = None
+              ) -> dict[str, np.ndarray]:
     """The oracle's values of ``names`` (``moczarr.open_hive`` without dask: with it, one
-    task per 64-cell inner chunk takes minutes on a 2,000-leaf hive)."""
+    task per 64-cell inner chunk takes minutes on a 2,000-leaf hive); of a windowed hive,
+    each window's (``windows``, the store's order) stacked, the coordinates its first's."""
     import moczarr
 
-    with warnings.catch_warnings(action="ignore"):
-        ds = moczarr.open_hive(str(hive), xr_kwargs={"chunks": None})
-    got = {n: np.asarray(ds[n].values) for n in names}
-    del ds
-    gc.collect()
-    return got
+    got: dict[str, list[np.ndarray]] = {n: [] for n in names}  # a name once
+    for window in windows or [None]:
+        with warnings.catch_warnings(action="ignore"):
+            ds = moczarr.open_hive(str(hive), xr_kwargs={"chunks": None},
+                                   **({} if window is None else {"window": window}))
+        for n in names:
+            got[n].append(np.asarray(ds[n].values))
+        del ds
+        gc.collect()
+    if any(not np.array_equal(got[c][0], v) for c in COORDS if c in got for v in got[c]):
+        raise SystemExit(f"{hive}: its windows cover different cells (not measured here)")
+    return {n: v[0] if windows is None or n in COORDS else np.stack(v) for n, v in got.items()}
+
+
+def oracle(hive: Path, group: str, field: str) -> dict[str, np.ndarray]:
+    """:func:`reference` of the field, the coordinates and every field of ``group``."""
+    ds = open_xr(MocHiveStore(hive), group)
+    names = [n for n in ds.data_vars if n not in COORDS]
+    windows = [str(w) for w in ds["window"].values] if "window" in ds.dims else None
+    return reference(hive, list(dict.fromkeys([field, *COORDS, *names])), windows)
 
 
 def floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
@@ -62,6 +78,59 @@ def floors(hive: Path, group: str, field: str) -> tuple[float, float, int]:
     first, chunks = ([f"{hive}/{p}" for p in ps] for ps in (first, chunks))
     took = alternate({"full": lambda: raw_read(first), "chunk": lambda: raw_read(chunks)}, 7)
     return took["full"], took["chunk"], len(chunks)
+
+
+def establishing(hive: Path, group: str, field: str, rounds: int) -> tuple[float, float]:
+    """CPU seconds per leaf object of establishing its leaf (its stamp, its version, its
+    array metadata: a first scan on a new store less a second scan on it), and of reading
+    those documents raw; each the best of ``rounds``."""
+    first, chunks, _ = scan_objects(hive, group, field)
+    docs = [f"{hive}/{p}" for p in set(first) - set(chunks)]
+    took: dict[str, list[float]] = {"first": [], "second": [], "raw": []}
+    for _ in range(rounds):
+        array = zarr.open_array(MocHiveStore(hive), path=f"{group}/{field}", mode="r")
+        for key, read in (("first", array.__getitem__), ("second", array.__getitem__),
+                          ("raw", lambda _: raw_read(docs))):
+            gc.collect()
+            start = time.process_time()
+            read(Ellipsis)
+            took[key].append(time.process_time() - start)
+    n = len(chunks)
+    return (min(took["first"]) - min(took["second"])) / n, min(took["raw"]) / n
+
+
+class StoreCalls:
+    """A new store whose ``_open`` (the hive's, at zarr's first use), ``get``, ``exists``
+    and ``getsize`` add up the seconds they take."""
+
+    def __init__(self, hive: Path) -> None:
+        self.store, self.seconds = MocHiveStore(hive), 0.0
+        for name in ("_open", "get", "exists", "getsize"):
+            setattr(self.store, name, self._timed(getattr(self.store, name)))
+
+    def _timed(self, call):
+        async def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return await call(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+        return timed
+
+
+def open_cost(hive: Path, group: str, rounds: int) -> tuple[float, float]:
+    """Seconds of ``xr.open_zarr(store, group=g)`` on a new store, no field read, and of
+    the store's calls in it (documents, consolidated metadata, coordinates read at open);
+    the best of ``rounds``."""
+    took: dict[str, list[float]] = {"open": [], "store": []}
+    for _ in range(rounds):
+        calls = StoreCalls(hive)
+        gc.collect()
+        start = time.perf_counter()
+        open_xr(calls.store, group)
+        took["open"].append(time.perf_counter() - start)
+        took["store"].append(calls.seconds)
+    return min(took["open"]), min(took["store"])
 
 
 def _timed(hive: Path, group: str, field: str, fields: list[str], want: dict,
@@ -96,11 +165,12 @@ def measure_targets(hive: Path, group: str, field: str = "h_mean", rounds: int =
     ``want``: the oracle's values, read here if not given."""
     name = hive.name
     if want is None:
-        names = [n for n in open_xr(MocHiveStore(hive), group).data_vars if n not in COORDS]
-        want = reference(hive, [field, *COORDS, *names])
+        want = oracle(hive, group, field)
     fields = [n for n in want if n not in COORDS]
     full, chunk, leaves = floors(hive, group, field)
     t, array = _timed(hive, group, field, fields, want, rounds)
+    per_leaf, raw_per_leaf = establishing(hive, group, field, rounds)
+    opened, store_part = open_cost(hive, group, rounds)
     rows = [target_row(name, label, t[key], floor, base, limit)
             for label, key, floor, base, limit in (
         ("first scan (new store), zarr [:]", "first zarr", "full floor", full, 2),
@@ -113,9 +183,15 @@ def measure_targets(hive: Path, group: str, field: str = "h_mean", rounds: int =
          "[field].values", t["second xr values"], 2),
         (f"ds.load() of all {len(fields)} fields vs their .values", "ds load",
          "fields' .values", t["all values"], 2))]
+    rows.append(target_row(
+        name, "establishing a leaf (stamp, version, array metadata), CPU per leaf: first "
+        "scan less second", per_leaf, "raw read of those documents", raw_per_leaf, 1.5))
+    rows.append(target_row(
+        name, "xr.open_zarr(store, group=g), new store, no field read", opened,
+        "the store's calls in it", store_part, None))
     # random reads against the "leaf" mode
     leaf = zarr.open_array(MocHiveStore(hive, chunking="leaf"), path=f"{group}/{field}", mode="r")
-    per = random_reads(want[field], leaves and want[field].shape[0] // leaves,
+    per = random_reads(want[field], leaves and want[field].size // leaves,
                        {"default": array, "leaf": leaf})
     for kind in ("random single cell", "random leaf-sized slice"):
         rows.append(target_row(name, f"{kind} vs chunking='leaf'", per[kind, "default"],
@@ -130,8 +206,7 @@ def _one_hive(hive: Path, group: str, field: str, rounds: int | None) -> list[di
     def lap(what: str) -> None:
         took[what] = time.perf_counter() - started - sum(took.values())
 
-    names = [n for n in open_xr(MocHiveStore(hive), group).data_vars if n not in COORDS]
-    want = reference(hive, [field, *COORDS, *names])
+    want = oracle(hive, group, field)
     fields = [n for n in want if n not in COORDS]
     rows = measure_targets(hive, group, field, rounds or 5, want)
     lap("in process")
@@ -140,7 +215,7 @@ def _one_hive(hive: Path, group: str, field: str, rounds: int | None) -> list[di
         lap("plain copies made")
         leaves = zarr.open_array(str(copies["zagg's layout"] / field), mode="r").nchunks
         plain_copies.attach(rows, plain_copies.time_plain(
-            copies, field, fields, want, want[field].shape[0] // leaves, rounds or 3))
+            copies, field, fields, want, want[field].size // leaves, rounds or 3))
         lap("plain copies timed")
         rows += targets_wire.measure_wire(hive, group, field, want[field], copies, rounds or 3)
         lap("over the wire")
