@@ -8,6 +8,7 @@ import asyncio
 import gc
 import json
 import os
+import shutil
 import time
 import tracemalloc
 import warnings
@@ -22,6 +23,30 @@ from moczarr_store import MocHiveStore
 from moczarr_store.io.backend import Backend
 
 DEFAULT = "leaf"
+TEMPLATE_HIVE = Path(__file__).resolve().parents[1] / "fixtures" / "bare_versioned"
+
+
+def synthetic_hive(root: Path, cell_order: int, shard_order: int, ranges: list, leaf: str,
+                   at: Path) -> None:
+    """A hive at ``root`` (made): ``fixtures/bare_versioned``'s manifest at ``cell_order`` and
+    ``shard_order``, a root coverage of ``ranges`` (pairs of decimal ids), and one real leaf
+    at ``at``: that fixture's leaf ``leaf`` (a zagg 0.61 write), its current version alone,
+    its group re-labelled to ``cell_order``, its coverage box (its own node) dropped."""
+    root.mkdir(parents=True)
+    manifest = json.loads((TEMPLATE_HIVE / "morton_hive.json").read_text())
+    manifest.update(cell_order=cell_order, shard_order=shard_order,
+                    split_schedule=[1] * shard_order)
+    (root / "morton_hive.json").write_text(json.dumps(manifest))
+    (root / "coverage.moc").write_text(json.dumps(
+        {"spec": "morton-moc/1", "encoding": "ranges", "order": shard_order, "ranges": ranges}))
+    stamp = json.loads((TEMPLATE_HIVE / leaf / "zarr.json").read_text())
+    commit = stamp["attributes"]["morton_hive_commit"]
+    shutil.copytree(TEMPLATE_HIVE / leaf / commit["current"], at / commit["current"])
+    (at / commit["current"] / "7").rename(at / commit["current"] / str(cell_order))
+    commit["content_hashes"]["arrays"] = {f"{cell_order}/{k.split('/', 1)[1]}": v
+                                          for k, v in commit["content_hashes"]["arrays"].items()}
+    commit.pop("coverage")
+    (at / "zarr.json").write_text(json.dumps(stamp))
 
 
 def best(fn, repeat: int = 3, clock=time.perf_counter,

@@ -31,7 +31,6 @@ import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / "fixtures" / "bare_versioned"
 LEAF = "4/4/4/1/1/1/444111.zarr"
 FIRST = "1" * 10  # the first shard at order 9 (base cell 1)
 
@@ -50,7 +49,7 @@ _SCAN = textwrap.dedent("""
         import re
         from moczarr_store.io import local as b
         leaf = re.compile(r"^(?:-?\\d/)+-?\\d+\\.zarr/")
-        for name in ("read", "head"):
+        for name in ("_open", "_identity"):  # where every path is opened or looked at
             real = getattr(b.LocalReader, name)
             def aliased(self, path, *args, _real=real):
                 return _real(self, leaf.sub(alias + "/", path), *args)
@@ -78,8 +77,8 @@ _SCAN = textwrap.dedent("""
 """)
 
 
-def _coverage(n_nodes: int) -> dict:
-    """A root MOC listing ``n_nodes`` consecutive order-9 nodes from ``FIRST`` on."""
+def _coverage(n_nodes: int) -> list[list[str]]:
+    """The ranges of ``n_nodes`` consecutive order-9 nodes from ``FIRST`` on."""
     from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 
     start = decimal_to_rank(FIRST)
@@ -88,7 +87,7 @@ def _coverage(n_nodes: int) -> dict:
         end = min(stop, (rank // 4**9 + 1) * 4**9)
         ranges.append([rank_to_decimal(rank, 9), rank_to_decimal(end - 1, 9)])
         rank = end
-    return {"spec": "morton-moc/1", "encoding": "ranges", "order": 9, "ranges": ranges}
+    return ranges
 
 
 def _leaf_rel(decimal: str) -> str:
@@ -97,24 +96,12 @@ def _leaf_rel(decimal: str) -> str:
 
 def make_hive(root: Path, n_nodes: int, leaves: int) -> str:
     """A hive at cell order 11 / shard order 9 listing ``n_nodes`` shards, the first
-    ``leaves`` of them holding (hard-linked) copies of the fixture's template leaf, its
-    group renamed to order 11; the first leaf's path."""
+    ``leaves`` of them holding (hard-linked) copies of the fixture's template leaf; the
+    first leaf's path."""
+    from benchmarks.common import synthetic_hive
     from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 
-    root.mkdir(parents=True)
-    manifest = json.loads((SOURCE / "morton_hive.json").read_text())
-    manifest.update(cell_order=11, shard_order=9, split_schedule=[1] * 9)
-    (root / "morton_hive.json").write_text(json.dumps(manifest))
-    (root / "coverage.moc").write_text(json.dumps(_coverage(n_nodes)))
-    template = root / "template"
-    shutil.copytree(SOURCE / LEAF, template)
-    stamp = json.loads((template / "zarr.json").read_text())
-    commit = stamp["attributes"]["morton_hive_commit"]
-    (template / commit["current"] / "7").rename(template / commit["current"] / "11")
-    arrays = commit["content_hashes"]["arrays"]
-    commit["content_hashes"]["arrays"] = {f"11/{k[2:]}": v for k, v in arrays.items()}
-    commit.pop("coverage")  # its box names the fixture's node: copies elsewhere are misplaced
-    (template / "zarr.json").write_text(json.dumps(stamp))
+    synthetic_hive(root, 11, 9, _coverage(n_nodes), LEAF, template := root / "template")
     first = decimal_to_rank(FIRST)
     rels = [_leaf_rel(rank_to_decimal(first + i, 9)) for i in range(leaves)]
     for rel in rels:

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "fixtures" / "bare_versioned" / "4/4/4/1/1/2/444112.zarr"
+TEMPLATE = "4/4/4/1/1/2/444112.zarr"  # the leaf of fixtures/bare_versioned copied
 S, C = 10, 12  # node (shard) order and cell order: 16 cells per node, as the template leaf
 GROUP = f"atl06/o{C}"
 
@@ -48,35 +48,20 @@ def _ranks(n: int, seed: int = 1) -> np.ndarray:
 
 def build(out: Path, shards: int) -> None:
     """The synthetic hive at ``out`` (replaced)."""
+    from benchmarks.common import synthetic_hive
     from moczarr_store.hive.ids import rank_to_decimal
     from moczarr_store.hive.paths import leaf_path
 
     if out.exists():
         shutil.rmtree(out)
-    out.mkdir(parents=True)
-    manifest = json.loads((ROOT / "fixtures" / "bare_versioned" / "morton_hive.json").read_text())
-    manifest.update(cell_order=C, shard_order=S, split_schedule=[1] * S)
-    (out / "morton_hive.json").write_text(json.dumps(manifest))
     ids = _ranks(shards)
     base = ids // 4**S  # a range of the MOC stays in one base cell
     breaks = np.flatnonzero((np.diff(ids) != 1) | (np.diff(base) != 0)) + 1
     firsts, lasts = ids[np.r_[0, breaks]], ids[np.r_[breaks - 1, ids.size - 1]]
     ranges = [[rank_to_decimal(int(a) + 4**S, S), rank_to_decimal(int(b) + 4**S, S)]
               for a, b in zip(firsts, lasts, strict=True)]
-    moc = {"spec": "morton-moc/1", "encoding": "ranges", "order": S, "ranges": ranges}
-    (out / "coverage.moc").write_text(json.dumps(moc))
-    # the one real leaf: the template's current run, its cell order re-labelled
     leaf = out / leaf_path(rank_to_decimal(int(ids[0]) + 4**S, S), None, 1)
-    stamp = json.loads((TEMPLATE / "zarr.json").read_text())
-    commit = stamp["attributes"]["morton_hive_commit"]
-    run = commit["current"]
-    shutil.copytree(TEMPLATE / run, leaf / run)
-    (leaf / run / "7").rename(leaf / run / str(C))
-    hashes = commit["content_hashes"]["arrays"]
-    commit["content_hashes"]["arrays"] = {
-        f"{C}/{k.split('/', 1)[1]}": v for k, v in hashes.items()}
-    commit.pop("coverage")  # its box names the fixture's node, not this one
-    (leaf / "zarr.json").write_text(json.dumps(stamp))
+    synthetic_hive(out, C, S, ranges, TEMPLATE, leaf)
     print(f"{out}: {shards:,} nodes in {len(ranges):,} runs, {shards * 16:,} cells", flush=True)
 
 
