@@ -129,8 +129,10 @@ def hint_missing(store, key: str) -> None:
     if mark in hinted or len(hinted) >= HINTS_KEPT:
         return
     hinted.add(mark)
-    view = store.session.view
-    logger.warning("%r: %s", store, missing_node(path, view.groups, view.arrays))
+    view, hive = store.session.view, store.session.snapshot()
+    levels = [] if hive is None else [
+        lv.path for product in hive.products for lv in (*product.levels, *product.pending)]
+    logger.warning("%r: %s", store, missing_node(path, {*view.groups, *levels}, view.arrays))
 
 
 # Icechunk's Rust logger prints two WARN records (with raw ANSI colours) on every export to

@@ -64,7 +64,12 @@ class MocHiveStore(Store):
     supports_writes = False
     supports_deletes = False
     supports_listing = True
-    supports_consolidated_metadata = True
+    # zarr and xarray open a group from its own documents (built in memory, no request)
+    # rather than from the root's consolidated metadata, which holds every level of every
+    # product: a misspelt group then reaches the store, which names the groups there are,
+    # instead of failing inside zarr with a bare KeyError. Clients over HTTP (``serve``,
+    # the exports) still get the consolidated metadata in the root document.
+    supports_consolidated_metadata = False
 
     def __init__(
         self,

@@ -114,6 +114,21 @@ def test_a_misspelt_group_logs_the_groups_there_are(caplog):
     ]  # once per node, however often zarr asks
 
 
+def test_a_misspelt_group_through_xarray_names_the_groups_there_are(caplog):
+    # xarray's default open asks the store for the group (not the root's consolidated
+    # metadata, where zarr raised a bare KeyError without asking): the hint is logged,
+    # every level is named, read or not, and zarr's error follows
+    store = MocHiveStore(FIXTURES / "pyramid2")
+    with (caplog.at_level(logging.WARNING, logger="moczarr_store"),
+          pytest.raises(FileNotFoundError, match="'atl06/o3x'")):
+        xr.open_zarr(store, group="atl06/o3x")
+    hints = [r.getMessage() for r in caplog.records if r.name == "moczarr_store"]
+    assert hints == [
+        f"{store!r}: no group or array 'atl06/o3x' in this hive (did you mean 'atl06/o3'?); "
+        "its groups: atl06, atl06/o0, atl06/o1, atl06/o2, atl06/o3, atl06/o4",
+    ]
+
+
 def test_the_root_without_group_says_which_group_to_open():
     store = MocHiveStore(FIXTURES / "multiproduct")
     ds = xr.open_zarr(store)

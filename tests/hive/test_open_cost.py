@@ -125,7 +125,7 @@ def test_overview_levels_are_read_only_when_a_path_needs_them():
 
 def test_xarray_default_open_reads_every_level_once_and_values_do_not_change():
     lazy = MocHiveStore(FIXTURES / "pyramid2", computed_orders="none")
-    ds = xr.open_zarr(lazy, group="atl06/o3")  # consolidated: the root document needs all
+    ds = xr.open_zarr(lazy, group="atl06/o3")
     levels = asyncio.run(lazy.hive()).products[0].levels
     assert lazy.request_stats.total == 2 + sum(_schema_requests(lv) for lv in levels)
     eager = MocHiveStore(FIXTURES / "pyramid2", verify="open", computed_orders="none")

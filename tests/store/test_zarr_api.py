@@ -39,14 +39,14 @@ def test_open_group_read_mode_and_zarr_open(mode):
     assert group.attrs["morton_hive_store"]["bare"] is False
 
 
-def test_open_zarr_is_warning_free_and_uses_consolidated_metadata():
+def test_open_zarr_is_warning_free_and_lists_nothing():
     store = MocHiveStore(BARE)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds = xr.open_zarr(store, group="atl06/o7")
     assert set(ds.coords) == {"morton", "cell_ids", "healpix_index", "healpix"}
     assert ds["count"].dims == ("cells",)
-    # consolidated: no listing, no per-node metadata reads beyond the root document
+    # the group's documents are built in memory: no listing of the hive
     assert store.request_stats.counts["list"] <= 1
 
 
