@@ -42,6 +42,16 @@ def test_target_rows_the_quick_run_leaves_out(tmp_path):
     assert doc["hive"] == "_onecell, pyramid1" and str(FIXTURES) not in doc["command"], doc
 
 
+def test_damage_rss_on_a_small_synthetic_hive():
+    """``damage_bench rss`` on 300 listed shards, one with a leaf: the clean hive (every
+    leaf path read as that one leaf) meets no problem, the damaged one each absent leaf."""
+    status, out = run_benchmark("damage_bench", "rss", "--shards", "300")
+    assert status == 0, out
+    clean, missing = (line for line in out.splitlines() if line.startswith("| scan of"))
+    assert "clean (every leaf present)" in clean and clean.endswith("| no problems |"), out
+    assert "{'atl06/o11 absent': 299}" in missing, out
+
+
 def test_the_harness_imports_form_no_cycle():
     """Each ``benchmarks`` module imports only modules below it (read from the sources:
     nothing is imported)."""
