@@ -9,6 +9,8 @@ The convention (also in docs/contributing.md and docs/gen/codeblocks.py, which p
   their stdout checked the same way. ``moczarr-store serve ...`` starts that server in the
   background on a free port of 127.0.0.1 (this module's fixture), stopped at the end of
   the page; ``127.0.0.1:8000`` in the page's later blocks names that port.
+- ```javascript blocks run with Node.js in ``clients/js`` (an ES module on its standard
+  input), so they import the zarrita.js its lock file pins.
 - ``<!-- requires: MODULE, ... -->`` before a block: the block runs only where those
   modules import. icechunk and virtualizarr (the ``export`` extra) need Python 3.12, so
   on Python 3.11 those blocks are skipped, and said so in the test's output.
@@ -133,6 +135,15 @@ def _run_bash(block: Block, servers: Servers, where: str) -> str:
     return "".join(printed)
 
 
+def _run_javascript(block: Block, where: str) -> str:
+    from tests.support.jsclients import JS, node
+
+    done = subprocess.run([node(), "--input-type=module"], input=block.code, cwd=JS,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{where}: node exited {done.returncode}: {done.stderr}"
+    return done.stdout
+
+
 CONTINUES = "# continues"  # the first line of a README block that needs the one before
 
 
@@ -153,6 +164,8 @@ def run_page(page: Path, servers: Servers, alone: bool = False) -> tuple[int, li
         block.code = block.code.replace(DEFAULT_ADDRESS, servers.address)
         if block.kind == "python":
             printed = _run_python(block, namespace, where)
+        elif block.kind == "javascript":
+            printed = _run_javascript(block, where)
         else:
             printed = _run_bash(block, servers, where)
         ran += 1

@@ -31,7 +31,7 @@ IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")
 
 @dataclass
 class Block:
-    kind: str  # "python" or "bash"
+    kind: str  # "python", "bash" or "javascript"
     code: str
     line: int
     output: str | None = None
@@ -55,7 +55,7 @@ def blocks(path: Path) -> list[Block]:
             if found and found[-1].output is None and not between.strip():
                 found[-1].output = body
             continue
-        runnable = lang == "python" or (
+        runnable = lang in ("python", "javascript") or (
             lang == "bash" and body.lstrip().startswith("moczarr-store"))
         open_images = runnable
         if not runnable:
