@@ -358,8 +358,7 @@ def target_cells(r: dict) -> list[str]:
     beside = "-" if plain is None else (
         f"{plain['ratio']:.2f}{x} ({plain['copy']}"
         + ("" if plain.get("ms") is None else f", {plain['ms']:,.1f} ms") + ")")
-    target = (f">= {r['ratio_min']}{x}" if r.get("ratio_min") is not None
-              else "-" if r.get("target") is None else f"<= {r.get('target')}{x}")
+    target = "-" if r.get("target") is None else f"<= {r['target']}{x}"
     met = "-" if r.get("met") is None else "met" if r["met"] else "MISSED"
     return [str(r.get("hive")), str(r.get("row")), ms, floor, f"{r.get('ratio')}{x}", target,
             met, beside]
