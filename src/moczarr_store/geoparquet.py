@@ -5,8 +5,10 @@ at a time (as any Zarr client does), keeps the cells where some field holds a va
 its fill value), draws each cell's polygon (``polygons.cell_polygons``) and appends the
 rows to the file, so memory holds one chunk of every field whatever the level's size.
 Columns: ``cell_ids`` (NESTED ids at the level's order), ``window`` (windowed levels),
-one column per fixed-size field, ``geometry`` (WKB, longitude/latitude on WGS84,
-OGC:CRS84). Variable-length fields (ragged digests) have no column. Needs the
+one column per field, ``geometry`` (WKB, longitude/latitude on WGS84, OGC:CRS84). A
+ragged field (``zagg-ragged/1``: a t-digest's centroids, say) is a list column: each
+cell's elements as fixed-size lists (a digest's ``[mean, weight]`` pairs), so readers
+without Python read them. Other variable-length fields have no column. Needs the
 ``[cells]`` extra (pyarrow, shapely, healpix-geo).
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OptionError
+from .errors import MocHiveError, OptionError
 from .extras import require
 from .polygons import cell_polygons, ellipsoid
 
@@ -40,7 +42,7 @@ class CellsReport:
     windows: list[str]
     rows: int = 0
     cells_read: int = 0
-    skipped_fields: list[str] = field(default_factory=list)  # variable-length ones
+    skipped_fields: list[str] = field(default_factory=list)  # variable-length, not ragged
     bbox: list[float] | None = None
     seconds: float = 0.0
 
@@ -109,7 +111,7 @@ def export_cells(source: str, out: str | os.PathLike, group: str,
                     if labels:
                         columns["window"] = pa.array([labels[w]] * rows.size, pa.string())
                     for name, vals in values.items():
-                        columns[name] = pa.array(vals[rows])
+                        columns[name] = _column(pa, arrays[name], vals[rows], schema, name)
                     columns["geometry"] = pa.array(_wkb(shapes), pa.binary())
                     writer.write_table(pa.table(columns, schema=schema))
                     report.rows += int(rows.size)
@@ -123,35 +125,83 @@ def export_cells(source: str, out: str | os.PathLike, group: str,
 
 def _fields(level, wanted: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """The fields to write and the variable-length ones left out: a field is an array
-    whose last dimension is ``cells`` and whose attributes name the grid mapping."""
-    fields, skipped = [], []
+    whose last dimension is ``cells`` and whose attributes name the grid mapping; a
+    variable-length one is written only if it is ragged (:func:`_ragged`)."""
+    fields: list[str] = []
+    skipped: list[str] = []
     for name, array in level.arrays():
         dims = array.metadata.dimension_names or ()
         if not dims or dims[-1] != "cells" or "grid_mapping" not in array.attrs:
             continue
-        if array.dtype.kind in "OSUT" or str(array.metadata.data_type) in (
-                "variable_length_bytes", "string"):
-            skipped.append(name)
-        else:
-            fields.append(name)
+        fixed = array.dtype.kind not in "OSUT"
+        (fields if fixed or _ragged(array) else skipped).append(name)
     if wanted:
         unknown = [f for f in wanted if f not in fields]
         if unknown:
-            raise OptionError(f"no fixed-size field {unknown[0]!r} in this level; its fields: "
+            raise OptionError(f"no field {unknown[0]!r} to export in this level; its fields: "
                               f"{', '.join(fields) or 'none'}")
         return list(wanted), skipped
     if not fields:
-        raise OptionError("this level has no fixed-size field to export")
+        raise OptionError("this level has no field to export")
     return fields, skipped
+
+
+RAGGED_SPECS = ("zagg-ragged/1",)
+
+
+def _ragged(array) -> tuple[np.dtype, int] | None:
+    """``(element dtype, values per element)`` of a ragged field (``zagg-ragged/1``: each
+    cell's bytes are elements of the declared dtype and shape ``[-1, *inner]``, little
+    endian); ``None`` for any other array."""
+    declared = array.attrs.get("ragged")
+    if array.dtype.kind != "O" or not isinstance(declared, dict) or declared.get(
+            "spec") not in RAGGED_SPECS:
+        return None
+    element = declared.get("element") or {}
+    shape = element.get("shape")
+    try:
+        dtype = np.dtype(element.get("dtype")).newbyteorder("<")
+    except TypeError:
+        return None
+    if (dtype.kind not in "biuf" or not isinstance(shape, list) or not shape
+            or shape[0] != -1 or not all(isinstance(n, int) and n > 0 for n in shape[1:])):
+        return None
+    return dtype, int(np.prod(shape[1:], dtype=np.int64))
 
 
 def _schema(pa, arrays: dict, windowed: bool):
     columns = [pa.field("cell_ids", pa.uint64(), nullable=False)]
     if windowed:
         columns.append(pa.field("window", pa.string(), nullable=False))
-    columns += [pa.field(name, pa.from_numpy_dtype(a.dtype)) for name, a in arrays.items()]
+    for name, a in arrays.items():
+        ragged = _ragged(a)
+        if ragged is None:
+            columns.append(pa.field(name, pa.from_numpy_dtype(a.dtype)))
+        else:
+            kind = pa.from_numpy_dtype(ragged[0].newbyteorder("="))
+            columns.append(pa.field(name, pa.list_(pa.list_(kind, ragged[1]))))
     columns.append(pa.field("geometry", pa.binary(), nullable=False))
     return pa.schema(columns)
+
+
+def _column(pa, array, values: np.ndarray, schema, name: str):
+    """A field's values of the rows kept as an Arrow column: as they are, or a ragged
+    field's cells decoded into lists of fixed-size lists. A cell whose bytes are not a
+    whole number of elements is refused, naming the field."""
+    ragged = _ragged(array)
+    if ragged is None:
+        return pa.array(values)
+    dtype, per = ragged
+    size = dtype.itemsize * per
+    raws = [b"" if v is None else bytes(v) for v in values]
+    if any(len(r) % size for r in raws):
+        raise MocHiveError(f"field {name!r}: a cell's bytes are not whole elements of "
+                           f"{per} x {dtype.name} ({size} bytes)")
+    offsets = np.cumsum([0] + [len(r) // size for r in raws], dtype=np.int32)
+    flat = np.frombuffer(b"".join(raws), dtype).astype(dtype.newbyteorder("="))
+    elements = pa.FixedSizeListArray.from_arrays(pa.array(flat), per)
+    return pa.ListArray.from_arrays(pa.array(offsets), elements).cast(
+        schema.field(name).type)
 
 
 def _holding(values: dict[str, np.ndarray], arrays: dict) -> np.ndarray:
@@ -160,7 +210,12 @@ def _holding(values: dict[str, np.ndarray], arrays: dict) -> np.ndarray:
     held = None
     for name, vals in values.items():
         fill = arrays[name].metadata.fill_value
-        empty = np.isnan(vals) if vals.dtype.kind == "f" and np.isnan(fill) else vals == fill
+        if vals.dtype.kind == "O":  # a ragged cell holds a value where it has bytes
+            empty = np.array([v is None or len(v) == 0 for v in vals], bool)
+        elif vals.dtype.kind == "f" and np.isnan(fill):
+            empty = np.isnan(vals)
+        else:
+            empty = vals == fill
         held = ~empty if held is None else held | ~empty
     assert held is not None
     return np.flatnonzero(held)
