@@ -139,19 +139,23 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Every option above is repeatable where it takes ``HIVE:GROUP``."""
     args = (p := parser()).parse_args(argv)
+    if unknown := set(args.only) - set(MEASURES):
+        p.error(f"--only: unknown measures {sorted(unknown)}")
+    needs, wanted = set(args.only) - {"verify"}, args.targets + args.onecell + args.computed
+    if not args.quick and (args.hive or not wanted) and (not args.hive or (
+            needs and not args.group) or (needs - {"scan", "spans"} and not args.plain)):
+        p.error("--hive, --plain and --group are needed without --quick (--hive alone for "
+                "--only verify, --hive and --group for --only scan,spans)")
     command = "python -m benchmarks.run " + " ".join(argv or sys.argv[1:])
     print("# machine: " + "; ".join(f"{k} {v}" for k, v in environment().items())
           + f"; {datetime.date.today()}")
-    if unknown := set(args.only) - set(MEASURES):
-        p.error(f"--only: unknown measures {sorted(unknown)}")
     scales = {k: v for k, v in (("100,000 nodes", args.scale100k),
                                 ("1,000,000 nodes", args.scale1m)) if v}
-    if args.targets or args.onecell or args.computed:
+    if wanted:
         TARGET_ROWS.extend(measure_all_targets(args.targets, args.field, args.onecell,
                                                args.rounds, args.computed))
         if not args.hive and not args.quick:
-            hives = args.targets + args.onecell + args.computed
-            write_json(args.json, command, ", ".join(hive.name for hive, _ in hives))
+            write_json(args.json, command, ", ".join(hive.name for hive, _ in wanted))
             return 0
     if args.quick:
         hive = REPO / "fixtures" / "sharded"
@@ -161,11 +165,6 @@ def main(argv: list[str] | None = None) -> int:
             run(hive, plain, QUICK_GROUP, args.field, scales, args.subset, args.only)
         write_json(args.json, "python -m benchmarks.run --quick", "fixtures/sharded")
         return 0
-    needs = set(args.only) - {"verify"}
-    if not args.hive or (needs and not args.group) or (needs - {"scan", "spans"}
-                                                       and not args.plain):
-        p.error("--hive, --plain and --group are needed without --quick (--hive alone for "
-                "--only verify, --hive and --group for --only scan,spans)")
     run(args.hive, args.plain, args.group, args.field, scales, args.subset, args.only)
     write_json(args.json, command, args.hive.name)
     return 0
