@@ -6,13 +6,16 @@
 //   "view": [lon, lat, pixels_per_degree] (and "projection"): look there, read and draw;
 //   "projection": "plate" | "north" | "south": choose it in the page's selector;
 //   "choose": "product/oK/field": click that array's button in the tree;
+//   "zoom": factor: zoom in by it about the first cell holding a value, read and draw;
 //   "sample": [[lon, lat], ...]: the map's colour [r, g, b] there (the mean of 3 x 3 pixels;
 //   null off the map);
 //   "box": [x, y, width, height] or "locator": the count of pixels of each kind in that part
 //   of the map (default: all of it): "red" (the locator's box: red above 150, green and
 //   blue under 100), "cells" (viridis: max - min channel > 40), "coast" (within 12 of
 //   #404040 per channel), "land" (red above blue by more than 4), "sea" (blue above red).
-// Every step waits until the page has drawn (or failed); "errors" lists console errors,
+// Every step waits until the page has drawn (or failed) and reports when the page drew its
+// first picture and completed the view ("first", "complete": ms since it started, the
+// view's own ms, requests and bytes until then); "errors" lists console errors,
 // uncaught exceptions and failed requests.
 import { launch, settled } from "./chromium.mjs";
 
@@ -30,7 +33,7 @@ try {
   await page.goto(url, { waitUntil: "load" });
   await settled(page);
   for (const [i, step] of [{}, ...steps].entries()) {
-    if (step.choose || step.view || step.projection) {
+    if (step.choose || step.view || step.projection || step.zoom) {
       await page.evaluate(() => { document.body.dataset.state = "loading"; });
     }
     if (step.choose) {
@@ -43,6 +46,10 @@ try {
         select.value = p;
         select.dispatchEvent(new Event("change"));
       }, step.projection);
+      await settled(page);
+    }
+    if (step.zoom) {
+      await page.evaluate((f) => window.viewer.zoom(f, ...window.viewer.firstCell()), step.zoom);
       await settled(page);
     }
     if (step.view) {
@@ -77,7 +84,8 @@ try {
       return {
         page: document.body.dataset.state, status: text("status"), product: state.product,
         field: state.field, order: state.order, drawn: state.drawn, view: { ...state.view },
-        locator: state.locator ?? null, sample, pixels,
+        locator: state.locator ?? null, sample, pixels, first: state.first, complete: state.complete,
+        stats: { ...window.viewer.stats },
         legend: { min: text("legend-min"), max: text("legend-max"), hidden: document.getElementById("legend").hidden },
       };
     }, step));

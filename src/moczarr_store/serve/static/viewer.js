@@ -1,12 +1,12 @@
 // The viewer: the hierarchy as a tree (from the root's consolidated metadata) and, for a
 // chosen product and field, a map of its HEALPix cells coloured by value (plate carrée, or
 // azimuthal about a pole: projection.js), over Natural Earth's coastlines, with a locator
-// of the view on the world when the view is small. It draws the product's coarsest order
-// whole when that
-// order is small, else the coverage (the nodes of the finest order), and for the view reads
-// only the blocks of rows of the finest order whose cells are at least MIN_CELL_PX wide and
-// whose visible blocks hold at most budget() cells (levels.js: by Range requests where the
-// chunks are plain bytes, else whole chunks); at most MAX_IN_FLIGHT requests are in flight.
+// of the view on the world when the view is small. It draws one order of the product whole
+// (overview(): as fine as a map of the world shows, within the budget), else the coverage
+// (the nodes of the finest order), and for the view reads only the blocks of rows of the
+// finest order whose cells are at least MIN_CELL_PX wide and whose visible blocks hold at
+// most budget() cells (levels.js: by Range requests where the chunks are plain bytes, else
+// whole chunks); at most MAX_IN_FLIGHT requests are in flight.
 import * as zarr from "zarrita";
 import { landRings } from "./coast.js";
 import { cellAt, centre } from "./healpix.js";
@@ -148,14 +148,31 @@ function levelOf(order) {
   return state.levels.get(key);
 }
 
-/** What to read for the current view: the coarsest order whole when it holds at most
- * budget() cells, and the finest order whose cells are at least MIN_CELL_PX wide with at
- * most budget() cells in the blocks covering the view (null: none; the coverage is drawn). */
+/** The order read whole, drawn under every view, as { level, blocks } (null: no placed
+ * order fits budget()): of the placed `levels` (ascending) whose whole read fits, the
+ * finest whose cells are at least MIN_CELL_PX wide on the map of the whole world (finer
+ * shows no more there), else the coarsest. One order, not the coarsest and then the
+ * view's: a computed order costs the fold of every leaf beneath it, whatever its order. */
+function overview(levels) {
+  const world = fit([]).scale;
+  let best = null;
+  for (const level of levels) {
+    if (best && (58.6 / 2 ** level.order) * world < MIN_CELL_PX) break;
+    const blocks = blocksFor(level, null, budget());
+    if (!blocks) break; // a finer order holds more cells
+    best = { level, blocks };
+  }
+  return best;
+}
+
+/** What to read for the current view: the overview order whole, and the finest order
+ * whose cells are at least MIN_CELL_PX wide with at most budget() cells in the blocks
+ * covering the view (null: none; the coverage is drawn). */
 function plan() {
   const all = ordersOf(state.product, state.field).map(levelOf);
   const levels = all.filter((level) => level.placed);
-  const coarse = levels[0];
-  const whole = coarse && blocksFor(coarse, null, budget());
+  const first = overview(levels);
+  const coarse = first?.level;
   const box = bounds(state.view);
   let target = null;
   let blocks = [];
@@ -164,7 +181,6 @@ function plan() {
     const bs = blocksFor(level, box, budget());
     if (bs) { [target, blocks] = [level, bs]; break; }
   }
-  const first = whole ? { level: coarse, blocks: whole } : null;
   return {
     coarse: first,
     target: first && target === coarse ? first : target && { level: target, blocks },
@@ -600,14 +616,14 @@ function fit(boxes, projection = "plate") {
   return { lon: (w + e) / 2, lat: (s + n) / 2, scale: Math.max(scale, canvas.width / 400), projection };
 }
 
-/** The boxes of the cells holding a value in the selected window at the coarsest order
+/** The boxes of the cells holding a value in the selected window at the overview order
  * (read whole), else of the covered nodes of the finest order. */
 async function dataBoxes() {
   const levels = ordersOf(state.product, state.field).map(levelOf);
-  const coarse = levels.find((level) => level.placed);
-  const whole = coarse && blocksFor(coarse, null, budget());
-  if (whole) {
-    await readAll({ level: coarse, blocks: whole }, controller.signal, state.ticket);
+  const first = overview(levels.filter((level) => level.placed));
+  if (first) {
+    const { level: coarse, blocks: whole } = first;
+    await readAll(first, controller.signal, state.ticket);
     const boxes = [];
     for (const b of whole) {
       const c = coarse.loaded.get(`${state.window}/${b}`);
@@ -775,11 +791,18 @@ function initial() {
   return first ? [first.replace(/\/o\d+\/[^/]+$/, ""), first.split("/").pop(), 0] : null;
 }
 
+/** The canvas point of (lon, lat) nearest the view's centre (of the copies of the world). */
+function nearest(lon, lat) {
+  const view = state.view;
+  const copy = projectionOf(view.projection).wraps ? lon + 360 * Math.round((view.lon - lon) / 360) : lon;
+  return project(view, copy, lat);
+}
+
 window.viewer = {
   state, choose, stats: net.stats, probe,
   /** Zoom by `factor` about (lon, lat) (default: the view's centre); then read and draw. */
   zoom: async (factor, lon = state.view.lon, lat = state.view.lat) => {
-    zoomView(factor, ...project(state.view, lon, lat));
+    zoomView(factor, ...nearest(lon, lat));
     await refresh();
   },
   /** The centre of the first cell holding a value at the order shown (else of the first
@@ -793,7 +816,7 @@ window.viewer = {
     return centre(coveredNodes(source).next().value[1], source.moc.order);
   },
   /** Canvas point of (lon, lat). */
-  at: (lon, lat) => project(state.view, lon, lat),
+  at: nearest,
   setWindow: async (w) => { state.window = w; await refresh(); },
   /** Look at (lon, lat) at `scale` pixels per degree (in projection `name`, default the
    * one shown); then read and draw. */
