@@ -605,9 +605,11 @@ def run_stac(args: argparse.Namespace) -> int:
 def add_cells_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
     cells = sub.add_parser(
         "cells", parents=parents,
-        help="write one level's cells as polygons with their values (GeoParquet)")
+        help="write one level's cells as polygons with their values (GeoParquet, or "
+             "FlatGeobuf for an OUT ending in .fgb)")
     cells.add_argument("source", help=SOURCE_HELP)
-    cells.add_argument("out", help="output GeoParquet file (must not exist)")
+    cells.add_argument("out", help="output file (must not exist): GeoParquet, or FlatGeobuf "
+                                   "if it ends in .fgb")
     cells.add_argument("--group", required=True, help="the level, e.g. atl06/o7")
     cells.add_argument("--field", action="append", default=[],
                        help="only this field; repeat for several (default: every fixed-size "

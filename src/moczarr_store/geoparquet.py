@@ -1,4 +1,5 @@
-"""One level of a hive as cell polygons with their values: a GeoParquet 1.1 file.
+"""One level of a hive as cell polygons with their values: a GeoParquet 1.1 file (or a
+FlatGeobuf one, through pyogrio, for OGR-family tools without a Parquet driver).
 
 ``export_cells(source, out, group)`` reads the level through the store one chunk of cells
 at a time (as any Zarr client does), keeps the cells where some field holds a value (not
@@ -29,6 +30,7 @@ from .polygons import cell_polygons, ellipsoid
 
 GEOPARQUET_VERSION = "1.1.0"
 PER_BATCH = 65_536  # rows written at most per row group
+FLATGEOBUF_SUFFIX = ".fgb"  # an output named so is FlatGeobuf (through pyogrio), else GeoParquet
 
 
 @dataclass
@@ -57,8 +59,9 @@ def _pyarrow():
 def export_cells(source: str, out: str | os.PathLike, group: str,
                  fields: Sequence[str] | None = None, **store_options) -> CellsReport:
     """Write the level ``group`` (``"atl06/o7"``) of the hive at ``source`` to the new
-    GeoParquet file ``out``: a row per cell and window where a field holds a value, the
-    ``fields`` named (default: every fixed-size field). The store option ``window``
+    GeoParquet file ``out`` (FlatGeobuf if it ends in ``.fgb``, without ragged fields): a
+    row per cell and window where a field holds a value, the ``fields`` named (default:
+    every field). The store option ``window``
     exports one window (its level has no window axis then). Cost: every
     field chunk of the level read once, one polygon per row kept; memory: one chunk of
     cells (and at most :data:`PER_BATCH` rows of polygons) at a time."""
@@ -86,13 +89,19 @@ def export_cells(source: str, out: str | os.PathLike, group: str,
     labels = [str(x) for x in level["window"][:]] if "window" in level else []
     report = CellsReport(out, group.strip("/"), order, chosen, labels, skipped_fields=skipped)
     arrays = {name: level[name] for name in chosen}
-    first = next(iter(arrays.values()))
-    n = int(level["cell_ids"].shape[0])
-    step = int(first.chunks[-1])
+    fgb = out.lower().endswith(FLATGEOBUF_SUFFIX)
+    if fgb:  # OGR has no list fields: a ragged field has no column there
+        report.skipped_fields += [name for name, a in arrays.items() if _ragged(a)]
+        arrays = {name: a for name, a in arrays.items() if not _ragged(a)}
+        report.fields = list(arrays)
     schema = _schema(pa, arrays, bool(labels))
     bounds = np.array([np.inf, np.inf, -np.inf, -np.inf])
-    writer = pq.ParquetWriter(out, schema, compression="zstd")
-    try:
+
+    def tables():
+        """The rows kept, a table at a time (at most PER_BATCH rows)."""
+        nonlocal bounds
+        n = int(level["cell_ids"].shape[0])
+        step = int(next(iter(arrays.values())).chunks[-1]) if arrays else n
         for start in range(0, n, step):
             stop = min(n, start + step)
             ids = np.asarray(level["cell_ids"][start:stop])
@@ -101,10 +110,8 @@ def export_cells(source: str, out: str | os.PathLike, group: str,
                 values = {name: np.asarray(a[start:stop] if w < 0 else a[w, start:stop])
                           for name, a in arrays.items()}
                 keep = _holding(values, arrays)
-                for a in range(0, int(keep.size), PER_BATCH):
-                    rows = keep[a:a + PER_BATCH]
-                    if rows.size == 0:
-                        continue
+                for first in range(0, int(keep.size), PER_BATCH):
+                    rows = keep[first:first + PER_BATCH]
                     shapes = cell_polygons(ids[rows], order, on)
                     bounds = _grown(bounds, shapes)
                     columns = {"cell_ids": pa.array(ids[rows])}
@@ -113,14 +120,36 @@ def export_cells(source: str, out: str | os.PathLike, group: str,
                     for name, vals in values.items():
                         columns[name] = _column(pa, arrays[name], vals[rows], schema, name)
                     columns["geometry"] = pa.array(_wkb(shapes), pa.binary())
-                    writer.write_table(pa.table(columns, schema=schema))
                     report.rows += int(rows.size)
-        report.bbox = bounds.tolist() if report.rows else None
-        writer.add_key_value_metadata({"geo": json.dumps(_geo(report.bbox))})
-    finally:
-        writer.close()
+                    yield pa.table(columns, schema=schema)
+
+    if fgb:
+        _write_flatgeobuf(pa, out, schema, tables())
+    else:
+        writer = pq.ParquetWriter(out, schema, compression="zstd")
+        try:
+            for table in tables():
+                writer.write_table(table)
+            writer.add_key_value_metadata({"geo": json.dumps(_geo(
+                bounds.tolist() if report.rows else None))})
+        finally:
+            writer.close()
+    report.bbox = bounds.tolist() if report.rows else None
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _write_flatgeobuf(pa, out: str, schema, tables) -> None:
+    """The tables as one FlatGeobuf layer, streamed to GDAL's OGR through pyogrio (cell
+    ids as signed 64-bit integers: OGR has no unsigned ones, and every NESTED id fits)."""
+    (pyogrio,) = require("cells", "pyogrio")
+    fields = [pa.field("cell_ids", pa.int64(), nullable=False),
+              *[schema.field(i) for i in range(1, len(schema))]]
+    target = pa.schema(fields)
+    batches = (batch for table in tables for batch in table.cast(target).to_batches())
+    pyogrio.write_arrow(pa.RecordBatchReader.from_batches(target, batches), out,
+                        driver="FlatGeobuf", geometry_name="geometry",
+                        geometry_type="Unknown", crs="OGC:CRS84")
 
 
 def _fields(level, wanted: Sequence[str] | None) -> tuple[list[str], list[str]]:

@@ -1,10 +1,13 @@
-"""``moczarr-store cells``: one level's cells as GeoParquet polygons with their values,
-read back by DuckDB's spatial extension (installed from PyPI: DuckDB downloads its
-extensions otherwise) and pyarrow, and compared with moczarr (the oracle)."""
+"""``moczarr-store cells``: one level's cells as GeoParquet (or FlatGeobuf) polygons with
+their values, read back by DuckDB's spatial extension (installed from PyPI: DuckDB
+downloads its extensions otherwise), pyarrow and GDAL's OGR (FlatGeobuf: no GDAL here has
+the Parquet driver), and compared with moczarr (the oracle)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -15,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import shapely
 from tests.support.hives import FIXTURES
+from tests.support.jsclients import missing
 
 from moczarr_store.cli import main
 from moczarr_store.polygons import cell_polygons
@@ -107,6 +111,33 @@ def test_ragged_digests_are_lists_of_centroids_outside_python(tmp_path):
     assert any(want.values()) and rows.keys() == want.keys()
     for cell, centroids in want.items():
         assert [list(c) for c in rows[cell]] == centroids
+
+
+def test_a_flatgeobuf_export_opens_in_gdal_ogr(tmp_path):
+    """``.fgb``: the same rows as FlatGeobuf, written through pyogrio (GDAL 3.12) and read
+    by Debian's ``ogrinfo`` (GDAL 3.6) and by pyogrio; the ragged digests have no field
+    there (OGR has no list fields) and the summary says so."""
+    import pyogrio
+
+    if shutil.which("ogrinfo") is None:
+        missing("GDAL's ogrinfo is not installed (apt-get install gdal-bin)")
+    out = tmp_path / "o7.fgb"
+    assert main(["cells", str(FIXTURES / "windowed"), str(out), "--group", "atl06/o7"]) == 0
+    shown = subprocess.run(["ogrinfo", "-ro", "-al", "-so", str(out)], capture_output=True,
+                           text=True, check=True).stdout
+    assert "using driver `FlatGeobuf' successful" in shown and "Feature Count: 33" in shown
+    assert 'ID["OGC","CRS84"]' in shown
+    table = pyogrio.read_arrow(out)[1]
+    for window in ("2019", "2020"):
+        want = expected(FIXTURES / "windowed", window)
+        got = {c: n for c, n, w in zip(table["cell_ids"].to_pylist(),
+                                       table["count"].to_pylist(),
+                                       table["window"].to_pylist(), strict=True)
+               if w == window}
+        assert got == {c: v["count"] for c, v in want.items()}
+    ragged = tmp_path / "r.fgb"
+    assert main(["cells", str(FIXTURES / "ragged"), str(ragged), "--group", "atl06/o6"]) == 0
+    assert pyogrio.read_info(ragged)["fields"].tolist() == ["cell_ids", "count", "h_mean"]
 
 
 @pytest.mark.parametrize("order", [0, 1, 2, 3])
