@@ -16,7 +16,8 @@ soft and hard, its log kept in a file) and runs for ``--seconds`` (at most 60):
 - ``crowd``: 500 concurrent ordinary clients;
 - ``slowread``: ``--readers`` connections (1,000 and 3,000), each pipelining 16 GETs of the
   hive's largest chunks (``--geometry sphere``: 512 KiB coordinate chunks) and reading one
-  byte a second; each one the server closes is opened again at once. Run once per count
+  byte a second (its socket's buffer 4 KiB, nothing read ahead); each one the server
+  closes is opened again once its client sees the close. Run once per count
   of ``--readers`` and of ``--workers`` (1 and 2); the ordinary clients GET such a chunk.
 
 The attackers run in a process of their own, from 3 s before the ordinary clients start
@@ -150,16 +151,17 @@ async def slow_reader(port: int, phase: Phase, stop: float) -> None:
         try:
             await asyncio.wait_for(asyncio.get_running_loop().sock_connect(
                 sock, ("127.0.0.1", port)), max(0.01, stop - time.monotonic()))
-            reader, writer = await asyncio.open_connection(sock=sock)
+            # limit: the stream stops reading the socket past a few bytes held
+            reader, writer = await asyncio.open_connection(sock=sock, limit=1)
         except (OSError, TimeoutError):
             sock.close()
             await asyncio.sleep(0.5)
             continue
         phase.attacks += 1
-        try:
+        try:  # kept until the server closes it, however long its answers take to come
             writer.write(request)
             while time.monotonic() < stop:
-                if await asyncio.wait_for(reader.read(1), 5.0) == b"":
+                if await asyncio.wait_for(reader.read(1), stop - time.monotonic()) == b"":
                     break  # the server closed it
                 await asyncio.sleep(1.0)
         except (OSError, TimeoutError):

@@ -9,6 +9,7 @@ import logging
 import socket
 import time
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -52,6 +53,16 @@ def stalled_readers(port: int, count: int, pipelined: int = 16) -> list[socket.s
     return opened
 
 
+@contextlib.contextmanager
+def sphere_served(protocol: type) -> Iterator[Served]:
+    """The sharded fixture served with ``geometry="sphere"`` (512 KiB cell-id chunks)."""
+    app = create_app(FIXTURES / "sharded", stamp_ttl=600, geometry="sphere")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Served(app, http=protocol) as server:
+            yield server
+
+
 def guard_of(server: Served) -> guard.Guard:
     """The server's guard (made when its first connection is)."""
     assert wait_for(lambda: server.server.server_state in guard.Guard._of)
@@ -74,25 +85,61 @@ def test_stalled_pipelining_readers_do_not_keep_ordinary_clients_out(protocol, m
     monkeypatch.setattr(guard, "REPORT_EVERY", 0.2)
     caplog.set_level(logging.INFO, "moczarr_store.serve")
     caplog.set_level(logging.WARNING, "moczarr_store.serve.access")
-    app = create_app(FIXTURES / "sharded", stamp_ttl=600, geometry="sphere")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with Served(app, http=PROTOCOLS[protocol]) as server:
-            stalled = stalled_readers(server.port, 80)
-            state = guard_of(server)
-            try:  # the answers planned: every open connection's client stopped reading
-                wait_for(lambda: len(getattr(state, "stalled", ())) >= len(state.open) - 1)
-                for chunk in range(3):
-                    status, _, body = fetch(server, f"/{CELLS}/c/{chunk}")
-                    assert status == 200
-                    np.testing.assert_array_equal(np.frombuffer(body, "<u8"), cell_ids(chunk))
-                assert wait_for(lambda: "their answers not read" in caplog.text)
-            finally:
-                for sock in stalled:
-                    sock.close()
+    with sphere_served(PROTOCOLS[protocol]) as server:
+        stalled = stalled_readers(server.port, 80)
+        state = guard_of(server)
+        try:  # the answers planned: every open connection's client stopped reading
+            wait_for(lambda: len(getattr(state, "stalled", ())) >= len(state.open) - 1)
+            for chunk in range(3):
+                status, _, body = fetch(server, f"/{CELLS}/c/{chunk}")
+                assert status == 200
+                np.testing.assert_array_equal(np.frombuffer(body, "<u8"), cell_ids(chunk))
+            assert wait_for(lambda: "their answers not read" in caplog.text)
+        finally:
+            for sock in stalled:
+                sock.close()
     lines = [r.getMessage() for r in caplog.records if "their answers not read" in r.getMessage()]
     assert lines and all(r.levelno == logging.WARNING for r in caplog.records
                          if "their answers not read" in r.getMessage())
+
+
+def whole_answer(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (a reset counts as a close)."""
+    received = []
+    with contextlib.suppress(ConnectionResetError):
+        while piece := sock.recv(1 << 20):
+            received.append(piece)
+    return b"".join(received)
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_connections_arriving_together_do_not_close_one_another(protocol, monkeypatch):
+    """The connection bound is full of stalled readers; 10 ordinary clients connect at
+    once: each is answered, with the right bytes. A connection just accepted has not had
+    its head read, but it must not be the first closed to make room (the stalled readers
+    are), or each newcomer closes the one accepted before it."""
+    monkeypatch.setattr(guard, "MAX_CONNECTIONS", 20)
+    with sphere_served(PROTOCOLS[protocol]) as server:
+        stalled = stalled_readers(server.port, 20)
+        state = guard_of(server)
+        try:
+            assert wait_for(lambda: len(state.stalled) >= 19)
+            ordinary = [socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                        for _ in range(10)]
+            for i, sock in enumerate(ordinary):
+                sock.sendall(f"GET /{CELLS}/c/{i % 3} HTTP/1.1\r\nHost: x\r\n"
+                             "Connection: close\r\n\r\n".encode())
+            answers = []
+            for sock in ordinary:
+                with sock:
+                    answers.append(whole_answer(sock))
+        finally:
+            for sock in stalled:
+                sock.close()
+    assert [a[:13] for a in answers] == [b"HTTP/1.1 200 "] * 10
+    for i, received in enumerate(answers):
+        body = received.split(b"\r\n\r\n", 1)[1]
+        np.testing.assert_array_equal(np.frombuffer(body, "<u8"), cell_ids(i % 3))
 
 
 def test_a_pipelined_request_waits_until_the_answer_before_it_is_read(monkeypatch):

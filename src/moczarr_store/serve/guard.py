@@ -19,9 +19,12 @@ while ordinary clients wait. Here:
   stalled longest are closed;
 - at most :func:`connection_bound` connections are open (:data:`MAX_CONNECTIONS`, fewer
   when the descriptor limit is low): a new connection beyond it closes the connection
-  that has waited longest for a request head, else the one whose answer has waited
-  longest for its client to read it, or is itself closed when every open connection has
-  a request in progress and is reading its answer;
+  whose answer has waited longest for its client to read it, else the one that has
+  waited longest for a request head, or is itself closed when every open connection has
+  a request in progress and is reading its answer. Stalled readers go first: they hold
+  memory and read nothing, while a connection waiting for its head may be one just
+  accepted whose head the server has not read yet (under a burst, newcomers would close
+  one another, and each reset client connects again at once);
 - connections closed by these bounds and failed ``accept()`` calls are counted and
   logged as one line per :data:`REPORT_EVERY` seconds, at most; any other error of the
   event loop is logged once per interval (its repeats are counted in that line).
@@ -139,16 +142,17 @@ class Guard:
         loop.set_exception_handler(self._exception)
 
     def admit(self, connection: Any) -> bool:
-        """Count ``connection`` open, closing the longest waiting one if it is one too
-        many; ``False`` (and nothing counted) when none waits: close ``connection``."""
+        """Count ``connection`` open, closing the longest stalled (else the longest
+        waiting) one if it is one too many; ``False`` (and nothing counted) when none can
+        go: close ``connection``."""
         if len(self.open) >= self.bound:
             victim = next(iter(self.waiting), None)
-            if victim is not None:
+            if self.stalled:
+                self.close_stalled(next(iter(self.stalled)), STALLED_ROOM)
+            elif victim is not None:
                 self.forget(victim)
                 victim.transport.close()
                 self.note(MADE_ROOM)
-            elif self.stalled:
-                self.close_stalled(next(iter(self.stalled)), STALLED_ROOM)
             else:
                 self.note("refused (every open connection has a request in progress)")
                 return False
