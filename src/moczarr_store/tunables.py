@@ -105,6 +105,12 @@ SETTINGS: dict[str, Setting] = {
     "serve.unsent_bytes": Setting(
         256 << 20, "Bytes of answers a serve worker holds while their clients do not read "
         "them; past it, the connections that waited longest are closed.", most=MOST_BYTES),
+    # moczarr-store serve, per connection (serve/protocols.py): requests a client sends
+    # ahead of the answers wait parsed, a few hundred bytes each; HTTP clients that
+    # pipeline send a few
+    "serve.pipelined": Setting(
+        64, "Requests one connection may send ahead of the answers (pipelined); past it, "
+        "the connection is closed.", most=1 << 16, least=1),
     # one listing of a remote directory (io/remote.py), read when it is made: obstore
     # follows a listing's pages to their end inside one call, so its pages are bounded by
     # time, and its requests are stopped when it is refused. A hive's directories hold a

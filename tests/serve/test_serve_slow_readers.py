@@ -180,6 +180,20 @@ def unsent(server: Served) -> int:
                if not c.transport.is_closing())
 
 
+def small_send_buffer(protocol: type) -> type:
+    """``protocol`` with a 64 KiB kernel send buffer per connection: most of an answer its
+    client does not read stays with the server (by default, the kernel's buffer grows to
+    hold a 512 KiB answer whole)."""
+
+    class Small(protocol):
+        def connection_made(self, transport) -> None:
+            transport.get_extra_info("socket").setsockopt(
+                socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
+            super().connection_made(transport)
+
+    return Small
+
+
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_unsent_answers_are_bounded_in_bytes(protocol, monkeypatch, caplog):
     """40 stalled readers of 512 KiB answers against a server whose unsent answers may hold
@@ -192,7 +206,7 @@ def test_unsent_answers_are_bounded_in_bytes(protocol, monkeypatch, caplog):
     app = create_app(FIXTURES / "sharded", stamp_ttl=600, geometry="sphere")
     with warnings.catch_warnings(), config.set({"serve.unsent_bytes": bound}):
         warnings.simplefilter("ignore")
-        with Served(app, http=PROTOCOLS[protocol]) as server:
+        with Served(app, http=small_send_buffer(PROTOCOLS[protocol])) as server:
             stalled = stalled_readers(server.port, 40)
             try:
                 most = 0
@@ -205,6 +219,60 @@ def test_unsent_answers_are_bounded_in_bytes(protocol, monkeypatch, caplog):
                 assert status == 200
                 np.testing.assert_array_equal(np.frombuffer(body, "<u8"), cell_ids(2))
                 assert wait_for(lambda: "unsent answers over the bound" in caplog.text)
+            finally:
+                for sock in stalled:
+                    sock.close()
+
+
+def test_a_connection_pipelining_thousands_of_requests_is_closed(monkeypatch, caplog):
+    """20,000 small requests sent at once on one connection: the server queues at most
+    ``serve.pipelined`` of them (and one piece of the bytes past it), closes the
+    connection, says so in one line, and answers an ordinary client meanwhile. (httptools
+    only: the h11 protocol parses one request at a time, the rest waits as bytes.)"""
+    from moczarr_store.serve.protocols import PIECE, BoundedHttpToolsProtocol
+
+    monkeypatch.setattr(guard, "REPORT_EVERY", 0.2)
+    caplog.set_level(logging.INFO, "moczarr_store.serve")
+    queued = [0]
+    original = BoundedHttpToolsProtocol.on_headers_complete
+
+    def counted(self) -> None:
+        original(self)
+        queued[0] = max(queued[0], len(self.pipeline))
+
+    monkeypatch.setattr(BoundedHttpToolsProtocol, "on_headers_complete", counted)
+    head = b"GET /zarr.json HTTP/1.1\r\nHost: x\r\n\r\n"
+    with config.set({"serve.pipelined": 8}), sphere_served(BoundedHttpToolsProtocol) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            with contextlib.suppress(OSError):  # closed while the requests are sent
+                sock.sendall(head * 20_000)
+            received = whole_answer(sock)
+            assert fetch(server, "/zarr.json")[0] == 200
+        assert wait_for(lambda: "more requests pipelined" in caplog.text)
+    assert received.count(b"HTTP/1.1 200 ") < 20
+    assert 8 < queued[0] <= 8 + PIECE // len(head) + 1, queued
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_a_stalled_reader_costs_one_answer_whatever_the_kernel_takes(protocol):
+    """The kernel's send buffer takes several 512 KiB answers whole (it grows to 4 MiB on
+    Linux) while the client reads nothing: each stalled reader is still answered once,
+    its next pipelined request waiting until that answer is read."""
+    app = create_app(FIXTURES / "sharded", stamp_ttl=600, geometry="sphere")
+    answered = [0]
+
+    async def counted(scope, receive, send) -> None:
+        answered[0] += scope["type"] == "http"
+        await app(scope, receive, send)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Served(counted, http=PROTOCOLS[protocol]) as server:
+            stalled = stalled_readers(server.port, 5)
+            try:
+                assert wait_for(lambda: answered[0] >= 5)
+                time.sleep(2.0)  # time enough to plan their next answers, were they run
+                assert answered[0] == 5
             finally:
                 for sock in stalled:
                     sock.close()

@@ -13,15 +13,21 @@ while ordinary clients wait. Here:
 - an answer the client stops reading is cut short after :data:`SEND_TIMEOUT` seconds
   (from the moment the server's write buffer is full, again each time it fills up), and
   the connection's next request (pipelined) waits until that answer is sent: a stalled
-  connection holds one answer at most;
+  connection holds one answer at most. An answer the kernel took whole is not read yet
+  either (a socket's send buffer grows to 4 MiB on Linux): a pipelined request waits
+  until at most :data:`KERNEL_HELD` bytes of it are unacknowledged by the client,
+  checked at growing intervals (:data:`DRAIN_CHECKS`), so a connection that reads
+  nothing costs the server one answer, not one per answer its kernel buffers hold;
 - the answers waiting for their clients to read them hold at most
   ``config["serve.unsent_bytes"]`` bytes in the process: past it, the connections
   stalled longest are closed;
 - at most :func:`connection_bound` connections are open (:data:`MAX_CONNECTIONS`, fewer
   when the descriptor limit is low): a new connection beyond it closes the connection
   whose answer has waited longest for its client to read it, else the one that has
-  waited longest for a request head, or is itself closed when every open connection has
-  a request in progress and is reading its answer. Stalled readers go first: they hold
+  waited longest for a request head; when every open connection has a request in
+  progress, it is kept over the bound (by one accepted batch at most, from the room the
+  bound keeps; further ones are closed), and the next connections to arrive close
+  others until the count is back under it. Stalled readers go first: they hold
   memory and read nothing, while a connection waiting for its head may be one just
   accepted whose head the server has not read yet (under a burst, newcomers would close
   one another, and each reset client connects again at once);
@@ -35,10 +41,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import resource
 import socket
+import sys
+import termios
 import weakref
 from collections import Counter
 from typing import Any
@@ -49,8 +58,11 @@ logger = logging.getLogger("moczarr_store.serve")
 
 HEAD_TIMEOUT = 10.0  # seconds from waiting for a request head to having all of it
 SEND_TIMEOUT = 60.0  # seconds an answer may wait for the client to read (nginx's default)
+KERNEL_HELD = 64 << 10  # unacknowledged bytes of an answer before a pipelined request waits
+DRAIN_CHECKS = (0.01, 1.0)  # first and longest seconds between two checks of those bytes
 MAX_CONNECTIONS = 4096  # open connections per process, at most
 BACKLOG = 2048  # connections waiting to be accepted, at most (uvicorn's default)
+_LINUX = sys.platform.startswith("linux")
 UNLIMITED = 1 << 30  # stands for an unlimited count of open files
 MAX_ERRORS = 1024  # distinct event-loop errors logged per interval, at most
 REPORT_EVERY = 10.0  # seconds between two log lines about closed connections, at least
@@ -61,6 +73,7 @@ MADE_ROOM = "closed to make room"
 STALLED_ROOM = "closed to make room (their answers not read)"
 UNWRITTEN = "moczarr_store.unwritten"  # scope key: bytes of the answer not yet written
 OVER_HELD = "closed: unsent answers over the bound (the longest unread first)"
+PIPELINED = "closed: more requests pipelined than serve.pipelined allows"
 TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n"
              b"connection: close\r\n\r\n")
 
@@ -102,6 +115,20 @@ def lengthen_queue(transport: Any) -> None:
             sock.listen(BACKLOG)
 
 
+def unacknowledged(transport: Any) -> int:
+    """Bytes written to ``transport``'s socket that its peer has not acknowledged (taken
+    into its own buffers): Linux's ``SIOCOUTQ``; 0 elsewhere, or for a socket that is
+    gone. Cost: one system call."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or not _LINUX:
+        return 0
+    try:
+        held = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, bytes(4))  # SIOCOUTQ on Linux
+    except (OSError, ValueError):
+        return 0
+    return int.from_bytes(held, sys.byteorder, signed=True)
+
+
 def connection_bound(descriptors: int) -> int:
     """Connections to keep open under a limit of ``descriptors`` open files: room stays
     for four accepted batches not yet counted (see :func:`accept_batch`), and 64 more for
@@ -128,7 +155,9 @@ class Guard:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.bound = connection_bound(raise_descriptor_limit()[1])
+        limit = raise_descriptor_limit()[1]
+        self.bound = connection_bound(limit)
+        self.spare = accept_batch(limit)  # connections over the bound while all are busy
         self.open: set[Any] = set()
         self.waiting: dict[Any, None] = {}  # insertion order: longest waiting first
         self.stalled: dict[Any, int] = {}  # unsent bytes, longest stalled first
@@ -143,16 +172,20 @@ class Guard:
 
     def admit(self, connection: Any) -> bool:
         """Count ``connection`` open, closing the longest stalled (else the longest
-        waiting) one if it is one too many; ``False`` (and nothing counted) when none can
-        go: close ``connection``."""
-        if len(self.open) >= self.bound:
+        waiting) ones while they are too many; ``False`` (and nothing counted) when none
+        can go and the spare room is used: close ``connection``."""
+        while len(self.open) >= self.bound:  # over it when every one was busy before
             victim = next(iter(self.waiting), None)
             if self.stalled:
-                self.close_stalled(next(iter(self.stalled)), STALLED_ROOM)
+                self.abort(next(iter(self.stalled)), STALLED_ROOM)
             elif victim is not None:
                 self.forget(victim)
                 victim.transport.close()
                 self.note(MADE_ROOM)
+            elif len(self.open) < self.bound + self.spare:
+                self.note("kept over the bound (every open connection had a request in "
+                          "progress)")
+                break
             else:
                 self.note("refused (every open connection has a request in progress)")
                 return False
@@ -175,14 +208,14 @@ class Guard:
             victim = next(iter(self.stalled))
             if victim is connection:
                 break
-            self.close_stalled(victim, OVER_HELD)
+            self.abort(victim, OVER_HELD)
 
     def unstall(self, connection: Any) -> None:
         """``connection``'s client reads again (or it is gone)."""
         self.held -= self.stalled.pop(connection, 0)
 
-    def close_stalled(self, connection: Any, why: str) -> None:
-        """Close a stalled connection and drop what it holds (``why``: for the log)."""
+    def abort(self, connection: Any, why: str) -> None:
+        """Close ``connection`` at once, dropping what it holds (``why``: for the log)."""
         self.forget(connection)
         connection.transport.abort()  # what is buffered goes too
         self.note(why)
@@ -245,6 +278,7 @@ class Guarded:
     def connection_made(self, transport: Any) -> None:
         self._head_timer: asyncio.TimerHandle | None = None
         self._send_timer: asyncio.TimerHandle | None = None
+        self._drain_timer: asyncio.TimerHandle | None = None
         self._heard = False
         self._deferred = False  # the next request waits for the answer to be read
         super().connection_made(transport)  # type: ignore[misc]
@@ -273,14 +307,26 @@ class Guarded:
         super().shutdown()  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
-        if self._send_timer is not None and not self.transport.is_closing():
-            self._deferred = True  # unread: a pipelined request would pin one more answer
-            self.flow.pause_reading()
-            return
+        if not self.transport.is_closing():
+            if self._send_timer is None and self._pipelined() and (
+                unacknowledged(self.transport) > KERNEL_HELD
+            ):  # the kernel took the answer, the client has not read it
+                self._send_timer = self.loop.call_later(SEND_TIMEOUT, self._send_late)
+                self._guard.stall(self, self._unsent())
+                self._check_drained(DRAIN_CHECKS[0])
+            if self._send_timer is not None:
+                self._deferred = True  # unread: the next request would pin one more answer
+                self.flow.pause_reading()
+                return
         super().on_response_complete()  # type: ignore[misc]
         idle = self.cycle is None or self.cycle.response_complete
-        if idle and not self.transport.is_closing() and not getattr(self, "pipeline", None):
+        if idle and not self.transport.is_closing() and not self._pipelined():
             self._await_head()
+
+    def _pipelined(self) -> bool:
+        """Whether the client sent its next request before this answer ended
+        (httptools: parsed and queued; the h11 protocol says it of its own)."""
+        return bool(getattr(self, "pipeline", None))
 
     def pause_writing(self) -> None:
         super().pause_writing()  # type: ignore[misc]
@@ -289,12 +335,30 @@ class Guarded:
         self._guard.stall(self, self._unsent())
 
     def resume_writing(self) -> None:
+        super().resume_writing()  # type: ignore[misc]
+        self._resume()
+
+    def _resume(self) -> None:
+        """The client reads again: the next request (if one waits) is answered."""
         self._sent()
         self._guard.unstall(self)
-        super().resume_writing()  # type: ignore[misc]
         if self._deferred:
             self._deferred = False
             self.on_response_complete()
+
+    def _check_drained(self, delay: float) -> None:
+        self._drain_timer = self.loop.call_later(delay, self._drained, delay)
+
+    def _drained(self, delay: float) -> None:
+        """Resume once the client has read all but :data:`KERNEL_HELD` bytes, else check
+        again in twice ``delay`` (at most ``DRAIN_CHECKS[1]``)."""
+        self._drain_timer = None
+        if self.transport.is_closing():
+            return
+        if unacknowledged(self.transport) > KERNEL_HELD:
+            self._check_drained(min(2 * delay, DRAIN_CHECKS[1]))
+        else:
+            self._resume()
 
     def _unsent(self) -> int:
         """Bytes of this connection's answer not yet sent: its write buffer, and what a
@@ -303,9 +367,10 @@ class Guarded:
         return self.transport.get_write_buffer_size() + unwritten
 
     def _sent(self) -> None:
-        if self._send_timer is not None:
-            self._send_timer.cancel()
-            self._send_timer = None
+        for timer in (self._send_timer, self._drain_timer):
+            if timer is not None:
+                timer.cancel()
+        self._send_timer = self._drain_timer = None
 
     def _send_late(self) -> None:
         self._send_timer = None

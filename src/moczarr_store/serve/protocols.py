@@ -7,10 +7,13 @@ gunicorn or ``--fd``) are not: there every response waits for a delayed ACK betw
 head and its body. Behind uvicorn of your own, pass
 ``--http moczarr_store.serve.protocols:BoundedHttpToolsProtocol``.
 
-uvicorn's httptools protocol buffers a request line and headers of any length; this one
-answers 431 and closes the connection once more than ``MAX_HEAD`` bytes arrive before the
-end of a request's headers (give or take one read from the socket). Both apply the
-bounds of :mod:`.guard` (a deadline for each request head, a cap on open connections).
+uvicorn's httptools protocol buffers a request line and headers of any length, and
+queues every request a client pipelines (a read from the socket holds up to 256 KiB:
+thousands of small requests); this one answers 431 and closes the connection once more
+than ``MAX_HEAD`` bytes arrive before the end of a request's headers (give or take one
+read from the socket), and closes a connection that queues more than
+``config["serve.pipelined"]`` requests. Both apply the bounds of :mod:`.guard` (a
+deadline for each request head, a cap on open connections).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .guard import Guarded
+from ..tunables import setting
+from .guard import PIPELINED, Guarded
 
 MAX_HEAD = 16 * 1024  # h11's default bound on an incomplete request head
+PIECE = 4096  # bytes parsed at once: at most a few hundred requests past the bound queue
 HTTPTOOLS = importlib.util.find_spec("httptools") is not None
 TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
              b"content-type: text/plain; charset=utf-8\r\ncontent-length: 24\r\n"
@@ -40,11 +45,16 @@ def no_delay(transport: Any) -> None:
 
 
 class NoDelayH11Protocol(Guarded, H11Protocol):
-    """uvicorn's h11 protocol with ``TCP_NODELAY`` set and the :mod:`.guard` bounds."""
+    """uvicorn's h11 protocol with ``TCP_NODELAY`` set and the :mod:`.guard` bounds. h11
+    parses one request at a time: what a client pipelines waits as bytes, one read from
+    the socket at most."""
 
     def connection_made(self, transport: Any) -> None:
         no_delay(transport)
         super().connection_made(transport)
+
+    def _pipelined(self) -> bool:
+        return bool(self.conn.trailing_data[0])
 
 
 if HTTPTOOLS:
@@ -57,6 +67,7 @@ if HTTPTOOLS:
         def connection_made(self, transport: Any) -> None:
             no_delay(transport)
             self._in_head, self._head_bytes = True, 0
+            self._pipelined_bound = setting("serve.pipelined")
             super().connection_made(transport)
 
         def on_message_begin(self) -> None:
@@ -68,13 +79,19 @@ if HTTPTOOLS:
             super().on_headers_complete()
 
         def data_received(self, data: bytes) -> None:
-            if self._in_head:
-                self._head_bytes += len(data)
-                if self._head_bytes > MAX_HEAD:
-                    self.transport.write(TOO_LARGE)
-                    self.transport.close()
+            for at in range(0, len(data), PIECE):  # the queue is checked between pieces
+                piece = data[at : at + PIECE]
+                if self._in_head:
+                    self._head_bytes += len(piece)
+                    if self._head_bytes > MAX_HEAD:
+                        self.transport.write(TOO_LARGE)
+                        self.transport.close()
+                        return
+                super().data_received(piece)
+                if len(self.pipeline) > self._pipelined_bound:
+                    self._guard.abort(self, PIPELINED)
+                if self.transport.is_closing():
                     return
-            super().data_received(data)
 
 
 def http_protocol() -> type:
