@@ -10,13 +10,13 @@ order 29 (xdggs's ``"ranges"`` layout) from the open store, without a request, a
 - a ``MortonIndex`` on ``morton`` (``ds.sel(morton=...)`` by packed word or by
   decimal id),
 
-both O(runs) in memory and time; the coordinate values are computed per dask chunk, on
-the fields' chunk boundaries, only when read.
+both O(runs) in memory and time. Their coordinates, and the CF ``healpix_index``, are
+:class:`ComputedIds`: computed from the runs whenever their values are asked for, never
+held, so ``.load()`` and ``.compute()`` read the fields alone.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -58,8 +58,22 @@ class Runs:
         return int(self.offsets[-1])
 
     def ranks(self, start: int, stop: int) -> np.ndarray:
-        """Global ranks of rows ``[start, stop)``. Cost: O(stop - start)."""
-        rows = np.arange(start, stop, dtype=np.int64)
+        """Global ranks of rows ``[start, stop)`` (a new array). Cost: O(stop - start +
+        runs), two passes over the rows."""
+        if stop <= start:
+            return np.zeros(0, dtype=_U64)
+        first = int(np.searchsorted(self.offsets, start, side="right")) - 1
+        last = int(np.searchsorted(self.offsets, stop, side="left"))
+        bounds = np.clip(self.offsets[first : last + 1], start, stop)
+        # rank = row + (start of its run - first row of its run), modulo 2**64
+        shifts = self.starts[first:last] - self.offsets[first:last].astype(_U64)
+        out = np.arange(start, stop, dtype=_U64)
+        out += np.repeat(shifts, np.diff(bounds))
+        return out
+
+    def ranks_at(self, rows: np.ndarray) -> np.ndarray:
+        """Global ranks of ``rows`` (each in ``[0, size)``). Cost: O(n log runs)."""
+        rows = np.asarray(rows, dtype=np.int64)
         run = np.searchsorted(self.offsets, rows, side="right") - 1
         return self.starts[run] + (rows - self.offsets[run]).astype(_U64)
 
@@ -85,33 +99,89 @@ class Runs:
         return Runs(self.order, starts, offsets)
 
 
-DEFAULT_ROWS = 65_536  # rows per chunk of a coordinate whose dataset has no dask chunks
+class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
+    """A level's ``morton`` words (``nested=False``) or NESTED cell ids (``nested=True``),
+    computed from its :class:`Runs` whenever values are asked for (``np.asarray``, an
+    index) and never held: xarray keeps it as it is through ``.load()`` and
+    ``.compute()``, which then read the fields alone. Operators and any other numpy
+    function are given its values. Memory: the runs (16 bytes each); cost: one pass per
+    row asked for."""
+
+    ndim = 1
+    dtype = np.dtype(_U64)
+
+    def __init__(self, runs: Runs, nested: bool) -> None:
+        self.runs, self.nested = runs, nested
+        self.shape = (runs.size,)
+
+    @property
+    def size(self) -> int:
+        return self.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        """What its values take once asked for."""
+        return 8 * self.size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _ids(self, ranks: np.ndarray) -> np.ndarray:
+        order = self.runs.order
+        if self.nested:  # a NESTED id is its rank less the order's leading one
+            ranks -= _U64(4**order)
+        else:
+            ranks <<= _U64(shift(order))
+            ranks |= _U64(order)
+        return ranks
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        values = self._ids(self.runs.ranks(0, self.size))
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
+        if isinstance(key, slice) and key.indices(self.size)[2] == 1:
+            start, stop, _ = key.indices(self.size)
+            return self._ids(self.runs.ranks(start, max(start, stop)))
+        rows = np.asarray(key) if not isinstance(key, slice) else None
+        if rows is None or rows.dtype.kind not in "iu" or rows.ndim > 1:
+            return np.asarray(self)[key]  # a stepped slice, a mask, anything else
+        if rows.size and (rows.min() < -self.size or rows.max() >= self.size):
+            raise IndexError(f"row {int(rows.max())} is out of {self.size} rows")
+        picked = self._ids(self.runs.ranks_at(np.where(rows < 0, rows + self.size, rows)))
+        return picked[()] if rows.ndim == 0 else picked
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return func(*_values(args), **_values(kwargs))
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return getattr(ufunc, method)(*_values(inputs), **_values(kwargs))
+
+    def __dask_tokenize__(self) -> object:
+        runs = self.runs
+        return ("ComputedIds", self.nested, runs.order, runs.starts.tobytes(),
+                runs.offsets.tobytes())
+
+    def _repr_inline_(self, max_width: int) -> str:
+        what = "cell ids" if self.nested else "morton words"
+        return f"{what} computed from {self.runs.starts.size} runs"[:max_width]
+
+    def __repr__(self) -> str:
+        return f"ComputedIds({self._repr_inline_(80)}, size={self.size})"
 
 
-def _chunked(size: int, chunks: tuple[int, ...] | None, values) -> Any:
-    """A dask array of ``size`` rows, ``values(start, stop)`` per chunk (``DEFAULT_ROWS``
-    rows each if ``chunks`` is None): nothing is computed until read."""
-    import dask.array as da
-
-    def block(block_info=None) -> np.ndarray:
-        start, stop = block_info[None]["array-location"][0]
-        return values(start, stop)
-
-    if chunks is None or sum(chunks) != size:
-        chunks = (DEFAULT_ROWS,) * (size // DEFAULT_ROWS) + ((size % DEFAULT_ROWS,) if size %
-                                                              DEFAULT_ROWS else ())
-    name = f"moczarr-cells-{uuid.uuid4().hex}"  # dask would hash the index in the closure
-    return da.map_blocks(block, chunks=(chunks,), dtype=_U64, meta=np.array((), dtype=_U64),
-                         name=name)
-
-
-def _sub_chunks(chunks: tuple[int, ...] | None, start: int, stop: int) -> tuple[int, ...] | None:
-    """The chunk sizes of rows ``[start, stop)`` of an array chunked by ``chunks``."""
-    if chunks is None:
-        return None
-    edges = np.concatenate([[0], np.cumsum(chunks)])
-    cut = np.unique(np.clip(edges, start, stop)) - start
-    return tuple(int(n) for n in np.diff(cut) if n > 0)
+def _values(value: Any) -> Any:
+    """``value`` with every :class:`ComputedIds` in it (in a tuple, list or dict) made its
+    values: what numpy is given in its place."""
+    if isinstance(value, ComputedIds):
+        return np.asarray(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_values(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _values(v) for k, v in value.items()}
+    return value
 
 
 def _words_from_labels(labels: Any, order: int) -> tuple[np.ndarray, bool]:
@@ -160,11 +230,10 @@ def _word(value: object) -> int:
 class MortonIndex(xr.Index):
     """An index on ``morton`` held as runs: ``sel`` by packed words or decimal ids (of
     the level's order) is a binary search per label; a slice ``isel`` keeps the index.
-    Memory: 16 bytes per run; the coordinate is computed per chunk when read."""
+    Memory: 16 bytes per run; the coordinate is :class:`ComputedIds`."""
 
-    def __init__(self, runs: Runs, dim: Hashable, name: Hashable,
-                 chunks: tuple[int, ...] | None = None) -> None:
-        self.runs, self.dim, self.name, self.chunks = runs, dim, name, chunks
+    def __init__(self, runs: Runs, dim: Hashable, name: Hashable) -> None:
+        self.runs, self.dim, self.name = runs, dim, name
 
     @classmethod
     def from_variables(cls, variables: Mapping[Any, xr.Variable], *, options: Mapping[str, Any]
@@ -183,17 +252,11 @@ class MortonIndex(xr.Index):
         breaks = np.flatnonzero(np.diff(ranks.astype(np.int64)) != 1) + 1
         starts = np.r_[0, breaks] if ranks.size else np.zeros(0, dtype=np.int64)
         offsets = np.r_[starts, ranks.size].astype(np.int64)
-        chunks = var.chunks[0] if var.chunks else None
-        return cls(Runs(order, ranks[starts], offsets), var.dims[0], name, chunks)
+        return cls(Runs(order, ranks[starts], offsets), var.dims[0], name)
 
     def create_variables(self, variables: Mapping[Any, xr.Variable] | None = None) -> dict:
-        runs, order = self.runs, self.runs.order
         old = (variables or {}).get(self.name)
-
-        def words(start: int, stop: int) -> np.ndarray:
-            return (runs.ranks(start, stop) << _U64(shift(order))) | _U64(order)
-
-        data = _chunked(runs.size, self.chunks, words)
+        data = ComputedIds(self.runs, nested=False)
         attrs = None if old is None else old.attrs
         encoding = None if old is None else old.encoding
         return {self.name: xr.Variable(self.dim, data, attrs=attrs, encoding=encoding)}
@@ -223,8 +286,7 @@ class MortonIndex(xr.Index):
         start, stop, step = indexer.indices(self.runs.size)
         if step != 1:
             return None
-        return MortonIndex(self.runs.slice(start, stop), self.dim, self.name,
-                           _sub_chunks(self.chunks, start, stop))
+        return MortonIndex(self.runs.slice(start, stop), self.dim, self.name)
 
     def equals(self, other: object, **_: Any) -> bool:
         return (isinstance(other, MortonIndex) and self.runs.order == other.runs.order
@@ -251,16 +313,12 @@ def _healpix_index(ranges: np.ndarray, var: xr.Variable, chunks: tuple[int, ...]
     index = RangeMOCIndex.from_ranges(grid.level, np.asarray(ranges, dtype=_U64), ellipsoid)
 
     class LazyMocIndex(HealpixMocIndex):
-        """xdggs's MOC index whose coordinate is computed per dask chunk when read."""
+        """xdggs's MOC index whose coordinate is :class:`ComputedIds`."""
 
         def create_variables(self, variables=None):
             old = (variables or {}).get(self._name)
-            moc = self._index
-
-            def ids(start: int, stop: int) -> np.ndarray:
-                return moc.isel(slice(start, stop)).cell_ids()
-
-            data = _chunked(moc.size, self._chunksizes.get(self._dim), ids)
+            runs = Runs.from_ranges(self._index.ranges(), self._grid_info.level)
+            data = ComputedIds(runs, nested=True)
             attrs = None if old is None else old.attrs
             return {self._name: xr.Variable(self._dim, data, attrs=attrs)}
 
@@ -317,7 +375,8 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
     """``ds`` (a level group of a ``MocHiveStore``) with O(runs)
     indexes built from ``ranges`` (``cell_ranges``): ``cell_ids`` gets xdggs's
     healpix MOC index (needs ``xdggs``) and ``morton`` a ``MortonIndex``. Reads no
-    coordinate: they stay lazy, chunked as ``cell_ids`` was."""
+    coordinate: theirs, and the CF ``healpix_index`` (the same ids), become
+    :class:`ComputedIds`, which ``.load()`` leaves unread."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"decode_cells takes a Dataset, got {type(ds).__name__}")
     if "cell_ids" not in ds.variables:
@@ -345,9 +404,13 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
         out["cell_ids"].attrs.update(cell_ids.attrs)
     if "morton" in wanted and "morton" in ds.variables:
         old = ds["morton"].variable
-        coords = xr.Coordinates.from_xindex(MortonIndex(runs, dim, "morton", chunks))
+        coords = xr.Coordinates.from_xindex(MortonIndex(runs, dim, "morton"))
         out = out.drop_vars("morton").assign_coords(coords)
         out["morton"].attrs.update(old.attrs)
+    if "healpix_index" in ds.variables:  # CF's name for the cell ids, no index of its own
+        old = ds["healpix_index"].variable
+        out = out.assign_coords(healpix_index=xr.Variable(
+            dim, ComputedIds(runs, nested=True), attrs=old.attrs, encoding=old.encoding))
     return out
 
 

@@ -16,6 +16,7 @@ from support.hives import FIXTURES, fixture_roots
 from support.hostile import pristine, pristine_references
 
 from moczarr_store import HiveFormatError, MocHiveStore, cell_ranges, decode_cells, open_cells
+from moczarr_store.cells import ComputedIds
 from moczarr_store.hive.ids import word_to_decimal
 
 xdggs = pytest.importorskip("xdggs", reason="xdggs is in the test extra (pinned per Python)")
@@ -132,16 +133,67 @@ def test_label_selection_by_cell_id_morton_word_and_decimal(geometry):
         ds.sel(morton="12345")  # a decimal id of another order
 
 
+COMPUTED = ("morton", "cell_ids", "healpix_index")
+
+
+def test_runs_give_each_row_s_rank_by_slice_and_by_pick():
+    from moczarr_store.cells import Runs
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 40, 50)
+    starts = np.cumsum(lengths + rng.integers(1, 9, 50)).astype(np.uint64) + np.uint64(4**7)
+    runs = Runs(7, starts, np.concatenate([[0], np.cumsum(lengths)]))
+    want = np.concatenate([np.arange(a, a + n, dtype=np.uint64)
+                           for a, n in zip(starts, lengths, strict=True)])
+    for start, stop in ((0, runs.size), (5, 6), (17, 300), (runs.size, runs.size), (9, 3)):
+        np.testing.assert_array_equal(runs.ranks(start, stop), want[start:stop])
+    rows = rng.integers(0, runs.size, 100)
+    np.testing.assert_array_equal(runs.ranks_at(rows), want[rows])
+
+
 def test_decoded_coordinates_equal_the_fabricated_ones_in_every_group():
+    picks = (slice(None), slice(3, 40), slice(None, None, 5), 7, -1, [0, -2, 9, 9, 3])
     for name, path in GROUPS:
         store = _store(name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             plain = xr.open_zarr(store, group=path)
             decoded = decode_cells(plain, cell_ranges(store, path))
-        for coord in ("morton", "cell_ids"):
-            np.testing.assert_array_equal(decoded[coord].values, plain[coord].values)
-            assert decoded[coord].chunks == plain[coord].chunks
+        for coord in (c for c in COMPUTED if c in plain.variables):
+            assert isinstance(decoded[coord].variable._data, ComputedIds), coord
+            want = plain[coord].values
+            np.testing.assert_array_equal(decoded[coord].values, want)
+            for pick in picks[: 1 if want.size < 10 else None]:
+                got = decoded.isel(cells=pick)[coord].values
+                np.testing.assert_array_equal(got, want[pick], err_msg=f"{name} {coord} {pick}")
+        with pytest.raises(IndexError, match="out of"):
+            decoded["morton"].variable._data[[decoded.sizes["cells"]]]
+
+
+def test_load_reads_the_fields_and_leaves_the_computed_coordinates_unread(monkeypatch):
+    """``.load()`` of ``open_cells`` asks the store for the fields' chunks and no
+    coordinate chunk; the coordinates are still computed, equal to moczarr's, when asked
+    for."""
+    ref = pristine_references("sharded")[("atl06/o7", None)]
+    ds = open_cells(_store("sharded"), "atl06/o7")
+    keys: list[str] = []
+    get = MocHiveStore.get
+
+    async def recording(self, key, *args, **kwargs):
+        keys.append(key)
+        return await get(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(MocHiveStore, "get", recording)  # zarr reads through copies of it
+    loaded = ds.load()
+    assert keys and not [k for k in keys if k.split("/")[2] in COMPUTED], keys
+    assert {k.split("/")[2] for k in keys} >= {"count", "h_mean"}
+    for coord in COMPUTED:
+        assert isinstance(loaded[coord].variable._data, ComputedIds), coord
+    np.testing.assert_array_equal(loaded.morton.values, ref.morton)
+    np.testing.assert_array_equal(loaded["count"].values, ref.values["count"])
+    ids = (ref.morton >> np.uint64(6 + 2 * 20)) - np.uint64(4**7)
+    np.testing.assert_array_equal(loaded.healpix_index.values, ids)
+    np.testing.assert_array_equal(loaded.cell_ids.values + 0, ids)  # numpy given its values
 
 
 def test_ranges_that_do_not_fit_the_dataset_are_refused():
