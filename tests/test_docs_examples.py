@@ -12,8 +12,9 @@ The convention (also in docs/contributing.md and docs/gen/codeblocks.py, which p
 - ```javascript blocks run with Node.js in ``clients/js`` (an ES module on its standard
   input), so they import the zarrita.js its lock file pins.
 - ``<!-- requires: MODULE, ... -->`` before a block: the block runs only where those
-  modules import. icechunk and virtualizarr (the ``export`` extra) need Python 3.12, so
-  on Python 3.11 those blocks are skipped, and said so in the test's output.
+  modules import. icechunk and virtualizarr (the ``export`` extra) and xpublish_tiles
+  (the ``tiles`` extra) need Python 3.12, so on Python 3.11 those blocks are skipped,
+  and said so in the test's output.
 - Image links after a python block name the figures it draws: their count is checked.
 """
 
@@ -159,7 +160,7 @@ def run_page(page: Path, servers: Servers, alone: bool = False) -> tuple[int, li
         where = f"{name}:{block.line}"
         if missing := _missing(block):
             skipped.append(f"{where} needs {', '.join(missing)} (Python 3.12: the export "
-                           "extra)")
+                           "or tiles extra)")
             continue
         block.code = block.code.replace(DEFAULT_ADDRESS, servers.address)
         if block.kind == "python":

@@ -456,6 +456,12 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "max-age sent (max-age only with geometry sphere, else no-cache).",
         check_stamp_ttl, _text_number, repr, flag="--stamp-ttl", metavar="SECONDS"),
     Option(
+        "tiles", False,
+        "Also serve map tiles of every field under /.tiles/ (OGC API Tiles, XYZ PNG; the "
+        "[tiles] extra, Python >= 3.12).",
+        lambda v: flag("tiles", v), _text_bool, lambda v: "1" if v else "0",
+        flag="--tiles"),
+    Option(
         "access_log", False,
         "Log one line per request (off by default: a read asks for every chunk).",
         lambda v: flag("access_log", v), _text_bool, flag="--access-log", env=False),

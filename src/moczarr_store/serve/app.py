@@ -3,8 +3,9 @@
 Routes: ``GET /`` is the viewer page (``static/index.html`` beside this module when it
 exists, else one line of text) for a request that accepts ``text/html`` (a browser), and
 the root's directory index for any other (GDAL, curl); ``GET /{group}/`` is the group's
-directory index (``listing``); ``/.static/...`` the viewer's files (a prefix no
-virtual key can have), and every other path a virtual key. Keys answer ``GET`` and
+directory index (``listing``); ``/.static/...`` the viewer's files and, with
+``tiles=True``, ``/.tiles/...`` map tiles (``tiles``; prefixes no virtual key can have),
+and every other path a virtual key. Keys answer ``GET`` and
 ``HEAD`` (anything else is 405 with ``Allow``). See
 ``protocol`` for ranges and conditionals, ``resource`` for entity tags and
 ``generations`` for how long bytes may be cached.
@@ -23,10 +24,13 @@ those lines with ``--access-log``).
 from __future__ import annotations
 
 import logging
+import platform
 import re
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from starlette.applications import Starlette
@@ -274,9 +278,9 @@ class HiveApp:
     Routing a chunk request through Starlette's router and middleware would cost more
     than reading a warm chunk. ``state.generations`` holds the current store."""
 
-    def __init__(self, keys: KeyServer, pages: Starlette, *, static: bool,
+    def __init__(self, keys: KeyServer, pages: Starlette, *, prefixes: tuple[str, ...],
                  cors: list[str]) -> None:
-        self.keys, self.pages, self.static = keys, pages, static
+        self.keys, self.pages, self.prefixes = keys, pages, prefixes
         self.state = pages.state
         app: Any = self._dispatch
         if cors:
@@ -313,9 +317,21 @@ class HiveApp:
             path = path[len(root):]
         if len(path) < 2 or path[0] != "/" or path[-1] == "/":
             return None
-        if self.static and (path == STATIC_PREFIX or path.startswith(STATIC_PREFIX + "/")):
+        if any(path == p or path.startswith(p + "/") for p in self.prefixes):
             return None
         return path[1:]
+
+
+def tiles_module() -> ModuleType:
+    """:mod:`.tiles`, or an ``ImportError`` saying how to install what it needs."""
+    try:
+        from . import tiles
+    except ImportError as err:
+        python = "" if sys.version_info >= (3, 12) else (
+            f"; xpublish-tiles needs Python >= 3.12, this is {platform.python_version()}")
+        raise ImportError(f"tiles need the [tiles] extra ({err}): "
+                          f"pip install 'moczarr-store[tiles]'{python}") from err
+    return tiles
 
 
 def _index(static_dir: Path | None, keys: KeyServer):
@@ -338,6 +354,7 @@ def create_app(
     cors: Iterable[str] = (),
     stamp_ttl: float = DEFAULT_STAMP_TTL,
     static_dir: Path | None = STATIC_DIR,
+    tiles: bool = False,
     **store_options: Any,
 ) -> HiveApp:
     """An ASGI app serving one hive as a Zarr v3 hierarchy over HTTP.
@@ -355,11 +372,16 @@ def create_app(
     generations = Generations(make, stamp_ttl, first)
     keys = KeyServer(generations)
     routes: list[BaseRoute] = [Route("/", _index(static_dir, keys), methods=["GET"])]
-    static = static_dir is not None and static_dir.is_dir()
-    if static:
+    prefixes: tuple[str, ...] = ()
+    if static_dir is not None and static_dir.is_dir():
         routes.append(Mount(STATIC_PREFIX, StaticFiles(directory=static_dir)))
+        prefixes += (STATIC_PREFIX,)
+    if tiles:
+        made = tiles_module()
+        routes.append(Mount(made.TILES_PREFIX, made.tiles_app(generations)))
+        prefixes += (made.TILES_PREFIX,)
     routes.append(Route("/{path:path}/", keys.index, methods=["GET"]))
     routes.append(Route("/{key:path}", keys.handle, methods=["GET"]))  # 405 for others
     pages = Starlette(routes=routes)
     pages.state.generations = generations
-    return HiveApp(keys, pages, static=static, cors=list(check_origins(cors)))
+    return HiveApp(keys, pages, prefixes=prefixes, cors=list(check_origins(cors)))

@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import OptionError
 from ..options import BY_NAME, ENV_PREFIX, OPTIONS, SERVE_BY_NAME, SERVE_OPTIONS, Option
 from ..store import MocHiveStore
-from .app import HiveApp, create_app
+from .app import HiveApp, create_app, tiles_module
 
 PREFIX = ENV_PREFIX
 VIEW = f"{PREFIX}VIEW"
@@ -59,6 +59,8 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> HiveApp:
         raise OptionError(f"{PREFIX}SOURCE is not set: it names the hive to serve")
     options = options_from_env(environ)
     served = options_from_env(environ, SERVE_OPTIONS)
+    if served.get("tiles"):
+        tiles_module().warm_up_in_background()  # this worker's renderer
     if not (view := environ.get(VIEW)):
         return create_app(source, **served, **options)
     store = MocHiveStore(source, **options)

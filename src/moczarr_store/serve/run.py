@@ -16,7 +16,7 @@ from zarr.core.sync import sync  # internal: zarr exports no runner on its event
 from ..hive.roster import Hive
 from ..options import SERVE_BY_NAME, SERVE_OPTIONS, check_serve
 from ..store import MocHiveStore
-from .app import create_app
+from .app import create_app, tiles_module
 from .env import VIEW, to_env
 from .guard import accept_batch, raise_descriptor_limit
 from .protocols import http_protocol
@@ -47,10 +47,12 @@ def log_config(access_log: bool) -> dict[str, Any]:
 def serve(source: str, **options: Any) -> None:
     """Serve ``source`` until interrupted. ``options``: serve's own
     (``options.SERVE_OPTIONS``: ``host``, ``port``, ``workers``, ``cors``, ``stamp_ttl``,
-    ``access_log``), checked before anything is opened, and the store's, checked as the
+    ``tiles``, ``access_log``), checked before anything is opened, and the store's, checked as the
     store is made, before the port is bound. One worker runs the app in this process;
     more start ``workers`` processes, each building its own app from the environment."""
     served = check_serve({k: options.pop(k) for k in list(options) if k in SERVE_BY_NAME})
+    if served["tiles"]:
+        tiles_module()  # an ImportError naming the extra before anything is opened
     logging.captureWarnings(True)  # HiveWarnings (damage read as missing) go to the log
     config = log_config(served["access_log"])
     logging.config.dictConfig(config)
@@ -64,7 +66,10 @@ def serve(source: str, **options: Any) -> None:
     }
     app_options = {o.name: served[o.name] for o in SERVE_OPTIONS if o.env}  # cors, stamp_ttl
     if served["workers"] == 1:
-        uvicorn.run(create_app(source, **app_options, **options), **common)
+        app = create_app(source, **app_options, **options)
+        if served["tiles"]:
+            tiles_module().warm_up_in_background()
+        uvicorn.run(app, **common)
         return
     with tempfile.TemporaryDirectory(prefix="moczarr-store-") as kept:
         view = os.path.join(kept, "view.pickle")  # read by every worker, restarted ones too

@@ -1,0 +1,248 @@
+"""Map tiles of any field under ``/.tiles/``: OGC API Tiles and XYZ PNG tiles rendered by
+xpublish-tiles from the hive's CF HEALPix layer (the ``[tiles]`` extra; xpublish-tiles
+needs Python >= 3.12).
+
+``/.tiles`` is a prefix no virtual key can have. Below it are xpublish's routes:
+``/tiles/tileMatrixSets`` (the tile matrix sets: ``WebMercatorQuad``,
+``UPSArcticWGS84Quad``, ``UPSAntarcticWGS84Quad``, ...), ``/datasets`` (the ids), and per
+dataset ``/datasets/{id}/tiles/`` (its tilesets), ``.../tiles/{tms}/tilejson.json`` and
+``.../tiles/{tms}/{z}/{y}/{x}?variables=FIELD&colorscalerange=MIN,MAX`` (a PNG; 256
+pixels square unless ``width``/``height`` say otherwise).
+
+Dataset ids name groups of the hierarchy: ``{product}`` holds every order of the product,
+and each tile is drawn from the order whose cell size is nearest the tile's pixel size;
+``{product}.o{N}`` holds order ``N`` alone; ``{product}.all_time`` and
+``{product}.all_time.o{N}`` the same for a windowed product's all-time folds. A windowed
+field is drawn for ``?window=LABEL`` (the last window without it).
+
+Tiles are read through a second store of the hive with ``centres=True`` (xpublish-tiles
+finds a HEALPix grid by its ``lon``/``lat``); it presents the structure the first one
+opened for the process's lifetime, and reads the leaves of the serving generation's
+stamps. Cost: a dataset's first tile opens its orders' metadata and reads its cell ids
+once (kept by xpublish-tiles); a tile reads the chunks of the cells it covers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import numpy as np
+import xarray as xr
+import xpublish
+import zarr
+from xpublish import Plugin, hookimpl
+from xpublish_tiles.multiscale import assign_leaf_xpublish_ids
+from xpublish_tiles.xpublish.tiles import TilesPlugin
+
+from ..hive.roster import Hive
+from ..store import MocHiveStore
+from .generations import Generation, Generations
+
+TILES_PREFIX = "/.tiles"
+# a tile's size and format unless the URL says otherwise; f=png also because
+# xpublish-tiles 0.12 hands its unvalidated default ("image/png") to the encoder
+DEFAULTS = {"width": "256", "height": "256", "f": "png"}
+# a cell's side, in degrees, at order 0: sqrt(4 pi / 12) radians
+ORDER0_DEGREES = math.degrees(math.sqrt(math.pi / 3))
+_ORDER = re.compile(r"o(\d{1,2})")
+
+
+def order_attrs(order: int) -> dict[str, Any]:
+    """The attributes by which xpublish-tiles picks an order for a zoom: its cell size
+    (degrees, ``spatial:transform``) in a geographic CRS (``proj:code``)."""
+    size = ORDER0_DEGREES / 2**order
+    return {"spatial:transform": [size, 0.0, -180.0, 0.0, -size, 90.0],
+            "proj:code": "EPSG:4326"}
+
+
+class _Datasets:
+    """The dataset ids of one tile store and their trees, each built on first use."""
+
+    def __init__(self, store: MocHiveStore, lineage: str) -> None:
+        self.store, self.lineage = store, lineage
+        self._groups: dict[str, list[str]] | None = None  # id -> its order groups
+        self._trees: dict[str, xr.DataTree] = {}
+        self._lock = threading.Lock()
+
+    def groups(self) -> dict[str, list[str]]:
+        """Each id and the groups of the orders it holds. Cost: the hierarchy's group
+        listing, once."""
+        if self._groups is None:
+            found: dict[str, list[str]] = {}
+            for product in self._children(""):
+                parents = [(product, product)]
+                if "all_time" in self._children(product):
+                    parents.append((f"{product}.all_time", f"{product}/all_time"))
+                for name, path in parents:
+                    orders = sorted((int(m[1]) for key in self._children(path)
+                                     if (m := _ORDER.fullmatch(key))), reverse=True)
+                    found[name] = [f"{path}/o{n}" for n in orders]
+                    for n in orders:
+                        found[f"{name}.o{n}"] = [f"{path}/o{n}"]
+            self._groups = found
+        return self._groups
+
+    def _children(self, path: str) -> list[str]:
+        return sorted(zarr.open_group(self.store, path=path, mode="r").group_keys())
+
+    def tree(self, dataset_id: str) -> xr.DataTree | None:
+        """The tree of ``dataset_id`` (``None`` for an unknown id): one node per order, its
+        fields lazy. Cost: each order's metadata, once."""
+        with self._lock:
+            if dataset_id in self._trees:
+                return self._trees[dataset_id]
+            paths = self.groups().get(dataset_id)
+            if paths is None:
+                return None
+            nodes = {}
+            for path in paths:
+                ds = xr.open_zarr(self.store, group=path, chunks=None, consolidated=False)
+                order = int(path.rsplit("/o", 1)[1])
+                nodes[path.rsplit("/", 1)[1]] = ds.assign_attrs(order_attrs(order))
+            tree = xr.DataTree.from_dict(nodes)
+            # xpublish-tiles keeps each node's grid (its cell ids) under this id, in one
+            # cache for the process: unique to this app's tile stores, whose structure
+            # never changes
+            tree.attrs["_xpublish_id"] = f"{self.lineage}:{dataset_id}"
+            assign_leaf_xpublish_ids(tree)
+            self._trees[dataset_id] = tree
+            return tree
+
+
+def tile_store(store: MocHiveStore, shown: Hive | None) -> MocHiveStore:
+    """A store of ``store``'s hive with its options and ``centres=True``, presenting
+    ``shown`` (a session snapshot) where given. No request."""
+    state = store.__getstate__()
+    state = {**state, "arguments": {**state["arguments"], "centres": True}, "snapshot": None}
+    made = MocHiveStore.__new__(MocHiveStore)
+    made.__setstate__(state)
+    made.backend.maps_spans = store.backend.maps_spans
+    if shown is not None:
+        made.session.adopt(copy.deepcopy(shown))
+    return made
+
+
+class HiveDatasets(Plugin):
+    """xpublish's dataset provider: the current generation's tile store's datasets."""
+
+    name: str = "moczarr-hive"
+    generations: Any = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._lock = threading.Lock()
+        self._made: tuple[Generation, _Datasets] | None = None
+        self._lineage = uuid.uuid4().hex  # the trees' ids for xpublish-tiles' grid cache
+
+    def current(self) -> _Datasets:
+        """The datasets of the serving generation: a new tile store per generation, which
+        presents what the previous one did (the served store's view at first)."""
+        generation = self.generations.current()
+        with self._lock:
+            if self._made is None or self._made[0] is not generation:
+                if self._made is None:
+                    source, shown = generation.store, generation.store.session.snapshot()
+                else:
+                    source = self._made[1].store
+                    shown = source.session.snapshot()
+                made = _Datasets(tile_store(source, shown), self._lineage)
+                self._made = (generation, made)
+            return self._made[1]
+
+    @hookimpl
+    def get_datasets(self) -> list[str]:
+        return list(self.current().groups())
+
+    @hookimpl
+    def get_datatree(self, dataset_id: str, group: str) -> xr.DataTree | None:
+        if group:
+            return None
+        return self.current().tree(dataset_id)
+
+
+class Mounted:
+    """ASGI middleware for the app mounted at :data:`TILES_PREFIX`: adds
+    :data:`DEFAULTS` to a query that lacks them, and makes the mount point the app's root
+    (xpublish-tiles writes its tile URLs from it)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                              keep_blank_values=True)
+            given = {name for name, _ in query}
+            missing = [(k, v) for k, v in DEFAULTS.items() if k not in given]
+            scope = {**scope, "app_root_path": scope.get("root_path", ""),
+                     "query_string": urlencode(query + missing).encode()}
+        await self.app(scope, receive, send)
+
+
+def tiles_app(generations: Generations) -> Callable:
+    """The ASGI app answering under :data:`TILES_PREFIX` (mounted there by
+    ``create_app(tiles=True)``)."""
+    plugins = {"tiles": TilesPlugin(), "hive": HiveDatasets(generations=generations)}
+    return Mounted(xpublish.Rest({}, plugins=plugins).app)
+
+
+# -- the first tile's wait --------------------------------------------------------------
+
+_warmed = threading.Event()
+_warming = threading.Lock()
+WARM_DTYPES = ("float32", "float64", "int64", "int32")
+
+
+def warm_up(dtypes: tuple[str, ...] = WARM_DTYPES) -> None:
+    """Render one small tile of a synthetic HEALPix field of each of ``dtypes``, so that
+    numba compiles the renderer's kernels (datashader's, generated per value type, which
+    its on-disk cache cannot keep) before a user's first tile waits for them. Cost:
+    about 10 s a type on two cores, once per process. Blocks; a no-op once done."""
+    from xpublish_tiles.pipeline import pipeline
+    from xpublish_tiles.types import ImageFormat, QueryParams
+    from xpublish_tiles.xpublish.tiles.tile_matrix import extract_tile_bbox_and_crs
+
+    with _warming:
+        if _warmed.is_set():
+            return
+        bbox, crs = extract_tile_bbox_and_crs("WebMercatorQuad", 0, 0, 0)
+        for dtype in dtypes:
+            params = QueryParams(
+                variables=["v"], style="polygons", variant="viridis", crs=crs, bbox=bbox,
+                width=256, height=256, format=ImageFormat.PNG, selectors={},
+                colorscalerange=(0.0, 1.0))
+            asyncio.run(pipeline(_synthetic(dtype), params))
+        _warmed.set()
+
+
+def warm_up_in_background() -> threading.Thread:
+    """:func:`warm_up` in a daemon thread (``serve --tiles`` starts it with the server)."""
+    thread = threading.Thread(target=warm_up, name="moczarr-tiles-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _synthetic(dtype: str) -> xr.Dataset:
+    """Order 1 of the sphere (48 cells) as the store presents a level's CF layer."""
+    cells = np.arange(48, dtype="uint64")
+    lon = np.zeros(48)
+    field = xr.Variable("cells", (cells % 2).astype(dtype), {"grid_mapping": "healpix"},
+                        encoding={"coordinates": "healpix_index lon lat healpix"})
+    return xr.Dataset(
+        {"v": field},
+        coords={
+            "healpix_index": ("cells", cells, {"standard_name": "healpix_index"}),
+            "lon": ("cells", lon, {"standard_name": "longitude", "units": "degrees_east"}),
+            "lat": ("cells", lon, {"standard_name": "latitude", "units": "degrees_north"}),
+            "healpix": ((), 0, {"grid_mapping_name": "healpix", "refinement_level": 1,
+                                "indexing_scheme": "nested"}),
+        },
+        attrs={"_xpublish_id": f"moczarr-store warm-up {dtype}"},
+    )

@@ -1,0 +1,178 @@
+"""Map tiles under ``/.tiles/`` (``create_app(tiles=True)``, ``serve --tiles``): each
+tile's pixels at known cells carry the colour of the value moczarr reads there, per
+window, order and tile matrix set; hive keys still answer beside them.
+
+The renderer compiles its kernels on the first tile of each value type (about 10 s a type
+on two cores): ``warmed`` pays it once a session, for float32 (every field tiled here).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from support.serving import FIXTURES, Served, fetch
+from support.tiles import QUAD, colour, pixels, spots
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+import moczarr_store.serve
+from moczarr_store import MocHiveStore
+from moczarr_store.cli import EXIT_MISSING, main
+from moczarr_store.serve import create_app
+from moczarr_store.serve.app import tiles_module
+from moczarr_store.serve.env import to_env
+
+needs_tiles = pytest.mark.skipif(
+    sys.version_info < (3, 12),
+    reason="xpublish-tiles needs Python >= 3.12: the [tiles] extra is empty on 3.11")
+
+
+@pytest.fixture(scope="module")
+def warmed():
+    tiles_module().warm_up(("float32",))
+
+
+@pytest.fixture(scope="module")
+def sharded(warmed):
+    with Served(create_app(FIXTURES / "sharded", tiles=True)) as server:
+        yield server
+
+
+def tile_path(dataset: str, spot, quad: str = QUAD, **query) -> str:
+    text = "&".join(f"{k}={v}" for k, v in query.items())
+    return f"/.tiles/datasets/{dataset}/tiles/{quad}/{spot.z}/{spot.y}/{spot.x}?{text}"
+
+
+def assert_coloured(server, dataset: str, found, lo: float, hi: float, quad: str = QUAD,
+                    **query) -> None:
+    """Each spot's pixel is the colour of its value (to one unit of rounding)."""
+    for spot in found:
+        status, headers, body = fetch(server, tile_path(
+            dataset, spot, quad, variables="h_mean", style="polygons/viridis",
+            colorscalerange=f"{lo},{hi}", **query))
+        assert status == 200 and headers["content-type"] == "image/png", body[:300]
+        drawn = pixels(body)[spot.py, spot.px]
+        assert drawn[3] == 255, (spot, drawn)
+        assert np.abs(drawn[:3] - colour(spot.value, lo, hi)).max() <= 1, (spot, drawn)
+
+
+def scale(found) -> tuple[float, float]:
+    values = [s.value for s in found]
+    return min(values), max(values)
+
+
+@needs_tiles
+def test_a_hive_key_and_a_tile_route_both_answer(sharded):
+    """The fast path answers hive keys and leaves ``/.tiles/`` to the tile app, whose
+    datasets name the hive's products and orders."""
+    store = MocHiveStore(FIXTURES / "sharded")
+    key = "atl06/o7/h_mean/c/0"
+    status, _, body = fetch(sharded, "/" + key)
+    assert status == 200
+    assert body == sync(store.get(key, default_buffer_prototype())).to_bytes()
+    status, _, body = fetch(sharded, "/.tiles/datasets")
+    assert status == 200
+    assert json.loads(body) == ["atl06", "atl06.o7"]  # no computed orders: no pyramid
+    (spot,) = spots(FIXTURES / "sharded", "h_mean", 7, 7, 1)
+    path = tile_path("atl06", spot, variables="h_mean", colorscalerange="0,1")
+    status, headers, _ = fetch(sharded, path)
+    assert (status, headers["content-type"]) == (200, "image/png")
+    assert fetch(sharded, path, "HEAD")[0] == 405  # tiles are GETs, not keys
+    # under the prefix, a path shaped like a key is no key
+    assert fetch(sharded, "/.tiles/" + key)[0] == 404
+
+
+@needs_tiles
+def test_tile_pixels_carry_the_colour_of_each_cells_value(sharded):
+    """At the cells' centres (cdshealpix), the colour of moczarr's value on the colour
+    scale asked; the TileJSON's URL template names the same tiles."""
+    found = spots(FIXTURES / "sharded", "h_mean", 7, 7, 8)
+    assert_coloured(sharded, "atl06", found, *scale(found))
+    status, _, body = fetch(sharded, "/.tiles/datasets/atl06/tiles/WebMercatorQuad/"
+                            "tilejson.json?variables=h_mean&colorscalerange=0,1")
+    assert status == 200
+    (template,) = json.loads(body)["tiles"]
+    assert template.startswith(
+        f"{sharded.url}/.tiles/datasets/atl06/tiles/WebMercatorQuad/{{z}}/{{y}}/{{x}}?")
+
+
+@needs_tiles
+@pytest.mark.parametrize("quad", ["UPSArcticWGS84Quad", "UPSAntarcticWGS84Quad"])
+def test_polar_tiles_show_the_cells_near_their_pole(sharded, quad):
+    """The polar stereographic tile matrix sets draw the Greenland and Antarctic cells."""
+    north = quad == "UPSArcticWGS84Quad"
+    found = spots(FIXTURES / "sharded", "h_mean", 7, 4, 4, quad=quad,
+                  where=(lambda lat: lat > 60) if north else (lambda lat: lat < -60))
+    assert_coloured(sharded, "atl06", found, *scale(found), quad=quad)
+
+
+@needs_tiles
+def test_each_window_is_drawn_from_its_own_values(warmed):
+    """``window=LABEL`` draws that window's values."""
+    with Served(create_app(FIXTURES / "windowed", tiles=True)) as server:
+        for window in ("2019", "2020"):
+            found = spots(FIXTURES / "windowed", "h_mean", 7, 7, 4, window=window)
+            assert_coloured(server, "atl06", found, *scale(found), window=window)
+        status, _, body = fetch(server, tile_path("atl06", found[0], variables="h_mean",
+                                                  colorscalerange="0,1", window="1999"))
+        assert status == 422 and b"1999" in body
+
+
+@needs_tiles
+def test_the_order_drawn_suits_the_zoom(warmed):
+    """A product's tiles are drawn from the order whose cells are nearest the tile's
+    pixels in size (WebMercatorQuad: 156 km at zoom 0, halving each zoom; an order-N
+    cell is about 6,500 km / 2**N wide); ``{product}.o{N}`` draws order N at any zoom."""
+    with Served(create_app(FIXTURES / "pyramid1", tiles=True)) as server:
+        (spot,) = spots(FIXTURES / "pyramid1", "h_max", 7, 7, 1)
+
+        def level(dataset: str, z: int) -> str:
+            at = type(spot)(**{**spot.__dict__, "z": z, "y": spot.y >> (7 - z),
+                               "x": spot.x >> (7 - z)})
+            status, headers, body = fetch(server, tile_path(
+                dataset, at, variables="h_max", colorscalerange="0,1"))
+            assert status == 200, body[:300]
+            return headers["x-multiscale-level"]
+
+        assert [level("atl06", z) for z in (0, 1, 2, 7)] == ["o5", "o6", "o7", "o7"]
+        assert level("atl06.o3", 7) == "o3"
+
+
+@needs_tiles
+def test_bad_requests_name_their_cause(sharded):
+    (spot,) = spots(FIXTURES / "sharded", "h_mean", 7, 7, 1)
+    cases = [
+        (tile_path("nope", spot, variables="h_mean", colorscalerange="0,1"), 404, b"nope"),
+        (tile_path("atl06", spot, variables="h_nope", colorscalerange="0,1"), 422, b"h_nope"),
+        (tile_path("atl06", spot, variables="h_mean"), 422, b"colorscalerange"),
+        (tile_path("atl06", spot, "NoSuchQuad", variables="h_mean", colorscalerange="0,1"),
+         404, b"NoSuchQuad"),
+        (tile_path("atl06.o9", spot, variables="h_mean", colorscalerange="0,1"), 404,
+         b"atl06.o9"),
+        ("/.tiles/datasets/..%2F..%2Fetc/tiles/", 404, b""),
+    ]
+    for path, status, named in cases:
+        got, _, body = fetch(sharded, path)
+        assert got == status and named in body, (path, got, body[:300])
+
+
+def test_without_xpublish_tiles_the_error_names_the_extra(monkeypatch, capsys):
+    """On Python 3.11 (or without the extra) ``tiles=True`` and ``serve --tiles`` say
+    what to install, before any port is bound."""
+    for name in ("xpublish", "xpublish_tiles"):  # None: ImportError, imported before or not
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "moczarr_store.serve.tiles", raising=False)
+    monkeypatch.delattr(moczarr_store.serve, "tiles", raising=False)  # imported before
+    with pytest.raises(ImportError, match=r"pip install 'moczarr-store\[tiles\]'"):
+        create_app(FIXTURES / "sharded", tiles=True)
+    code = main(["serve", str(FIXTURES / "sharded"), "--tiles", "--port", "0"])
+    assert code == EXIT_MISSING
+    assert "[tiles] extra" in capsys.readouterr().err
+
+
+def test_the_tiles_option_reaches_worker_processes():
+    assert to_env("hive", tiles=True)["MOCZARR_STORE_TILES"] == "1"
+    assert "MOCZARR_STORE_TILES" not in to_env("hive", tiles=False)
