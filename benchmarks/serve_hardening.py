@@ -24,7 +24,8 @@ The attackers run in a process of their own, from 3 s before the ordinary client
 until these stop. Ordinary clients (8 in every phase but ``crowd``, where they are the
 500) each send ``GET`` of a chunk on a new connection, one after the other; a request not
 answered within 10 s counts as failed. Reported per phase: the ordinary requests answered and
-failed, their latency p50/p99/max, the server's peak RSS and descriptors, and what the
+failed, their latency p50/p99/max, the server's peak RSS and descriptors, the CPU time
+it used (on a loaded machine the latencies grow, its CPU time much less), and what the
 server logged (lines, bytes, lines other than the access log). Every task stops by the
 phase's end; the run stops by itself.
 """
@@ -68,6 +69,7 @@ class Phase:
     attacks: int = 0  # connections (or hostile requests) the attackers made
     rss_mb: float = 0.0
     fds: int = 0
+    cpu_s: float = 0.0  # the server's CPU time (its workers' too) over the phase
     log_lines: int = 0
     log_bytes: int = 0
     other_lines: int = 0  # log lines that are not one request's access line
@@ -243,7 +245,11 @@ def run_phase(
                         rss = sum(p.memory_info().rss for p in tree) / 2**20
                         phase.rss_mb = max(phase.rss_mb, rss)
                         phase.fds = max(phase.fds, sum(p.num_fds() for p in tree))
+                        cpu = sum(sum(p.cpu_times()[:2]) for p in tree)
+                        phase.cpu_s = max(phase.cpu_s, cpu - idle_cpu)
 
+            idle_cpu = sum(sum(p.cpu_times()[:2])  # their start: not the phase's
+                           for p in [process, *process.children(recursive=True)])
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
             start = log.stat().st_size
@@ -278,8 +284,8 @@ def report(phases: list[Phase], nofile: int, seconds: float) -> list[str]:
         f"descriptor limit {nofile}, {seconds:g} s per phase",
         "| phase | attacks | ordinary answered | failed | p50 ms | p99 ms | max ms (a failed "
         "request: 10,000) | "
-        "RSS MB | fds | log lines | log bytes | non-access lines |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "RSS MB | fds | server CPU s | log lines | log bytes | non-access lines |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in phases:
         big = p.quantile(1.0)
@@ -287,7 +293,8 @@ def report(phases: list[Phase], nofile: int, seconds: float) -> list[str]:
         out.append(
             f"| {name} | {p.attacks} | {len(p.latencies)} | {p.failed} | "
             f"{p.quantile(0.5) * 1e3:.1f} | {p.quantile(0.99) * 1e3:.1f} | {big * 1e3:.1f} | "
-            f"{p.rss_mb:.0f} | {p.fds} | {p.log_lines} | {p.log_bytes} | {p.other_lines} |"
+            f"{p.rss_mb:.0f} | {p.fds} | {p.cpu_s:.1f} | {p.log_lines} | {p.log_bytes} | "
+            f"{p.other_lines} |"
         )
     return out
 
