@@ -37,7 +37,7 @@ from benchmarks.common import (
 )
 from benchmarks.computed import measure_computed
 from benchmarks.onecell import measure_onecell
-from moczarr_store import MocHiveStore
+from moczarr_store import MocHiveStore, open_cells
 
 COORDS = ("morton", "cell_ids")
 TARGET_COLUMNS = ["hive", "row", "ours", "floor", "ratio", "target", "met", "best plain copy"]
@@ -149,13 +149,16 @@ def _timed(hive: Path, group: str, field: str, fields: list[str], want: dict,
         "field load": lambda: open_xr(warm, group)[field].load(),
         "all values": lambda: [open_xr(warm, group)[n].values for n in fields],
         "ds load": lambda: open_xr(warm, group).load(),
+        "cells field load": lambda: open_cells(warm, group)[field].load(),
+        "cells ds load": lambda: open_cells(warm, group).load(),
     }
     checked({k: reads[k] for k in ("first zarr", "first xr", "second zarr",
                                    "second xr values")}, want[field])
-    loaded = open_xr(warm, group)[field].load()
-    everything = open_xr(warm, group).load()
-    for n, got in [*((c, loaded[c]) for c in COORDS), *((n, everything[n]) for n in fields)]:
-        np.testing.assert_array_equal(got.values, want[n], err_msg=f"{hive.name} {n}")
+    for opened in (open_xr, open_cells):
+        loaded = opened(warm, group)[field].load()
+        everything = opened(warm, group).load()
+        for n, got in [*((c, loaded[c]) for c in COORDS), *((n, everything[n]) for n in fields)]:
+            np.testing.assert_array_equal(got.values, want[n], err_msg=f"{hive.name} {n}")
     return alternate(reads, rounds), array
 
 
@@ -182,7 +185,11 @@ def measure_targets(hive: Path, group: str, field: str = "h_mean", rounds: int =
         ("[field].load() (coordinates included) vs [field].values", "field load",
          "[field].values", t["second xr values"], 2),
         (f"ds.load() of all {len(fields)} fields vs their .values", "ds load",
-         "fields' .values", t["all values"], 2))]
+         "fields' .values", t["all values"], 2),
+        ("open_cells(store, g)[field].load() (coordinates computed) vs [field].values",
+         "cells field load", "[field].values", t["second xr values"], 2),
+        (f"open_cells(store, g).load() of all {len(fields)} fields vs their .values",
+         "cells ds load", "fields' .values", t["all values"], 2))]
     rows.append(target_row(
         name, "establishing a leaf (stamp, version, array metadata), CPU per leaf: first "
         "scan less second", per_leaf, "raw read of those documents", raw_per_leaf, 1.5))
