@@ -1,6 +1,6 @@
 // Drives the viewer page in headless Chromium (puppeteer-core, the system's browser) through
-// a list of steps, as a user would, and prints one JSON array: per step the page's state
-// and what its map canvas shows.
+// a list of steps, as a user would, and prints one JSON document: per step the page's state
+// and what its map canvas (of "size" [width, height]) shows.
 // Usage: node viewer_steps.mjs CHROMIUM URL STEPS_JSON [SCREENSHOT_PREFIX]
 // A step is an object with any of:
 //   "view": [lon, lat, pixels_per_degree] (and "projection"): look there, read and draw;
@@ -84,7 +84,7 @@ try {
       return {
         page: document.body.dataset.state, status: text("status"), product: state.product,
         field: state.field, order: state.order, drawn: state.drawn, view: { ...state.view },
-        locator: state.locator ?? null, sample, pixels, first: state.first, complete: state.complete,
+        locator: state.locator ?? null, size: [canvas.width, canvas.height], sample, pixels, first: state.first, complete: state.complete,
         stats: { ...window.viewer.stats },
         legend: { min: text("legend-min"), max: text("legend-max"), hidden: document.getElementById("legend").hidden },
       };

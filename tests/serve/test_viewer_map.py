@@ -42,7 +42,8 @@ def test_land_and_water_at_every_zoom_pan_and_projection():
     land in every view that shows it, whether the view's east edge is east or west of
     180 degrees, and the Caspian (a hole in that ring) is water. The Arctic and Antarctic
     projections show Greenland and Antarctica as land, the oceans around as water, and
-    the product's cells over Greenland."""
+    the product's cells over Greenland; back on the plate carrée from the south pole, the
+    map is filled from pole to pole."""
     views = [  # lon, lat, pixels per degree: the east edge at 160, 246, 75, 66 and 260
         ([0, 20, 3], [AFRICA, EUROPE], [CASPIAN]),
         ([15, 30, 8], [AFRICA, EUROPE], [CASPIAN]),
@@ -55,14 +56,18 @@ def test_land_and_water_at_every_zoom_pan_and_projection():
     steps += [
         {"view": [-40, 72, 8], "projection": "north", "sample": [(-41, 76), (-7, 68), (-15, 60)]},
         {"view": [0, -90, 5], "projection": "south", "sample": [(12, -84), (103, -60), (7, -57)]},
+        {"projection": "plate"},  # the menu: from the south pole to a map filled pole to pole
     ]
     got = _steps("pyramid2", steps, "?product=atl06&field=count")
-    for (view, land, sea), step in zip(views, got[1:], strict=False):
+    for (view, land, sea), step in zip(views, got[1:], strict=False):  # the plate carrée
         assert step["view"]["lon"] == view[0] and step["view"]["projection"] == "plate"
         colours = step["sample"]
         assert all(map(_land, colours[: len(land)])), (view, land, colours)
         assert all(map(_sea, colours[len(land):])), (view, sea, colours)
-    north, south = got[-2:]
+    north, south, plate = got[-3:]
+    assert plate["view"]["projection"] == "plate" and plate["view"]["scale"] == 5
+    filled = sum(plate["pixels"][k] for k in ("cells", "coast", "land", "sea"))
+    assert filled > 0.95 * plate["size"][0] * plate["size"][1]  # no blank beyond the pole
     assert north["view"]["projection"] == "north" and south["view"]["projection"] == "south"
     for step in (north, south):
         land, *sea = step["sample"]

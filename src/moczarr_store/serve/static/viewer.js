@@ -697,16 +697,20 @@ function projection() {
   return $("projection").value;
 }
 
-/** Shows the map in projection `name`: the view's centre and scale kept when within 50
- * degrees of the new projection's pole (or for the plate carrée), else the hemisphere
- * about that pole. */
+/** Shows the map in projection `name`: about a pole, the view's centre and scale kept
+ * when within 50 degrees of it, else the hemisphere about it; on the plate carrée, the
+ * centre moved no further than needed to fill the map from pole to pole (the world when
+ * the map is taller than that). */
 function reproject(name) {
   const p = projectionOf(name);
   $("projection").value = name;
   const v = state.view;
   if (!v) return;
   v.projection = name;
+  const half = canvas.height / 2 / v.scale; // degrees from the centre to the top edge
   if (!p.wraps && Math.abs(p.pole - v.lat) > 50) Object.assign(v, fit([], name));
+  else if (p.wraps && half >= 90) Object.assign(v, fit([], name));
+  else if (p.wraps) v.lat = Math.max(-90 + half, Math.min(90 - half, v.lat));
 }
 
 /** The cell under canvas point (x, y) at the order shown (or the coarsest): its id, order
