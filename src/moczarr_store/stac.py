@@ -1,4 +1,5 @@
-"""A static STAC catalog of a hive: ``OUT_DIR/collection.json`` and its Items.
+"""A static STAC catalog of a hive: ``OUT_DIR/collection.json``, its Items, and a root
+``OUT_DIR/catalog.json`` holding the collection (where pystac-client starts).
 
 ``write_stac(source, out_dir)`` opens the hive through the store, as any Zarr client would,
 and describes it with pystac (the ``[stac]`` extra; the footprints need the ``[cells]``
@@ -112,7 +113,13 @@ def write_stac(source: str, out_dir: str | os.PathLike, serve_url: str | None = 
         for label, start, end in lv.windows:
             collection.add_item(_item(lv, label, start, end, shapes[lv.product], serve_url))
     collection.normalize_hrefs(out_dir)
-    collection.save(pystac.CatalogType.SELF_CONTAINED)
+    # a root catalog beside it, for clients that start from one (pystac-client)
+    root = pystac.Catalog(id=f"{name}-catalog", title=f"morton-hive {name}",
+                          description=f"The STAC collection of the morton-hive {name}.")
+    root.set_self_href(os.path.join(out_dir, "catalog.json"))
+    root.add_child(collection)
+    collection.set_self_href(os.path.join(out_dir, "collection.json"))
+    root.save(pystac.CatalogType.SELF_CONTAINED)
     return os.path.join(out_dir, "collection.json")
 
 

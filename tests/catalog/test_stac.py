@@ -6,6 +6,7 @@ read back by pystac, and its footprints compared with the cells moczarr reads.""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import healpix_geo.nested
@@ -89,6 +90,20 @@ def test_a_windowed_hive_is_a_collection_with_an_item_per_window(tmp_path):
         centres = data_centres(FIXTURES / "windowed", label[-4:])
         assert centres.size and shapely.contains_xy(shape, centres[:, 0],
                                                     centres[:, 1]).all()
+
+
+def test_pystac_client_opens_the_root_catalog(tmp_path):
+    """pystac-client starts from a Catalog: ``catalog.json`` holds the collection."""
+    import pystac_client
+
+    path = write(tmp_path, "windowed_explicit")
+    root = path.parent / "catalog.json"
+    assert_valid(json.loads(root.read_text()), "catalog")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a static catalog conforms to no API
+        client = pystac_client.Client.open(str(root))
+        assert [c.id for c in client.get_collections()] == ["windowed_explicit"]
+        assert sorted(i.id for i in client.get_items()) == ["atl06-early", "atl06-late"]
 
 
 def test_every_product_is_described_with_its_own_cells(tmp_path):
