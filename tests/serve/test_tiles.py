@@ -9,10 +9,13 @@ on two cores): ``warmed`` pays it once a session, for float32 (every field tiled
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from support.jsclients import JS, chromium, run_node, version
 from support.serving import FIXTURES, Served, fetch
 from support.tiles import QUAD, colour, pixels, spots
 from zarr.core.buffer import default_buffer_prototype
@@ -176,3 +179,35 @@ def test_without_xpublish_tiles_the_error_names_the_extra(monkeypatch, capsys):
 def test_the_tiles_option_reaches_worker_processes():
     assert to_env("hive", tiles=True)["MOCZARR_STORE_TILES"] == "1"
     assert "MOCZARR_STORE_TILES" not in to_env("hive", tiles=False)
+
+
+MAPS = Path(__file__).resolve().parents[2] / "docs" / "guide" / "maps.md"
+
+
+@needs_tiles
+def test_the_guides_leaflet_page_shows_each_cell_in_its_values_colour(sharded, tmp_path):
+    """The Leaflet page of the maps guide, from its tile URL template alone, in Chromium:
+    every tile loads, and at each Greenland cell's centre (placed by Leaflet) the page
+    shows the colour of moczarr's value on the template's colour scale."""
+    (html,) = re.findall(r"```html\n(.*?)```", MAPS.read_text(), flags=re.S)
+    cdn = "https://unpkg.com/leaflet@1.9.4/dist/"
+    assert cdn in html and version("leaflet") == "1.9.4"
+    page = tmp_path / "map.html"
+    page.write_text(html.replace(cdn, (JS / "node_modules" / "leaflet" / "dist").as_uri() + "/")
+                    .replace("http://127.0.0.1:8000", sharded.url))
+    lo, hi = map(float, re.search(r"colorscalerange=([-\d.]+),([-\d.]+)", html).groups())
+    found = spots(FIXTURES / "sharded", "h_mean", 7, 4, 12, where=lambda lat: lat > 60)
+    png = tmp_path / "map.png"
+    report = run_node("tile_map.mjs", chromium(), page.as_uri(), str(png),
+                      json.dumps([[s.lat, s.lon] for s in found]))
+    assert report["errors"] == [] and report["failed"] == []
+    assert report["tiles"] and all("/.tiles/datasets/atl06/tiles/WebMercatorQuad/" in t
+                                   for t in report["tiles"])
+    shown = pixels(png.read_bytes())
+    box = report["box"]
+    inside = [(s, (round(x), round(y))) for s, (x, y) in zip(found, report["points"], strict=True)
+              if 0 <= x - box["x"] < box["width"] and 0 <= y - box["y"] < box["height"]]
+    assert len(inside) >= 6
+    for spot, (x, y) in inside:
+        drawn = shown[y, x]
+        assert np.abs(drawn[:3] - colour(spot.value, lo, hi)).max() <= 1, (spot, drawn)
