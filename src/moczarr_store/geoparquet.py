@@ -78,7 +78,7 @@ def export_cells(source: str, out: str | os.PathLike, group: str,
     root = zarr.open_group(store, mode="r")
     try:
         node = root[group.strip("/")]
-    except KeyError:
+    except (KeyError, ValueError):  # ValueError: zarr refuses a path with '..' in it
         raise OptionError(f"no group {group!r} in the hive (see moczarr-store inspect)") from None
     if not isinstance(node, zarr.Group) or "cell_ids" not in node:
         raise OptionError(f"{group!r} is not a level (a group with cell_ids, e.g. atl06/o7)")

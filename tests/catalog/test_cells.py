@@ -160,6 +160,8 @@ def test_bad_arguments_are_named(tmp_path, capsys):
     hive = str(FIXTURES / "windowed")
     assert main(["cells", hive, str(tmp_path / "a.parquet"), "--group", "atl06/o9"]) == 2
     assert "no group 'atl06/o9'" in capsys.readouterr().err
+    assert main(["cells", hive, str(tmp_path / "a.parquet"), "--group", "../../etc"]) == 2
+    assert "no group '../../etc'" in capsys.readouterr().err
     assert main(["cells", hive, str(tmp_path / "a.parquet"), "--group", "atl06"]) == 2
     assert "is not a level" in capsys.readouterr().err
     assert main(["cells", hive, str(tmp_path / "a.parquet"), "--group", "atl06/o7",
