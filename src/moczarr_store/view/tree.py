@@ -76,7 +76,7 @@ def _group_meta(attrs: dict) -> dict:
 
 
 def _encode(doc: dict) -> bytes:
-    return json.dumps(doc, indent=1, allow_nan=False).encode()
+    return json.dumps(doc, allow_nan=False, separators=(",", ":")).encode()  # C encoder
 
 
 def cell_ids_attrs(cell_order: int, group_attrs: dict) -> dict:
