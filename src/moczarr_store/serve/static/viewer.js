@@ -342,32 +342,32 @@ function graticule(view) {
     ctx.stroke();
     return;
   }
-  for (let lon = Math.max(-180, Math.ceil(b.w / step) * step); lon <= Math.min(180, b.e); lon += step) {
+  for (let lon = Math.ceil(b.w / step) * step; lon <= b.e; lon += step) { // every copy
     const [x] = project(view, lon, 0);
     ctx.moveTo(x, project(view, 0, 90)[1]);
     ctx.lineTo(x, project(view, 0, -90)[1]);
-    ctx.fillText(`${+lon.toFixed(2)}°`, x + 3, canvas.height - 4);
+    ctx.fillText(`${+((((lon + 180) % 360) + 360) % 360 - 180).toFixed(2)}°`, x + 3, canvas.height - 4);
   }
   for (let lat = Math.max(-90, Math.ceil(b.s / step) * step); lat <= Math.min(90, b.n); lat += step) {
     const [, y] = project(view, 0, lat);
-    ctx.moveTo(project(view, -180, 0)[0], y);
-    ctx.lineTo(project(view, 180, 0)[0], y);
+    ctx.moveTo(0, y);
+    ctx.lineTo(canvas.width, y);
     ctx.fillText(`${+lat.toFixed(2)}°`, 3, y - 3);
   }
   ctx.stroke();
 }
 
 /** Adds the outline of cell `id` at `order` to `shapes` (canvas points [x0, y0, x1, ...]),
- * at every copy of the world (±360°) on the canvas; false when no copy is on it. On the
- * plate carrée, pole vertices widen to the map's edge. */
-function addCell(shapes, view, id, order) {
+ * at every copy of the world (±360°) meeting `box` (the view's bounds); false when no copy
+ * is on the canvas. On the plate carrée, pole vertices widen to the map's edge. */
+function addCell(shapes, view, id, order, box) {
   const pts = continuousOutline(id, order, order < 4 ? 2 ** (4 - order) : 1);
   const n = pts.length / 2;
   let on = false;
   let [west, east] = [Infinity, -Infinity];
   for (let i = 0; i < pts.length; i += 2) [west, east] = [Math.min(west, pts[i]), Math.max(east, pts[i])];
   const wraps = projectionOf(view.projection).wraps;
-  for (const shift of copies(view, bounds(view), west, east)) {
+  for (const shift of copies(view, box, west, east)) {
     let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
     const xy = [];
     for (let i = 0; i < n; i++) {
@@ -412,13 +412,14 @@ function range(chunks) {
 function drawCells(chunks, order, [min, max]) {
   const bins = Array.from({ length: BINS }, () => []);
   const span = max > min ? max - min : 0;
+  const box = bounds(state.view);
   let drawn = 0;
   for (const c of chunks) {
     for (let i = 0; i < c.n; i++) {
       const v = c.values[i];
       if (v !== v) continue;
       const bin = span ? Math.min(BINS - 1, Math.floor(((v - min) / span) * BINS)) : BINS >> 1;
-      if (addCell(bins[bin], state.view, c.ids[i], order)) drawn++;
+      if (addCell(bins[bin], state.view, c.ids[i], order, box)) drawn++;
     }
   }
   bins.forEach((shapes, bin) => fillShapes(shapes, colour((bin + 0.5) / BINS)));
@@ -428,7 +429,7 @@ function drawCells(chunks, order, [min, max]) {
 function drawCoverage(level) {
   const shapes = [];
   const box = bounds(state.view);
-  for (const [, node] of visibleNodes(level, box)) addCell(shapes, state.view, node, level.moc.order);
+  for (const [, node] of visibleNodes(level, box)) addCell(shapes, state.view, node, level.moc.order, box);
   fillShapes(shapes, "#b0bec5", "#90a4ae");
 }
 
@@ -613,7 +614,15 @@ function fit(boxes, projection = "plate") {
   const margin = Math.max(e - w, n - s) * 0.1 + 0.01;
   const scale = Math.min(canvas.width / Math.max(MIN_SPAN, e - w + 2 * margin),
     canvas.height / (n - s + 2 * margin));
-  return { lon: (w + e) / 2, lat: (s + n) / 2, scale: Math.max(scale, canvas.width / 400), projection };
+  return poleToPole({ lon: (w + e) / 2, lat: (s + n) / 2, scale: Math.max(scale, canvas.width / 400), projection });
+}
+
+/** `view` (plate carrée) with its centre moved no further than needed for the map to end
+ * at the poles, or on the equator where the map is taller than from pole to pole. */
+function poleToPole(view) {
+  const half = canvas.height / 2 / view.scale; // degrees from the centre to the top edge
+  view.lat = half < 90 ? Math.max(-90 + half, Math.min(90 - half, view.lat)) : 0;
+  return view;
 }
 
 /** The boxes of the cells holding a value in the selected window at the overview order
@@ -699,18 +708,15 @@ function projection() {
 
 /** Shows the map in projection `name`: about a pole, the view's centre and scale kept
  * when within 50 degrees of it, else the hemisphere about it; on the plate carrée, the
- * centre moved no further than needed to fill the map from pole to pole (the world when
- * the map is taller than that). */
+ * view kept, its centre moved no further than poleToPole() needs. */
 function reproject(name) {
   const p = projectionOf(name);
   $("projection").value = name;
   const v = state.view;
   if (!v) return;
   v.projection = name;
-  const half = canvas.height / 2 / v.scale; // degrees from the centre to the top edge
   if (!p.wraps && Math.abs(p.pole - v.lat) > 50) Object.assign(v, fit([], name));
-  else if (p.wraps && half >= 90) Object.assign(v, fit([], name));
-  else if (p.wraps) v.lat = Math.max(-90 + half, Math.min(90 - half, v.lat));
+  else if (p.wraps) poleToPole(v);
 }
 
 /** The cell under canvas point (x, y) at the order shown (or the coarsest): its id, order
