@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import math
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +47,8 @@ from xpublish_tiles.xpublish.tiles import TilesPlugin
 from ..hive.roster import Hive
 from ..store import MocHiveStore
 from .generations import Generation, Generations
+
+logger = logging.getLogger("moczarr_store.serve")
 
 TILES_PREFIX = "/.tiles"
 # a tile's size and format unless the URL says otherwise; f=png also because
@@ -212,6 +216,7 @@ def warm_up(dtypes: tuple[str, ...] = WARM_DTYPES) -> None:
     with _warming:
         if _warmed.is_set():
             return
+        start = time.perf_counter()
         bbox, crs = extract_tile_bbox_and_crs("WebMercatorQuad", 0, 0, 0)
         for dtype in dtypes:
             params = QueryParams(
@@ -220,6 +225,8 @@ def warm_up(dtypes: tuple[str, ...] = WARM_DTYPES) -> None:
                 colorscalerange=(0.0, 1.0))
             asyncio.run(pipeline(_synthetic(dtype), params))
         _warmed.set()
+        logger.info("tiles: the renderer is ready for %s (%.1f s)", ", ".join(dtypes),
+                    time.perf_counter() - start)
 
 
 def warm_up_in_background() -> threading.Thread:
