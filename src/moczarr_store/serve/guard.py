@@ -320,8 +320,8 @@ class Guarded:
                 return
         super().on_response_complete()  # type: ignore[misc]
         idle = self.cycle is None or self.cycle.response_complete
-        if idle and not self.transport.is_closing() and not self._pipelined():
-            self._await_head()
+        if idle and not self.transport.is_closing() and not getattr(self, "pipeline", None):
+            self._await_head()  # (h11 has parsed what was pipelined by now)
 
     def _pipelined(self) -> bool:
         """Whether the client sent its next request before this answer ended
