@@ -4,7 +4,8 @@ dtype), or the fill value with a ``HiveWarning``, or a ``MocHiveError`` naming t
 The mutations (``hostile.py``) are drawn by hypothesis: JSON type swaps, truncated
 documents and chunks, shard indexes that lie, renamed arrays (names with ``%``, names
 differing from another only in case, names that are not printable), links out of the hive
-root, unversioned leaves rewritten after a first read, versioned leaves committed again
+root, unversioned leaves rewritten (or cleared, as zagg does before it rewrites one) after
+a first read, versioned leaves committed again
 (stamp swapped, old version removed) between two reads, metadata drift between the leaves
 of one writer run, deleted objects, and leaves that trade places; some cases open the
 store with an AOI, some read from a loopback S3 server, some are exported in every

@@ -20,6 +20,13 @@ giving the same ``HiveWarning`` twice), and finer kinds of wrong data: ``silent-
 ``values-where-moczarr-fails``, ``missing-array``, ``missing-group``, ``extra-array``.
 After a live commit (``commit-after-read``: a new ``run-*`` version, the stamp swapped and
 the old version removed between two reads of one store) only ``values-equal`` is right.
+``clear-after-read`` clears an unversioned leaf after a first read, as zagg does before it
+rewrites one in place (``template``: its unstamped group written again): the second read
+of its rows must be a ``LeafMovedError`` naming it, never the fill value.
+``mass-absent`` widens a root (or product) coverage to list every node of the faces it
+covers (thousands) of which a few leaves exist: the missing ones read as the fill value;
+with joined chunks (``auto``) the store's requests stay bounded by the leaves that exist
+(``unbounded`` otherwise). With one chunk per leaf it still asks once per listed leaf.
 ``oversize-json`` pads a document with whitespace past the 16 MiB limit (moczarr reads it;
 the store must refuse it naming it). ``lie-length`` and ``endless-listing`` change no file:
 the copy is served by a rogue S3 endpoint on loopback (``support.rogue``, backend
@@ -84,7 +91,9 @@ HIVES = ("bare_versioned", "legacy", "legacy_versioned", "mixed", "multiproduct"
          "paged")
 KINDS = ("type-swap", "truncate-json", "truncate-chunk", "shard-index", "rename-array",
          "symlink", "rewrite-after-read", "drift", "delete", "misplace", "commit-after-read",
-         "oversize-json", "lie-length", "endless-listing")
+         "oversize-json", "lie-length", "endless-listing", "clear-after-read",
+         "mass-absent")
+LATER_KINDS = ("rewrite-after-read", "commit-after-read", "clear-after-read")  # two reads
 ROGUE_KINDS = ("lie-length", "endless-listing")  # what a rogue endpoint does, not the files
 LIES = ("says-small", "says-big")  # support.rogue: no Content-Length then 1 GiB; half of it
 LISTING_SECONDS = 2.0  # the listing cap of an endless-listing case
@@ -121,6 +130,7 @@ COMMITS = ("values", "zstd", "endian")  # a live commit's new version: other val
 DRIFTS = ("dtype:int32", "dtype:float32", "dtype:int64", "dtype:float64", "endian", "fill",
           "zstd", "shape")
 DEEP = 100_000
+CHUNKINGS = ("auto", "leaf", "shard", "inner", 2)  # every one, for the explicit cases
 
 
 # -- the pristine fixtures ----------------------------------------------------------------
@@ -293,6 +303,9 @@ def _targets(p: Pristine, kind: str) -> tuple[str, ...]:
         "shard-index": p.shards, "rename-array": p.arrays,
         "symlink": p.chunks + p.objects + p.arrays + tuple(f"{o}/zarr.json" for o in p.objects),
         "rewrite-after-read": p.unversioned, "drift": p.arrays,
+        "clear-after-read": tuple(sorted({str(_object_of(a)) for a in p.unversioned})),
+        "mass-absent": tuple(d for d in p.json_docs
+                             if d.endswith("coverage.moc") and d.count("/") <= 1),
         "delete": p.chunks + p.arrays + p.json_docs + p.objects,
         "misplace": tuple(o for o in p.objects if _places(p, o)),
         "commit-after-read": tuple(a for a in p.arrays if "/run-" in a),
@@ -344,7 +357,7 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
     p = pristine(draw(st.sampled_from(names)))
     target = draw(st.sampled_from(_targets(p, kind)))
     size = (FIXTURES / p.name / target).stat().st_size if kind not in (
-        "symlink", "delete", "misplace", "endless-listing") else 0
+        "symlink", "delete", "misplace", "endless-listing", "mass-absent") else 0
     if kind == "type-swap":
         paths = _json_paths(_json(FIXTURES / p.name / target))
         params = {"at": draw(st.sampled_from(paths)), "swap": draw(st.sampled_from(SWAPS))}
@@ -355,7 +368,7 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
                   "fix_crc": draw(st.booleans())}
     elif kind == "rename-array":
         params = {"to": draw(st.sampled_from(NEW_NAMES)), "hashes": draw(st.booleans())}
-    elif kind in ("symlink", "delete", "oversize-json", "endless-listing"):
+    elif kind in ("symlink", "delete", "oversize-json", "endless-listing", "mass-absent"):
         params = {}
     elif kind == "lie-length":
         params = {"how": draw(st.sampled_from(LIES))}
@@ -365,12 +378,15 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
         params = {"how": draw(st.sampled_from(REWRITES))}
     elif kind == "commit-after-read":
         params = {"how": draw(st.sampled_from(COMMITS))}
+    elif kind == "clear-after-read":
+        params = {"template": draw(st.booleans())}
     else:
         params = {"how": draw(st.sampled_from(DRIFTS))}
     node = _node_of(_object_of(target))  # an AOI of the mutated object's node, sometimes
     # links and rewrites after a first read are local: an upload copies what a link
-    # points at, and a rewrite would need a second upload
-    remote = (["local"] if kind in ("symlink", "rewrite-after-read", "commit-after-read")
+    # points at, and a rewrite would need a second upload; thousands of absent leaves are
+    # local too (with one chunk per leaf, a request each: slow against the S3 emulator)
+    remote = (["local"] if kind in ("symlink", "mass-absent", *LATER_KINDS)
               else ["rogue"] if kind in ROGUE_KINDS else ["local"] * 3 + ["s3"])
     chunking = draw(st.sampled_from(["leaf", "shard", "inner", 2]))  # 2: spans of 2 leaves
     verify, xarray = draw(st.sampled_from(["lazy", "open"])), draw(st.booleans())
@@ -378,7 +394,7 @@ def cases(draw, kinds: tuple[str, ...] = KINDS) -> Case:
         st.sampled_from(remote))
     # a local hive not rewritten later, sometimes also exported (the export reads it anew)
     export = (draw(st.sampled_from([False, False, False, True])) and backend == "local"
-              and kind not in ("rewrite-after-read", "commit-after-read"))
+              and kind not in LATER_KINDS)
     return Case(p.name, kind, target, tuple(params.items()), chunking, verify, xarray, aoi,
                 backend, export)
 
@@ -669,6 +685,16 @@ def _commit(root: Path, case: Case) -> None:
     shutil.rmtree(obj / old)
 
 
+def _clear(leaf: Path, aside: Path, template: bool) -> None:
+    """``leaf`` as zagg leaves it while it rewrites it in place: its files gone (put
+    ``aside``), and with ``template`` its unstamped group written again."""
+    shutil.move(leaf, aside)
+    if template:
+        leaf.mkdir()
+        (leaf / "zarr.json").write_text(json.dumps(
+            {"zarr_format": 3, "node_type": "group", "attributes": {}}))
+
+
 def _product_objects(root: Path, rel: str) -> set[str]:
     """Every object of ``rel``'s product: an encoding error caused by a changed template
     rightly names the other leaf whose encoding no longer matches."""
@@ -702,6 +728,9 @@ def apply(case: Case, root: Path, outside: Path) -> Applied:
         applied.later = lambda: _rewrite(root, case)
     elif case.kind == "commit-after-read":
         applied.later = lambda: _commit(root, case)
+    elif case.kind == "clear-after-read":
+        applied.later = lambda: _clear(root / case.target, outside / "kept.zarr",
+                                       bool(case.param("template")))
     elif case.kind == "misplace":
         other = str(case.param("partner"))
         applied.names.add(other)  # rows of both nodes (their common ancestor's) can change
@@ -715,7 +744,33 @@ def apply(case: Case, root: Path, outside: Path) -> Applied:
             padded.write(b" " * (DEFAULT_MAX_JSON_BYTES + 1))
     elif case.kind == "endless-listing":
         applied.names.add("listing")  # the refusal names the listing, not an object
+    elif case.kind == "mass-absent":
+        _widen(root / case.target)
     return applied
+
+
+def _widen(moc: Path) -> None:
+    """The coverage ``moc`` listing every node of each face it lists a node of (4 ** order
+    a face), whether a leaf was written there or not."""
+    doc = json.loads(moc.read_text())
+    order = int(doc["order"])
+    faces = {str(lo)[: len(str(lo)) - order] for lo, _ in doc["ranges"]}
+    doc["ranges"] = [[f + "1" * order, f + "4" * order] for f in sorted(faces)]
+    moc.write_text(json.dumps(doc))
+
+
+ABSENT_REQUESTS = 40  # requests per object that exists and pass of reads, at most
+
+
+def _absence_cost(case: Case, store: MocHiveStore, root: Path) -> list[Read]:
+    """A scan over listed-but-absent leaves asks in proportion to the objects that exist,
+    not to the nodes listed (joined chunks learn absence in bulk)."""
+    if case.kind != "mass-absent" or case.chunking != "auto":
+        return []
+    objects, passes = len(_objects(root)), 1 + case.xarray  # zarr's reads, xarray's
+    total = store.request_stats.total
+    return [] if total <= ABSENT_REQUESTS * objects * passes else [Read(
+        "requests", "unbounded", f"{total} requests for {objects} objects, {passes} passes")]
 
 
 # -- the oracle -------------------------------------------------------------------------------
@@ -1131,7 +1186,7 @@ def run_case(case: Case) -> list[Read]:
                               caught)
                 if case.target.rsplit("/", 1)[-1] == "coverage.moc":
                     ctx.fallback = walk_references(root, p.groups, root / case.target, aoi)
-                reads = read_all(ctx, store)
+                reads = read_all(ctx, store) + _absence_cost(case, store, root)
                 if case.export:
                     reads += export_reads(case, root, applied)
             else:
@@ -1305,9 +1360,12 @@ def _repeated_warnings(caught: list) -> list[Read]:
 
 def failures(case: Case, reads: list[Read]) -> list[str]:
     """The bad reads; after a live commit (a clean new version), only moczarr's values are
-    right: the fill value there is data lost."""
-    ok = ("values-equal",) if case.kind == "commit-after-read" else OK
-    return [f"{case}: {r.key} -> {r.verdict}: {r.detail}" for r in reads if r.verdict not in ok]
+    right: the fill value there is data lost. After a leaf seen stamped is cleared, its
+    rows are a ``LeafMovedError`` naming it (never the fill value), the others moczarr's."""
+    ok = ("values-equal",) if case.kind in ("commit-after-read", "clear-after-read") else OK
+    return [f"{case}: {r.key} -> {r.verdict}: {r.detail}" for r in reads if r.verdict not in ok
+            and not (case.kind == "clear-after-read" and r.verdict == "package-error"
+                     and r.detail.startswith("LeafMovedError"))]
 
 
 # -- explicit cases: every kind, every time ------------------------------------------------------
@@ -1422,6 +1480,16 @@ def examples() -> tuple[Case, ...]:
         _case("legacy", "rewrite-after-read", ("444113.zarr/7/h_mean",), how="dtype"),
         _case("mixed", "rewrite-after-read", ("-411331.zarr/7/count",), how="endian"),
         _case("legacy", "rewrite-after-read", ("-411331.zarr/7/count",), how="unstamp"),
+        # an unversioned leaf cleared after a first read (zagg rewriting it in place), under
+        # every chunking: its rows an error naming it, never the fill value
+        *(_case("legacy" if i % 2 else "mixed", "clear-after-read", ("444113.zarr",),
+                chunking=chunking, template=bool(i % 2))
+          for i, chunking in enumerate(CHUNKINGS)),
+        # a coverage listing thousands of nodes, a few written: bounded under auto
+        _case("legacy", "mass-absent", ("coverage.moc",), chunking="auto"),
+        _case("multiproduct", "mass-absent", ("atl06_a/coverage.moc",), chunking="auto",
+              xarray=True),
+        _case("legacy", "mass-absent", ("coverage.moc",), chunking="shard"),
         # a live commit between two reads: new version, stamp swapped, old version removed
         _case("bare_versioned", "commit-after-read", ("444112.zarr/", "/7/h_mean"),
               how="values"),
