@@ -181,6 +181,17 @@ def test_the_tiles_option_reaches_worker_processes():
     assert "MOCZARR_STORE_TILES" not in to_env("hive", tiles=False)
 
 
+@needs_tiles
+def test_two_hives_in_one_process_draw_their_own_cells(sharded):
+    """xpublish-tiles keeps each grid's cell ids in one cache for the process: two apps
+    whose products and orders share names (sharded: 192 cells at order 7, legacy: 48)
+    each draw their own cells."""
+    with Served(create_app(FIXTURES / "legacy", tiles=True)) as legacy:
+        for server, hive in ((sharded, "sharded"), (legacy, "legacy"), (sharded, "sharded")):
+            found = spots(FIXTURES / hive, "h_mean", 7, 7, 3)
+            assert_coloured(server, "atl06", found, *scale(found))
+
+
 MAPS = Path(__file__).resolve().parents[2] / "docs" / "guide" / "maps.md"
 
 
