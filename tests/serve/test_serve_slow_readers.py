@@ -276,3 +276,17 @@ def test_a_stalled_reader_costs_one_answer_whatever_the_kernel_takes(protocol):
             finally:
                 for sock in stalled:
                     sock.close()
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_a_stalled_reader_that_goes_away_frees_its_connection(protocol):
+    """A connection waiting for its client to read the answer before the next pipelined
+    one does not read from the socket, so it cannot hear the client close: it asks the
+    kernel, and is closed within seconds (not at the 60 s send deadline)."""
+    with sphere_served(PROTOCOLS[protocol]) as server:
+        state = server.server.server_state
+        stalled = stalled_readers(server.port, 5)
+        assert wait_for(lambda: len(guard_of(server).stalled) == 5)
+        for sock in stalled:
+            sock.close()
+        assert wait_for(lambda: not state.connections, 5.0), len(state.connections)

@@ -63,6 +63,7 @@ DRAIN_CHECKS = (0.01, 1.0)  # first and longest seconds between two checks of th
 MAX_CONNECTIONS = 4096  # open connections per process, at most
 BACKLOG = 2048  # connections waiting to be accepted, at most (uvicorn's default)
 _LINUX = sys.platform.startswith("linux")
+_ESTABLISHED = 1  # Linux's TCP_ESTABLISHED, the first byte of its TCP_INFO
 UNLIMITED = 1 << 30  # stands for an unlimited count of open files
 MAX_ERRORS = 1024  # distinct event-loop errors logged per interval, at most
 REPORT_EVERY = 10.0  # seconds between two log lines about closed connections, at least
@@ -127,6 +128,19 @@ def unacknowledged(transport: Any) -> int:
     except (OSError, ValueError):
         return 0
     return int.from_bytes(held, sys.byteorder, signed=True)
+
+
+def gone(transport: Any) -> bool:
+    """Whether ``transport``'s TCP connection is no longer established (the client closed
+    or reset it: a connection that does not read from it never hears of that). Linux's
+    ``TCP_INFO``; ``False`` elsewhere. Cost: one system call."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or not _LINUX:
+        return False
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] != _ESTABLISHED
+    except (OSError, ValueError):
+        return True
 
 
 def connection_bound(descriptors: int) -> int:
@@ -304,6 +318,9 @@ class Guarded:
 
     def shutdown(self) -> None:
         self._guard.report()  # the server stops: what the bounds closed, before the end
+        if self._deferred:  # its client does not read: its next request is not answered
+            self.transport.abort()
+            return
         super().shutdown()  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
@@ -351,11 +368,14 @@ class Guarded:
 
     def _drained(self, delay: float) -> None:
         """Resume once the client has read all but :data:`KERNEL_HELD` bytes, else check
-        again in twice ``delay`` (at most ``DRAIN_CHECKS[1]``)."""
+        again in twice ``delay`` (at most ``DRAIN_CHECKS[1]``); close the connection once
+        the client has gone."""
         self._drain_timer = None
         if self.transport.is_closing():
             return
-        if unacknowledged(self.transport) > KERNEL_HELD:
+        if gone(self.transport):  # reading is paused: asyncio cannot see it
+            self.transport.abort()
+        elif unacknowledged(self.transport) > KERNEL_HELD:
             self._check_drained(min(2 * delay, DRAIN_CHECKS[1]))
         else:
             self._resume()
