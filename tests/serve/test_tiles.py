@@ -192,6 +192,16 @@ def test_two_hives_in_one_process_draw_their_own_cells(sharded):
             assert_coloured(server, "atl06", found, *scale(found))
 
 
+@needs_tiles
+def test_each_generation_draws_the_cells_of_the_structure_first_opened(sharded):
+    """A new generation (its stamps read afresh) gets a new tile store that presents what
+    the last one did: xpublish-tiles' grids, kept across generations, still fit."""
+    found = spots(FIXTURES / "sharded", "h_mean", 7, 7, 3)
+    for _ in range(3):
+        assert_coloured(sharded, "atl06", found, *scale(found))
+        sharded.app.state.generations.expire()
+
+
 MAPS = Path(__file__).resolve().parents[2] / "docs" / "guide" / "maps.md"
 
 

@@ -70,8 +70,8 @@ def order_attrs(order: int) -> dict[str, Any]:
 class _Datasets:
     """The dataset ids of one tile store and their trees, each built on first use."""
 
-    def __init__(self, store: MocHiveStore, lineage: str) -> None:
-        self.store, self.lineage = store, lineage
+    def __init__(self, store: MocHiveStore, shown: Hive | None, lineage: str) -> None:
+        self.store, self.shown, self.lineage = store, shown, lineage
         self._groups: dict[str, list[str]] | None = None  # id -> its order groups
         self._trees: dict[str, xr.DataTree] = {}
         self._lock = threading.Lock()
@@ -153,10 +153,10 @@ class HiveDatasets(Plugin):
             if self._made is None or self._made[0] is not generation:
                 if self._made is None:
                     source, shown = generation.store, generation.store.session.snapshot()
-                else:
-                    source = self._made[1].store
-                    shown = source.session.snapshot()
-                made = _Datasets(tile_store(source, shown), self._lineage)
+                else:  # what it presented: the levels it read, else what it was given
+                    before = self._made[1]
+                    source, shown = before.store, before.store.session.snapshot() or before.shown
+                made = _Datasets(tile_store(source, shown), shown, self._lineage)
                 self._made = (generation, made)
             return self._made[1]
 
