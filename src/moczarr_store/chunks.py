@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ import numpy as np
 from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
 from .errors import TruncatedChunkError
+from .hive.arraymeta import ArrayMeta, Codec, fill_number, named_dtype
 
 if TYPE_CHECKING:
     from .cache import AsyncCache
@@ -56,65 +57,45 @@ class ChunkCheck:
 
 
 def _itemsize(data_type: object) -> int | None:
-    try:
-        return np.dtype(data_type).itemsize if isinstance(data_type, str) else None
-    except TypeError:
-        return None
+    dtype = named_dtype(data_type)
+    return None if dtype is None else dtype.itemsize
 
 
-def chunk_check(meta: dict) -> ChunkCheck:
-    """What a leaf array's metadata (checked) says its chunk objects' bytes must be."""
-    codecs = meta.get("codecs") or []
-    chunk_shape = meta["chunk_grid"]["configuration"]["chunk_shape"]
-    if len(codecs) == 1 and codecs[0].get("name") == "bytes":
-        size = _itemsize(meta.get("data_type"))
+def chunk_check(meta: ArrayMeta) -> ChunkCheck:
+    """What a leaf array's metadata says its chunk objects' bytes must be."""
+    codecs, chunk_shape = meta.codecs, meta.chunk_shape
+    names = [c.name for c in codecs]
+    if names == ["bytes"]:
+        size = _itemsize(meta.data_type)
         return ChunkCheck(nbytes=None if size is None else size * math.prod(chunk_shape))
-    names = [c.get("name") for c in codecs]
     if names in (["bytes", "zstd"], ["bytes", "blosc"]):
-        size = _itemsize(meta.get("data_type"))
+        size = _itemsize(meta.data_type)
         if size is not None:
             return ChunkCheck(compressor=names[1], decoded_nbytes=size * math.prod(chunk_shape))
-    if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
-        conf = codecs[0].get("configuration", {})
-        inner = conf.get("chunk_shape") or chunk_shape
-        index_codecs = [c.get("name") for c in conf.get("index_codecs", [])]
-        if index_codecs not in (["bytes"], ["bytes", "crc32c"]):
-            return ChunkCheck()
-        plain = plain_bytes(conf.get("codecs") or [], meta)
-        return ChunkCheck(
-            shard_chunks=math.prod(o // i for o, i in zip(chunk_shape, inner, strict=True)),
-            index_at_end=conf.get("index_location", "end") == "end",
-            index_crc=index_codecs[-1] == "crc32c",
-            inner_nbytes=None if plain is None else plain.itemsize * math.prod(inner),
-            inner_fill=b"" if plain is None else np.full(
-                math.prod(inner), fill_number(meta.get("fill_value"), plain), dtype=plain
-            ).tobytes(),
-        )
-    return ChunkCheck()
+    shard = meta.sharding
+    if shard is None or [c.name for c in shard.index_codecs] not in (["bytes"],
+                                                                    ["bytes", "crc32c"]):
+        return ChunkCheck()
+    inner = shard.chunk_shape
+    plain = plain_bytes(shard.codecs, meta.data_type)
+    return ChunkCheck(
+        shard_chunks=math.prod(o // i for o, i in zip(chunk_shape, inner, strict=True)),
+        index_at_end=shard.index_at_end,
+        index_crc=shard.index_codecs[-1].name == "crc32c",
+        inner_nbytes=None if plain is None else plain.itemsize * math.prod(inner),
+        inner_fill=b"" if plain is None else np.full(
+            math.prod(inner), fill_number(meta.fill_value, plain), dtype=plain).tobytes(),
+    )
 
 
-def plain_bytes(codecs: list[dict], meta: dict) -> np.dtype | None:
+def plain_bytes(codecs: Sequence[Codec], data_type: object) -> np.dtype | None:
     """The on-disk dtype when ``codecs`` is a lone fixed-size ``bytes`` codec."""
-    if len(codecs) != 1 or codecs[0].get("name") != "bytes":
+    if len(codecs) != 1 or codecs[0].name != "bytes":
         return None
-    try:
-        dtype = np.dtype(meta.get("data_type"))
-    except TypeError:
+    dtype = named_dtype(data_type)
+    if dtype is None or dtype.kind not in "biuf" or dtype.itemsize == 0:
         return None
-    if dtype.kind not in "biuf" or dtype.itemsize == 0:
-        return None
-    endian = (codecs[0].get("configuration") or {}).get("endian", "little")
-    return dtype.newbyteorder("<" if endian == "little" else ">")
-
-
-def fill_number(value: object, dtype: np.dtype) -> object:
-    """A zarr v3 fill value as a number ("NaN", "Infinity" and hex bit patterns too)."""
-    if isinstance(value, str) and value.startswith("0x"):
-        bits = np.array(int(value, 16), dtype=f"u{dtype.itemsize}")
-        return bits.view(dtype.newbyteorder("="))[()]
-    if isinstance(value, str):
-        return float(value.replace("Infinity", "inf"))
-    return value
+    return dtype.newbyteorder("<" if codecs[0].endian == "little" else ">")
 
 
 def _bad(key: str, what: str) -> TruncatedChunkError:

@@ -348,7 +348,7 @@ def chunking_line(store: MocHiveStore, view: Any, path: str) -> str:
               if isinstance(a, FieldArray) and a.axis is not None]
     k = max((a.span for a in fields), default=1)
     joined = [a for a in fields if a.span == k]
-    size = max((a.chunk_nbytes for a in joined), default=0)
+    size = max((a.meta.chunk_nbytes for a in joined), default=0)
     text = (f"chunking={store.chunking!r}: {k:,} leaves per chunk"
             f" ({size / 2**20:.2f} MiB of the largest field)")
     single = [a.name for a in fields if a.span != k]
@@ -393,12 +393,11 @@ def describe(store: MocHiveStore) -> list[str]:
             for child in view.children(level.path) or []:
                 array = view.arrays[f"{level.path}/{child}"]
                 meta = array.meta
-                chunks = meta["chunk_grid"]["configuration"]["chunk_shape"]
                 source = ("fabricated" if isinstance(array, FabricatedArray) else
                           "computed" if isinstance(array, ComputedArray) else "objects")
                 lines.append(
-                    f"    {child:<20} shape={tuple(meta['shape'])} dtype={meta['data_type']}"
-                    f" chunks={tuple(chunks)} {source}"
+                    f"    {child:<20} shape={meta.shape} dtype={meta.data_type}"
+                    f" chunks={meta.chunk_shape} {source}"
                 )
     problems = store.session.problems.lines()
     if problems:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import numpy as np
 from zarr import AsyncArray
@@ -26,6 +27,7 @@ from zarr.core.metadata.v3 import ArrayV3Metadata  # internal: no public equival
 from zarr.storage import MemoryStore, StorePath
 
 from .errors import EncodingError, TranscodeReadError
+from .hive.arraymeta import ArrayMeta, named_dtype
 from .hive.jsonio import check_size, read_document
 from .view.arrays import FieldArray
 
@@ -81,16 +83,8 @@ class _BackendStore(Store):
 
 
 
-def _dtype(data_type: object) -> np.dtype | None:
-    """The numpy dtype a zarr v3 data type names, ``None`` for one numpy has no name for."""
-    try:
-        return np.dtype(data_type) if isinstance(data_type, str) else None
-    except TypeError:
-        return None
-
-
 async def transcode(
-    backend, where: str, array: FieldArray, leaf_meta: dict, coords: tuple[int, ...],
+    backend: Any, where: str, array: FieldArray, leaf_meta: ArrayMeta, coords: tuple[int, ...],
     missing: list[str] | None = None,
 ) -> bytes | None:
     """One virtual chunk's bytes, re-encoded from the leaf array at ``where`` (whose metadata
@@ -98,19 +92,20 @@ async def transcode(
     keys of chunk objects found absent (read as the fill value) are added to ``missing``."""
     target = array.meta
     target_dtype = None  # the same data type (variable-length types too): no cast
-    if leaf_meta["data_type"] != target["data_type"]:
-        source_dtype, target_dtype = _dtype(leaf_meta["data_type"]), _dtype(target["data_type"])
+    if leaf_meta.data_type != target.data_type:
+        source_dtype = named_dtype(leaf_meta.data_type)
+        target_dtype = named_dtype(target.data_type)
         if (source_dtype is None or target_dtype is None
                 or not np.can_cast(source_dtype, target_dtype, "safe")):
             raise EncodingError(
-                f"{where}: stored as {leaf_meta['data_type']}, which cannot be cast safely to "
-                f"the {target['data_type']} the virtual array declares"
+                f"{where}: stored as {leaf_meta.data_type}, which cannot be cast safely to "
+                f"the {target.data_type} the virtual array declares"
             )
-    if leaf_meta.get("shape") != array.level.arrays[array.name].get("shape"):
-        raise EncodingError(f"{where}: shape {leaf_meta.get('shape')} differs from the template")
+    if leaf_meta.shape != array.level.arrays[array.name].shape:
+        raise EncodingError(f"{where}: shape {list(leaf_meta.shape)} differs from the template")
     try:
         # the leaf metadata is known (read with the chunk, or cached): zarr reads no zarr.json
-        source = AsyncArray(metadata=ArrayV3Metadata.from_dict(dict(leaf_meta)),
+        source = AsyncArray(metadata=ArrayV3Metadata.from_dict(leaf_meta.to_json()),
                             store_path=StorePath(_BackendStore(backend, missing), where))
         region = array.leaf_region(coords)
         values = np.asarray(await source.getitem(region))
@@ -120,9 +115,8 @@ async def transcode(
         values = values.astype(target_dtype, casting="safe")
     chunk_shape = list(array.part_chunks)  # one leaf chunk (a span joins several)
     scratch, proto = MemoryStore(), default_buffer_prototype()
-    grid = {"name": "regular", "configuration": {"chunk_shape": chunk_shape}}
-    meta = {**target, "shape": chunk_shape, "chunk_grid": grid, "attributes": {}}
-    await scratch.set("zarr.json", proto.buffer.from_bytes(json.dumps(meta).encode()))
+    meta = target.derive(shape=chunk_shape, chunk_shape=chunk_shape, attributes={})
+    await scratch.set("zarr.json", proto.buffer.from_bytes(json.dumps(meta.to_json()).encode()))
     encoder = await open_array(store=scratch, zarr_format=3)
     await encoder.setitem(tuple(slice(None) for _ in chunk_shape), values.reshape(chunk_shape))
     buffer = await scratch.get("c/" + "/".join("0" for _ in chunk_shape), proto)

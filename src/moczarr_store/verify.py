@@ -47,7 +47,8 @@ from zarr.core.metadata.v3 import ArrayV3Metadata
 from zarr.storage import MemoryStore, StorePath
 
 from .errors import OptionError
-from .hive.jsonio import load_object, read_document
+from .hive.arraymeta import ArrayMeta, parse_array
+from .hive.jsonio import read_document
 from .hive.leaves import Leaf, parse_leaf
 from .hive.level import COORDINATE_NAMES, Level
 from .read.execute import Bytes, execute, read_leaf_chunks
@@ -247,9 +248,9 @@ def digest(values: np.ndarray) -> tuple[str, int]:
     return h.hexdigest(), values.nbytes
 
 
-def native_dtype(meta: dict) -> np.dtype:
+def native_dtype(meta: ArrayMeta) -> np.dtype:
     """The numpy dtype of a zarr v3 array's ``data_type`` (``object`` for variable length)."""
-    data_type = meta["data_type"]
+    data_type = meta.data_type
     if isinstance(data_type, str):
         return _named_dtype(data_type)
     return get_data_type_from_json(data_type, zarr_format=3).to_native_dtype()
@@ -280,20 +281,18 @@ class _Decoder:
     with zarr's codec pipeline, all chunks of the leaf array in one call."""
 
     def __init__(self, array: FieldArray) -> None:
-        meta = array.meta
         self.array = array
         self.lead = (1,) if array.windowed else ()
         self.chunk = array.part_chunks[len(self.lead) :]  # one leaf chunk, also in a span
-        self.shape = tuple(array.source_meta["shape"])
-        grid = {"name": "regular", "configuration": {"chunk_shape": list(array.part_chunks)}}
-        doc = {**meta, "shape": [*self.lead, *self.shape], "chunk_grid": grid, "attributes": {}}
-        self.meta = ArrayV3Metadata.from_dict(doc)  # the leaf array, chunked as served
+        self.shape = array.source_meta.shape
+        served = array.meta.derive(shape=[*self.lead, *self.shape],
+                                   chunk_shape=array.part_chunks, attributes={})
+        self.meta = ArrayV3Metadata.from_dict(served.to_json())  # the leaf array, as served
         self.dtype = self.meta.dtype.to_native_dtype()
-        codecs = meta.get("codecs") or []
+        codecs = served.codecs
         self.plain: np.dtype | None = None
-        if len(codecs) == 1 and codecs[0].get("name") == "bytes" and self.dtype.kind in "biufc":
-            endian = (codecs[0].get("configuration") or {}).get("endian", "little")
-            self.plain = self.dtype.newbyteorder("<" if endian == "little" else ">")
+        if len(codecs) == 1 and codecs[0].name == "bytes" and self.dtype.kind in "biufc":
+            self.plain = self.dtype.newbyteorder("<" if codecs[0].endian == "little" else ">")
 
     async def __call__(self, plans: Sequence[LeafRead], datas: list[Bytes | None]) -> np.ndarray:
         """The leaf array's values from its chunks' bytes (``None``: the fill value)."""
@@ -356,7 +355,8 @@ def _leaf_reads(
     return plans
 
 
-def _one_meta(got: list[tuple[Bytes | None, dict | None] | Exception], what: str) -> dict | None:
+def _one_meta(got: list[tuple[Bytes | None, ArrayMeta | None] | Exception],
+              what: str) -> ArrayMeta | None:
     """The leaf array metadata every chunk of it was read under (a failure is raised)."""
     for result in got:
         if isinstance(result, Exception):
@@ -367,17 +367,17 @@ def _one_meta(got: list[tuple[Bytes | None, dict | None] | Exception], what: str
     return metas[0]
 
 
-async def _read_json(session: HiveSession, key: str) -> dict | None:
-    """A metadata document (``None``: no such object), read and parsed by the one bounded
-    JSON reader (``hive/jsonio.py``)."""
+async def _read_array(session: HiveSession, key: str) -> ArrayMeta | None:
+    """An array metadata document (``None``: no such object), read and checked
+    (``hive/arraymeta.py``)."""
     payload = await read_document(session.backend, key)
-    return None if payload is None else load_object(payload, key)
+    return None if payload is None else parse_array(payload, key)
 
 
 # -- one level ---------------------------------------------------------------------------
 
 
-Values = dict[str, "tuple[np.ndarray | ArrayProblem, dict | None]"]
+Values = dict[str, "tuple[np.ndarray | ArrayProblem, ArrayMeta | None]"]
 Digests = dict[str, "tuple[str, int] | ArrayProblem"]
 ToHash = dict[str, "tuple[np.ndarray, np.dtype, str]"]
 Hasher = Callable[[ToHash], Awaitable[Digests]]
@@ -521,7 +521,7 @@ class _LevelJob:
                 key = self.prefix + name
                 try:
                     values = await self._coordinate(session, self.coordinates[name], index)
-                    meta = await _read_json(session, f"{leaf.data_prefix}/{key}/zarr.json")
+                    meta = await _read_array(session, f"{leaf.data_prefix}/{key}/zarr.json")
                     out[key] = (values, meta)
                 except Exception as err:
                     out[key] = (_error(key, err), None)
@@ -566,7 +566,8 @@ def _error(key: str, err: Exception) -> ArrayProblem:
     return ArrayProblem(key, "error", f"{type(err).__name__}: {err}")
 
 
-def _unmatched(key: str, meta: dict | None, recorded: dict[str, Any]) -> ArrayProblem | None:
+def _unmatched(key: str, meta: ArrayMeta | None,
+               recorded: dict[str, Any]) -> ArrayProblem | None:
     """An array held but not recorded, or recorded but not held (``None``: neither)."""
     if meta is None and key in recorded:
         detail = "recorded, but the object holds no such array"

@@ -159,19 +159,28 @@ def test_reads_beyond_open_touch_only_the_leaves_they_need(hive_copy):
 
 def test_an_open_parses_each_array_document_of_its_writer_runs_once(monkeypatch):
     """The template is one object of a writer run, the runs sampled at open often hold
-    the same array documents: each distinct one is parsed by zarr once, and every run's
+    the same array documents: each distinct one is parsed by zarr once (fields of one
+    data type share theirs), and every run's
     chunks are then read without a look at their array metadata."""
-    from moczarr_store.read import execute
+    from moczarr_store import state
+    from moczarr_store.hive import arraymeta
 
+    state.reset()  # nothing parsed before
     parsed = []
-    check = execute.check_leaf_meta
-    monkeypatch.setattr(execute, "check_leaf_meta",
+    check = arraymeta.check_array
+    monkeypatch.setattr(arraymeta, "check_array",
                         lambda meta, where: parsed.append(where) or check(meta, where))
-    store = MocHiveStore(FIXTURES / "bare_versioned")
+    root = FIXTURES / "bare_versioned"
+    store = MocHiveStore(root)
     (level,) = asyncio.run(store.hive()).products[0].levels
     runs = [run for run in level.encodings if run.immutable]
     assert len(runs) == 2 and runs[0].arrays == runs[1].arrays  # what the test is about
-    assert len(parsed) == len(runs[0].arrays)
+    # the template's distinct documents (its stored coordinates' too), none of the other
+    # run's: documents are kept by their bytes
+    group = root / level.template_data / str(level.cell_order)
+    distinct = {doc.read_bytes() for doc in group.glob("*/zarr.json")}
+    assert len(parsed) == len(distinct) < len(runs[0].arrays)
+    assert all(key.startswith(level.template_data) for key in parsed)
     for run in runs:
         for name in run.arrays:
             key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"

@@ -205,6 +205,48 @@ def test_verify_reads_coordinate_metadata_through_the_one_reader(hive_copy, case
     assert problem["detail"].startswith(f"MalformedMetadataError: {rel}: ")
 
 
+_PEAK_RSS = """
+import asyncio, resource, sys, warnings
+from moczarr_store import MocHiveStore
+warnings.simplefilter("ignore")
+asyncio.run(MocHiveStore(sys.argv[1]).hive())
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _open_peak_rss(root: Path) -> int:
+    """The peak resident memory (KiB) of a fresh process that opens ``root``."""
+    done = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(root)], capture_output=True,
+                          text=True, check=True, timeout=300)
+    return int(done.stdout.split()[-1])
+
+
+def test_another_writer_runs_padded_array_document_is_read_bounded_and_named(hive_copy):
+    """The array documents of writer runs other than the template's are read at open (to
+    learn their data types) through the one bounded reader: one padded to 200 MiB costs
+    one capped read (peak memory within 2x an unpadded open's, not 11x), and a warning
+    names it; its leaf's chunks refuse it when read."""
+    plain = hive_copy("bare_versioned")
+    root = plain.parent / "padded"
+    shutil.copytree(plain, root)
+    rel = f"{_data(root, OTHER)}/7/count/zarr.json"
+    assert not rel.startswith(_data(root))  # another writer run than the template's
+    doc = root / rel
+    text = doc.read_bytes()
+    with open(doc, "wb") as out:
+        out.write(text[:-1])
+        for _ in range(200):
+            out.write(b" " * (1 << 20))  # still valid JSON: whitespace
+        out.write(text[-1:])
+    with pytest.warns(HiveWarning, match=re.escape(f"{rel}: the document is larger than the "
+                                                   "16,777,216-byte limit")):
+        store = MocHiveStore(root)
+        asyncio.run(store.hive())
+    with _raises(MalformedMetadataError, rel):
+        xr.open_zarr(store, group=GROUP)["count"].values  # noqa: B018
+    assert _open_peak_rss(root) < 2 * _open_peak_rss(plain)
+
+
 def test_a_later_leafs_unreadable_stamp_is_an_error_naming_it_when_read(hive_copy):
     root = hive_copy("bare_versioned")
     (root / OTHER / "zarr.json").write_bytes(b'{"attributes": {"x": NaN}}')

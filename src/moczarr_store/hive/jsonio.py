@@ -19,6 +19,7 @@ from typing import Any, TypeGuard
 from zarr.abc.store import RangeByteRequest
 
 from ..errors import HiveFormatError, MalformedMetadataError
+from ..io.ranges import BytesLike
 
 DEFAULT_MAX_JSON_BYTES = 16 << 20
 """Largest metadata document read (manifest, stamp, ``zarr.json``): 16 MiB."""
@@ -59,7 +60,7 @@ def _decode(text: str) -> Any:
 
 
 def load_json(
-    payload: bytes | bytearray | memoryview,
+    payload: BytesLike,
     where: str,
     max_bytes: int = DEFAULT_MAX_JSON_BYTES,
     *,

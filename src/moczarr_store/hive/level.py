@@ -21,6 +21,7 @@ from .runs import RunEncoding
 from .windows import bounds
 
 if TYPE_CHECKING:
+    from .arraymeta import ArrayMeta
     from .folds import Fold
     from .leaves import Leaf, Provenance
 
@@ -70,7 +71,7 @@ class Level:
     windows: tuple[str, ...] = ()  # the window axis (unscoped windowed products)
     window: str | None = None  # the one window every object is read from (scoped)
     group_attrs: dict = field(default_factory=dict)
-    arrays: dict[str, dict] = field(default_factory=dict)
+    arrays: dict[str, ArrayMeta] = field(default_factory=dict)  # the template's, by name
     template: str = ""
     template_run: str = ""
     template_data: str = ""  # where the template's arrays live (its data prefix)

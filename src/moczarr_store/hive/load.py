@@ -33,6 +33,7 @@ from ..errors import (
 )
 from . import coverage as _coverage_module
 from .aoi import Cells, overlaps
+from .arraymeta import ArrayMeta
 from .coverage import COVERAGE_NAME, parse_root_coverage
 from .jsonio import read_document
 from .leaves import PROVENANCE, Leaf, LeafCache
@@ -269,18 +270,18 @@ def in_view(level: Level, aoi: Cells | None) -> Level:
                                                                  level.node_order, aoi)])
 
 
-def _check_coordinates(level: Level, leaf: Leaf, stored: dict[str, dict]) -> None:
+def _check_coordinates(level: Level, leaf: Leaf, stored: dict[str, ArrayMeta]) -> None:
     """A stored ``morton`` / ``cell_ids`` array is the cell coordinate the view computes in
     its place (uint64, one value per cell, along ``cells``); an array of that name holding
     anything else would be silently replaced, so it is refused, naming it and the field."""
-    want = {"data_type": "uint64", "shape": [level.cells_per_node],
-            "dimension_names": ["cells"]}
     for name, meta in stored.items():
-        for key, value in want.items():
-            if meta.get(key) != value:
+        for key, got, want in (("data_type", meta.data_type, "uint64"),
+                               ("shape", list(meta.shape), [level.cells_per_node]),
+                               ("dimension_names", list(meta.dimension_names), ["cells"])):
+            if got != want:
                 raise LeafSchemaError(
                     f"{leaf.data_prefix}/{level.cell_order}/{name}/zarr.json: field {key!r} "
-                    f"{short(meta.get(key))} is not {value!r}: a leaf array named {name!r} "
+                    f"{short(got)} is not {want!r}: a leaf array named {name!r} "
                     "must be the cell coordinate the store computes in its place"
                 )
 
@@ -291,10 +292,8 @@ def _drop_unplaced(level: Level, leaf: Leaf) -> None:
     along no axis of the level, and serving the template's values would present one
     leaf's as the product's (moczarr broadcasts them along ``cells``)."""
     unplaced = {
-        name: dims for name, meta in level.arrays.items()
-        if isinstance(meta, dict) and isinstance(dims := meta.get("dimension_names"), list)
-        and all(isinstance(d, str) for d in dims)  # else refused as malformed, naming it
-        and "cells" not in dims and dims != [name]
+        name: list(meta.dimension_names) for name, meta in level.arrays.items()
+        if "cells" not in meta.dimension_names and meta.dimension_names != (name,)
     }
     for name in unplaced:
         del level.arrays[name]

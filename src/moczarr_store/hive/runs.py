@@ -14,8 +14,10 @@ only by the run that creates the store. So the runs are sampled: the stamps of u
 template's run does not already cover. A versioned object's run is named by its
 ``current`` version; an unversioned object is its own run.
 
-Cost: at most ``RUN_PROBES - 1`` stamp GETs and one ``zarr.json`` GET per array per
-further run seen (at most ``RUN_PROBES - 1`` runs), all concurrent. A run the sample
+Cost: at most ``RUN_PROBES - 1`` stamp GETs and one ranged ``zarr.json`` GET (of at most
+the document cap) per array per further run seen (at most ``RUN_PROBES - 1`` runs), all
+concurrent. A document that cannot be used (larger than the cap, malformed) is named in a
+warning and learns nothing; its leaves' chunks refuse it when read. A run the sample
 misses is met when its chunks are read, where each leaf's own metadata is the authority:
 a narrower dtype is cast safely, a wider one is an ``EncodingError`` naming the leaf array.
 """
@@ -23,11 +25,13 @@ a narrower dtype is cast safely, a wider one is an ``EncodingError`` naming the 
 from __future__ import annotations
 
 import asyncio
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import MalformedMetadataError, OutsideRootError
-from .jsonio import load_json, read_document
+from ..errors import HiveFormatError, HiveWarning, OutsideRootError
+from .arraymeta import ArrayMeta, parse_array
+from .jsonio import read_document
 from .leaves import Leaf, LeafCache, parse_leaf
 
 if TYPE_CHECKING:
@@ -42,7 +46,7 @@ class RunEncoding:
 
     leaf: str  # the object's path
     prefix: str  # where its arrays live (``{leaf}/{current}`` for a versioned object)
-    arrays: dict[str, dict]
+    arrays: dict[str, ArrayMeta]
 
     @property
     def immutable(self) -> bool:
@@ -70,21 +74,22 @@ async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:
     leaf = leaves.peek(path)
     if not isinstance(leaf, Leaf):
         try:
-            leaf = parse_leaf(path, await read_document(backend, f"{path}/zarr.json"))
+            leaf = parse_leaf(path, await backend.get(f"{path}/zarr.json"))
         except (ValueError, OutsideRootError):
             return None
     return leaf if leaf.state == "stamped" else None
 
 
-async def _array_meta(backend, key: str) -> dict | None:
+async def _array_meta(backend, key: str) -> ArrayMeta | None:
     payload = await read_document(backend, key)
     if payload is None:
         return None
     try:
-        meta = load_json(payload, key)
-    except MalformedMetadataError:
-        return None  # reported when the leaf's chunks are read
-    return meta if isinstance(meta, dict) else None
+        return parse_array(payload, key)
+    except HiveFormatError as err:  # refused again when the leaf's chunks are read
+        warnings.warn(f"{err}; this writer run's encoding is not learned from it",
+                      HiveWarning, stacklevel=2)
+        return None
 
 
 async def _run_encoding(backend, leaf: Leaf, names: list[str], cell_order: int) -> RunEncoding:
@@ -98,7 +103,7 @@ async def _run_encoding(backend, leaf: Leaf, names: list[str], cell_order: int) 
 
 
 async def learn_runs(
-    backend, leaves: LeafCache, view: Level, template: Leaf, arrays: dict[str, dict]
+    backend, leaves: LeafCache, view: Level, template: Leaf, arrays: dict[str, ArrayMeta]
 ) -> list[RunEncoding]:
     """The template's encodings, then one object's per further writer run sampled from
     ``view`` (see the module docstring for the sample and its cost)."""

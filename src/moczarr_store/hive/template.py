@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import HiveFormatError, HiveWarning, MocHiveError, OutsideRootError
+from .arraymeta import ArrayMeta, parse_node
 from .jsonio import load_object, object_field, read_document
 from .leaves import Leaf, LeafCache
 from .level import Level
@@ -117,17 +118,21 @@ async def _array_names(
     return sorted(dirs), False
 
 
-_UNREADABLE: dict = {}  # an invalid name's document that could not even be looked up
+async def _read_array(backend: HiveIO, key: str) -> ArrayMeta | None:
+    """The array metadata at ``key``, ``None`` when absent or no array (a group): one
+    ranged GET of at most the document cap."""
+    payload = await read_document(backend, key)
+    return None if payload is None else parse_node(payload, key)
 
 
-async def _look_up(backend: HiveIO, key: str) -> dict | None:
-    """:func:`_read_json` of a key holding an invalid name: a backend may refuse such a key
-    (obstore parses object paths: a control character is no path segment to it), and a
-    malformed document there is no array; either way ``_UNREADABLE``."""
+async def _refused_name(backend: HiveIO, key: str) -> bool:
+    """Whether the ``zarr.json`` of an invalid name, ``key``, is an array's, or cannot even
+    be looked up: a backend may refuse such a key (obstore parses object paths: a control
+    character is no path segment to it), and a malformed document there is no array."""
     try:
-        return await _read_json(backend, key)
+        return await _read_array(backend, key) is not None
     except (ValueError, MocHiveError):
-        return _UNREADABLE
+        return True
 
 
 async def _valid_names(backend: HiveIO, names: list[str], group: str,
@@ -138,10 +143,10 @@ async def _valid_names(backend: HiveIO, names: list[str], group: str,
     Cost: one GET per invalid name that can be looked up; none for valid names."""
     bad = [name for name in names if node_name_problem(name) is not None]
     looked = [name for name in bad if requestable(name)]
-    metas = await asyncio.gather(*(_look_up(backend, f"{group}/{n}/zarr.json") for n in looked))
+    found = await asyncio.gather(*(_refused_name(backend, f"{group}/{n}/zarr.json")
+                                   for n in looked))
     refused = [name for name in bad if not requestable(name)] + [
-        name for name, meta in zip(looked, metas, strict=True)
-        if meta is _UNREADABLE or meta is not None and meta.get("node_type") == "array"]
+        name for name, array in zip(looked, found, strict=True) if array]
     if refused_out is not None:
         refused_out += refused
     if refused:
@@ -152,7 +157,7 @@ async def _valid_names(backend: HiveIO, names: list[str], group: str,
     return [name for name in names if name not in bad]
 
 
-Template = tuple[Leaf, dict, dict[str, dict]]
+Template = tuple[Leaf, dict, dict[str, ArrayMeta]]
 
 
 async def _first_template(
@@ -210,13 +215,12 @@ async def _first_usable(
 
 
 async def _group_arrays(backend: HiveIO, group: str, names: list[str],
-                       refused: list[str] | None = None) -> dict[str, dict | None]:
+                       refused: list[str] | None = None) -> dict[str, ArrayMeta | None]:
     """The array metadata of ``names`` in ``group`` (``None``: no array by that name;
     ``refused`` gets the names refused, see :func:`_valid_names`)."""
     names = await _valid_names(backend, names, group, refused)
-    metas = await asyncio.gather(*(_read_json(backend, f"{group}/{n}/zarr.json") for n in names))
-    return {n: m if m is not None and m.get("node_type") == "array" else None
-            for n, m in zip(names, metas, strict=True)}
+    metas = await asyncio.gather(*(_read_array(backend, f"{group}/{n}/zarr.json") for n in names))
+    return dict(zip(names, metas, strict=True))
 
 
 async def _listing(backend: HiveIO, group: str) -> list[str] | None:
@@ -230,14 +234,14 @@ async def _listing(backend: HiveIO, group: str) -> list[str] | None:
     return dirs
 
 
-async def _reconcile(backend: HiveIO, leaf: Leaf, group: str, hashed: dict[str, dict | None],
-                     listed: list[str] | None, named: list[str],
-                     refused: list[str]) -> dict[str, dict | None]:
+async def _reconcile(backend: HiveIO, leaf: Leaf, group: str,
+                     hashed: dict[str, ArrayMeta | None], listed: list[str] | None,
+                     named: list[str], refused: list[str]) -> dict[str, ArrayMeta | None]:
     """The arrays of ``group``: the listing's (``listed``; ``None`` where the backend
     cannot list, and then the stamp's), with a warning naming what the stamp's content
     hashes name that the group does not hold, or omit that it does (``named``: every name
     the stamp gives, valid or not). Cost: one GET per array the stamp does not name."""
-    found: dict[str, dict | None] = {n: m for n, m in hashed.items() if m is not None}
+    found: dict[str, ArrayMeta | None] = {n: m for n, m in hashed.items() if m is not None}
     missing = sorted(n for n, m in hashed.items() if m is None)
     if listed is None:
         if missing:

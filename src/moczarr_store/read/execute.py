@@ -13,20 +13,18 @@ one writer run) is fetched, never parsed again.
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HiveFormatError, LeafSchemaError, TruncatedChunkError
-from ..hive.jsonio import load_json, read_document, read_document_now
+from ..errors import LeafSchemaError, TruncatedChunkError
+from ..hive.arraymeta import ArrayMeta, parse_array
+from ..hive.jsonio import read_document, read_document_now
 from ..hive.level import Level
 from ..hive.paths import short
 from ..io.backend import NOT_NOW
 from ..io.ranges import BytesLike, slice_bytes
 from ..transcode import transcode
-from ..view.arrays import FabricatedArray, FieldArray, check_leaf_meta, encoding
+from ..view.arrays import FabricatedArray, FieldArray
 from .absence import check_version, check_window, no_array, settle_absence
 from .compute import computed_chunk
 from .fastpath import read_cached_span
@@ -50,10 +48,6 @@ if TYPE_CHECKING:
 
 Bytes = BytesLike
 _UNKNOWN = object()
-CHECKED_METAS = 256  # distinct leaf array documents remembered by content
-CHECKED_MAX_BYTES = 1 << 16
-_CHECKED: OrderedDict[bytes, tuple[dict[str, Any], tuple[Any, ...]]] = OrderedDict()
-_CHECKED_LOCK = threading.Lock()
 
 
 async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
@@ -85,7 +79,8 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
 async def read_leaf(session: HiveSession, plan: LeafRead,
                     array: FieldArray | None = None) -> tuple[Bytes | None, Any]:
     """One leaf chunk's bytes and the leaf array metadata they are served under (``SAME``:
-    as declared; a dict: re-encoded from it; ``None``: the version holds no such array).
+    as declared; an ``ArrayMeta``: re-encoded from it; ``None``: the version holds no such
+    array).
     Cost: the object's bytes (:data:`.objects.CUTS`) read while the leaf array's
     ``zarr.json`` is (no added round trip; none for an immutable version's known one);
     an absence, what settling it costs (:mod:`.absence`); a chunk encoded otherwise, the
@@ -160,7 +155,7 @@ async def _as_declared(session: HiveSession, plan: LeafRead, array: FieldArray,
 
 
 async def _transcoded(session: HiveSession, plan: LeafRead, array: FieldArray,
-                      leaf_meta: dict[str, Any]) -> Bytes | None:
+                      leaf_meta: ArrayMeta) -> Bytes | None:
     """The chunk's values decoded under ``leaf_meta`` (the leaf array's own) and encoded as
     the view declares (:func:`~moczarr_store.transcode.transcode`); a chunk object zarr
     finds absent is settled as any absence. Cost: the leaf array's chunks it covers."""
@@ -228,7 +223,7 @@ async def _part(session: HiveSession, array: FieldArray, part: Plan) -> Bytes | 
 
 async def read_leaf_chunks(
     session: HiveSession, plans: list[LeafRead]
-) -> list[tuple[Bytes | None, dict[str, Any] | None] | Exception]:
+) -> list[tuple[Bytes | None, ArrayMeta | None] | Exception]:
     """Each plan's bytes, exactly as :func:`execute` serves them, with the leaf array
     metadata they were established under (``None``: the leaf version holds no such
     array); all read concurrently, a failure returned in its plan's place. For consumers
@@ -237,7 +232,7 @@ async def read_leaf_chunks(
 
     async def one(
         plan: LeafRead,
-    ) -> tuple[Bytes | None, dict[str, Any] | None] | Exception:
+    ) -> tuple[Bytes | None, ArrayMeta | None] | Exception:
         try:
             data, meta = await read_leaf(session, plan)
         except Exception as err:
@@ -266,9 +261,7 @@ def _meta_of(payload: Bytes | None, plan: LeafRead, array: FieldArray) -> Any:
     """What :func:`_leaf_meta` makes of the leaf array document ``payload``."""
     if payload is None:
         return None
-    meta, coded = _checked_meta(payload, plan.meta)
-    check_dimensions(meta, array, plan.meta)
-    return SAME if coded == array.declared_encoding else meta
+    return judged(parse_array(payload, plan.meta), array, plan.meta)
 
 
 def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldArray) -> None:
@@ -277,7 +270,7 @@ def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldA
     until one would wait (one request each, as :func:`_leaf_meta` makes; none for those
     known or being read). Their chunks may then take the fast path. A document
     byte-identical to the one before it (the leaves of one writer run) is judged as that
-    one was, without a look at the shared memo (:func:`_checked_meta`)."""
+    one was, without a look at the shared memo (``arraymeta.parse_array``)."""
     metas, backend = session.leaf_metas, session.backend
     last: tuple[bytes, Any] | None = None  # the document before, and what it made
     for part in parts:
@@ -298,37 +291,17 @@ def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldA
         metas.put(part.meta, last[1])
 
 
-def _checked_meta(payload: Bytes, key: str) -> tuple[dict[str, Any], tuple[Any, ...]]:
-    """A leaf array's ``zarr.json`` parsed and checked, with its encoding. Leaves written
-    by one run hold byte-identical documents, so a document seen before (an LRU of
-    ``CHECKED_METAS`` up to ``CHECKED_MAX_BYTES`` each, keyed by its bytes) is not parsed
-    again (zarr's parse of it is saved). A defect raises every time."""
-    content = bytes(payload)
-    small = len(content) <= CHECKED_MAX_BYTES
-    with _CHECKED_LOCK:  # sessions on other threads' event loops share it
-        found = _CHECKED.get(content) if small else None
-        if found is not None:
-            _CHECKED.move_to_end(content)
-            return found
-    meta = check_leaf_meta(load_json(content, key), key)
-    found = (meta, encoding(meta))
-    if small:
-        with _CHECKED_LOCK:
-            _CHECKED[content] = found
-            if len(_CHECKED) > CHECKED_METAS:
-                _CHECKED.popitem(last=False)
-    return found
-
-
-def check_dimensions(meta: dict[str, Any], array: FieldArray, where: str) -> None:
-    """A leaf array's axes are named as the view presents them (the template's names): a
-    leaf whose axes differ is refused, naming it and the field (the reference reader
-    cannot concatenate it either). No request."""
-    want = array.source_meta.get("dimension_names")
-    got = meta.get("dimension_names")
-    if got != want:
-        raise LeafSchemaError(f"{where}: field 'dimension_names' {short(got)} differs from "
-                              f"{want!r}, the template's, which the view presents")
+def judged(meta: ArrayMeta, array: FieldArray, where: str) -> ArrayMeta | object:
+    """``SAME`` when leaf array ``meta`` (at ``where``) is encoded as ``array`` declares,
+    else ``meta`` (its values are then encoded anew). A leaf whose axes are named otherwise
+    than the view presents them (the template's names) is refused, naming it and the field
+    (the reference reader cannot concatenate it either). No request."""
+    want = array.source_meta.dimension_names
+    if meta.dimension_names != want:
+        raise LeafSchemaError(f"{where}: field 'dimension_names' "
+                              f"{short(list(meta.dimension_names))} differs from "
+                              f"{list(want)!r}, the template's, which the view presents")
+    return SAME if meta.encoding == array.source_meta.encoding else meta
 
 
 async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | None:
@@ -344,33 +317,20 @@ async def encoded_as_declared(session: HiveSession, plan: LeafRead) -> bool | No
 def remember_template(session: HiveSession, level: Level) -> None:
     """The array metadata read at open (the template's and each sampled writer run's): a
     chunk of those objects needs no second read of it (immutable versions only). Each is
-    compared with the declared encoding, which the template's need not be. Cost: zarr's
-    parse of each distinct document of a field (the template is one of its run's
-    objects: their documents are equal, as JSON: ``16.0`` is not ``16``)."""
-    judged: dict[tuple[str, str], Any] = {}  # (field, document as JSON text): how judged
+    judged against the declared encoding, which the template's need not be; one whose axes
+    differ is left for its chunk reads to refuse. No request."""
     for run in level.encodings:
         if not run.immutable:
             continue
         for name, meta in run.arrays.items():
             array = session.view.arrays.get(f"{level.path}/{name}")
-            key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
             if not isinstance(array, FieldArray):
                 continue
+            key = f"{run.prefix}/{level.cell_order}/{name}/zarr.json"
             try:
-                text: str | None = json.dumps(meta)
-            except (TypeError, ValueError, RecursionError):
-                text = None  # judged on its own
-            known = _UNKNOWN if text is None else judged.get((name, text), _UNKNOWN)
-            if known is _UNKNOWN:
-                try:  # a malformed one is left for its chunk reads to refuse
-                    meta = check_leaf_meta(meta, key)
-                    check_dimensions(meta, array, key)
-                except HiveFormatError:
-                    continue
-                known = SAME if encoding(meta) == array.declared_encoding else meta
-                if text is not None:
-                    judged[name, text] = known
-            session.leaf_metas.put(key, known)
+                session.leaf_metas.put(key, judged(meta, array, key))
+            except LeafSchemaError:
+                continue
 
 
 def size_known(session: HiveSession, plan: Plan) -> bool:

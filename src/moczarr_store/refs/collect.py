@@ -56,6 +56,7 @@ from numcodecs import Blosc
 from ..cache import AsyncCache
 from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_range
 from ..errors import OptionError, TruncatedChunkError
+from ..hive.arraymeta import ArrayMeta, codec_chain
 from ..io.ranges import BytesLike
 from ..io.reader import ObjectStat
 from ..read.execute import encoded_as_declared, execute
@@ -98,7 +99,7 @@ class ArrayRefs:
     """One virtual array: its published metadata and its present chunks."""
 
     path: str
-    meta: dict
+    meta: ArrayMeta
     kind: str  # "field" or "coordinate"
     grid: tuple[int, ...]
     chunks: list[Chunk] = field(default_factory=list)
@@ -294,19 +295,19 @@ def _fabricated(array: FabricatedArray, refs: ArrayRefs, progress: Any) -> None:
             progress.update(stop - first)
 
 
-def _compressible(meta: dict) -> bool:
+def _compressible(meta: ArrayMeta) -> bool:
     """Whether a coordinate is published compressed: a per-cell one (8-byte values),
     unsharded, in chunks of at least ``COMPRESS_MIN_ROWS``."""
-    return (meta.get("dimension_names") == ["cells"]
-            and meta["data_type"] in ("uint64", "int64")
-            and [c["name"] for c in meta["codecs"]] == ["bytes"]
-            and meta["chunk_grid"]["configuration"]["chunk_shape"][0] >= COMPRESS_MIN_ROWS)
+    return (meta.dimension_names == ("cells",)
+            and meta.data_type in ("uint64", "int64")
+            and [c.name for c in meta.codecs] == ["bytes"]
+            and meta.chunk_shape[0] >= COMPRESS_MIN_ROWS)
 
 
 def _compressor(refs: ArrayRefs) -> Callable[[BytesLike], bytes]:
     """Publish a per-cell coordinate compressed: :data:`COMPRESSED` appended to its codecs;
     returns the encoder of its chunks. Cost: one Blosc encode per chunk."""
-    refs.meta = {**refs.meta, "codecs": [*refs.meta["codecs"], COMPRESSED]}
+    refs.meta = refs.meta.derive(codecs=[*refs.meta.codecs, *codec_chain([COMPRESSED])])
     config = COMPRESSED["configuration"]
     codec = Blosc(cname=config["cname"], clevel=config["clevel"], shuffle=Blosc.SHUFFLE,
                   blocksize=config["blocksize"], typesize=config["typesize"])

@@ -31,8 +31,8 @@ def kerchunk_refs(collected: Collected, publish: Callable[[str], str]) -> dict:
     refs: dict[str, object] = {}
     for path, array in collected.arrays.items():
         marr = manifest_array(array, collected, fsspec_url)
-        dims = array.meta.get("dimension_names") or [f"dim_{i}" for i in range(len(array.grid))]
-        var = xr.Variable(dims, marr, attrs=dict(array.meta.get("attributes") or {}))
+        dims = list(array.meta.dimension_names) or [f"dim_{i}" for i in range(len(array.grid))]
+        var = xr.Variable(dims, marr, attrs=dict(array.meta.attributes))
         for key, value in variable_to_kerchunk_arr_refs(var, path, zarr_format=3).items():
             refs[f"{path}/{key}"] = value
     docs = {path: json.loads(refs[f"{path}/zarr.json"])  # type: ignore[arg-type]

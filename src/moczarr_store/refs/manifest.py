@@ -46,7 +46,7 @@ def manifest_array(refs: ArrayRefs, collected: Collected, publish: Callable[[str
     manifest = ChunkManifest.from_arrays(
         paths=paths, offsets=offsets, lengths=lengths, validate_paths=False, inlined=inlined
     )
-    return ManifestArray(metadata=ArrayV3Metadata.from_dict(dict(refs.meta)),
+    return ManifestArray(metadata=ArrayV3Metadata.from_dict(refs.meta.to_json()),
                          chunkmanifest=manifest)
 
 

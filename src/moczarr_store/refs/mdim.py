@@ -63,10 +63,10 @@ def _schema(db: sqlite3.Connection) -> None:
 def _array_row(refs: ArrayRefs, table: str) -> tuple:
     meta = refs.meta
     return (
-        refs.path, refs.kind, refs.storage, _json(meta.get("dimension_names")),
-        _json(meta["shape"]), _json(meta["chunk_grid"]["configuration"]["chunk_shape"]),
-        _json(meta["data_type"]), _json(meta.get("fill_value")), _json(meta.get("codecs")),
-        _json(meta.get("attributes") or {}), _json(meta), table,
+        refs.path, refs.kind, refs.storage, _json(list(meta.dimension_names)),
+        _json(list(meta.shape)), _json(list(meta.chunk_shape)), _json(meta.data_type),
+        _json(meta.fill_value), _json([c.to_json() for c in meta.codecs]),
+        _json(dict(meta.attributes)), _json(meta.to_json()), table,
     )
 
 

@@ -21,7 +21,6 @@ representation is computed or read whole.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 
 from zarr.abc.store import RangeByteRequest
@@ -34,8 +33,6 @@ from ..read.plan import Span as SpanPlan
 from ..view.arrays import FieldArray
 from .generations import Generation
 from .representation import ByteRange, content_tag, recipe_tag
-
-_DECLARED = ("data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
 
 
 @dataclass(frozen=True)
@@ -81,8 +78,7 @@ def _leaf_tag(generation: Generation, plan: Plan) -> str | None:
     array = plan.array
     declared = generation.declared.get(array)
     if declared is None:
-        meta = generation.store.session.view.arrays[array].meta
-        declared = json.dumps({k: meta.get(k) for k in _DECLARED}, sort_keys=True)
+        declared = "\0".join(generation.store.session.view.arrays[array].meta.chunk_encoding)
         generation.declared[array] = declared
     return recipe_tag("\0".join([__version__, declared, *map(_recipe, parts)]))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable
@@ -11,19 +9,20 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
-from zarr.codecs import BytesCodec, ShardingCodec
 
-# zarr internals with no public equivalent in zarr 3.1.6 and 3.4.2: the check of a codec
-# chain, and the v3 array metadata class
-from zarr.core.codec_pipeline import codecs_from_list
-from zarr.core.metadata.v3 import ArrayV3Metadata
-
-from ..chunks import chunk_check, fill_number, full_shard_index, plain_bytes
-from ..errors import LeafSchemaError, MalformedMetadataError, SphereTooLarge
+from ..chunks import chunk_check, full_shard_index, plain_bytes
+from ..errors import LeafSchemaError, SphereTooLarge
+from ..hive.arraymeta import (
+    ArrayMeta,
+    Codec,
+    Sharding,
+    codec_chain,
+    declare,
+    fill_number,
+    leading_axis,
+)
 from ..hive.ids import child_values_into
-from ..hive.jsonio import is_int
 from ..hive.level import Level
-from ..hive.paths import short
 from ..hive.runs import RunEncoding
 from ..io.ranges import BytesLike
 
@@ -34,112 +33,10 @@ stops gaining past ~1 MiB a chunk, xarray's pays ~0.4 ms per dask task and gains
 few MiB (``benchmarks/chunk_curve.py`` measures the curve)."""
 SPHERE_MAX_CHUNKS = 2**24
 """Chunks along ``cells`` an array of a ``geometry="sphere"`` level may have, at most."""
-_BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
+_BYTES_LE_JSON = {"name": "bytes", "configuration": {"endian": "little"}}
+_BYTES_LE = codec_chain([_BYTES_LE_JSON])[0]
 _VLEN_UTF8 = {"name": "vlen-utf8", "configuration": {}}
 _DEFAULT_KEYS = {"name": "default", "configuration": {"separator": "/"}}
-ENCODING_KEYS = ("shape", "data_type", "fill_value", "codecs", "chunk_grid", "chunk_key_encoding")
-
-
-def encoding(meta: dict[str, Any]) -> tuple[str, ...]:
-    """What of a leaf array's metadata decides its chunks' bytes, comparable as a value."""
-    return tuple(json.dumps(meta.get(k), sort_keys=True) for k in ENCODING_KEYS)
-
-
-def check_leaf_meta(meta: object, where: str) -> dict:
-    """A leaf array's ``zarr.json``, checked before this module reads it: the fields read
-    here have the JSON types they are read as, then zarr parses the whole document.
-    A defect is a :class:`MalformedMetadataError` naming ``where`` and the field.
-    Cost: zarr's parse of the document."""
-    if not isinstance(meta, dict):
-        raise MalformedMetadataError(f"{where}: not a JSON object")
-    shape: Any = meta.get("shape")
-    _expect(where, "shape", shape, "a list of ints >= 0",
-            isinstance(shape, list) and all(is_int(n) and n >= 0 for n in shape))
-    rank = len(shape)
-    grid: Any = meta.get("chunk_grid")
-    _expect(where, "chunk_grid", grid, "an object", isinstance(grid, dict))
-    _expect(where, "chunk_grid.name", grid.get("name"), "a string",
-            isinstance(grid.get("name"), str))
-    _check_conf(where, "chunk_grid", grid)
-    _check_chunk_shape(where, "chunk_grid.configuration.chunk_shape",
-                       (grid.get("configuration") or {}).get("chunk_shape"), rank)
-    _check_codecs(where, "codecs", meta.get("codecs"), rank)
-    keys: Any = meta.get("chunk_key_encoding", {"name": "default"})
-    _expect(where, "chunk_key_encoding", keys, "an object with a string name",
-            isinstance(keys, dict) and isinstance(keys.get("name"), str))
-    _check_conf(where, "chunk_key_encoding", keys)
-    separator = (keys.get("configuration") or {}).get("separator", "/")
-    _expect(where, "chunk_key_encoding.configuration.separator", separator, "a string",
-            isinstance(separator, str))
-    names: Any = meta.get("dimension_names")
-    _expect(where, "dimension_names", names, f"a list of {rank} strings (every axis named, "
-            "as xarray and the reference reader need)",
-            isinstance(names, list) and len(names) == rank
-            and all(isinstance(n, str) for n in names))
-    attrs = meta.get("attributes", {})
-    _expect(where, "attributes", attrs, "an object", isinstance(attrs, dict))
-    transformers = meta.get("storage_transformers", [])
-    _expect(where, "storage_transformers", transformers, "empty (zarr applies none)",
-            transformers == [])
-    try:
-        parsed = ArrayV3Metadata.from_dict(dict(meta))
-        _check_pipelines(parsed.codecs, parsed.data_type.to_native_dtype().itemsize)
-    except Exception as err:  # zarr's own checks: data_type, fill_value, codec configuration
-        raise MalformedMetadataError(
-            f"{where}: not valid zarr v3 array metadata ({type(err).__name__}: {err})"
-        ) from None
-    return meta
-
-
-def _check_pipelines(codecs, itemsize: int) -> None:
-    """What zarr checks only when it decodes, checked now: a sharding codec's inner and
-    index chains each have exactly one array-to-bytes codec, and a ``bytes`` codec states
-    its byte order for values of more than one byte (``itemsize``; the index's are 8)."""
-    for codec in codecs:
-        if isinstance(codec, BytesCodec) and codec.endian is None and itemsize > 1:
-            raise ValueError(f"a bytes codec without endian, for {itemsize}-byte values")
-        if isinstance(codec, ShardingCodec):
-            for chain, size in ((codec.codecs, itemsize), (codec.index_codecs, 8)):
-                codecs_from_list(chain)
-                _check_pipelines(chain, size)
-
-
-def _expect(where: str, field: str, value: object, want: str, ok: bool) -> None:
-    if not ok:
-        raise MalformedMetadataError(f"{where}: field {field!r} {short(value)} is not {want}")
-
-
-def _check_conf(where: str, field: str, named: dict) -> None:
-    conf = named.get("configuration")
-    _expect(where, f"{field}.configuration", conf, "an object",
-            conf is None or isinstance(conf, dict))
-
-
-def _check_chunk_shape(where: str, field: str, chunks: object, rank: int) -> None:
-    _expect(where, field, chunks, f"a list of {rank} ints >= 1",
-            isinstance(chunks, list) and len(chunks) == rank
-            and all(is_int(n) and n >= 1 for n in chunks))
-
-
-def _check_codecs(where: str, field: str, codecs: Any, rank: int) -> None:
-    """A codec chain: objects with a string name; a sharding codec's configuration too."""
-    _expect(where, field, codecs, "a list", isinstance(codecs, list))
-    for i, codec in enumerate(codecs):
-        here = f"{field}[{i}]"
-        _expect(where, here, codec, "an object with a string name",
-                isinstance(codec, dict) and isinstance(codec.get("name"), str))
-        _check_conf(where, here, codec)
-        if codec["name"] != "sharding_indexed":
-            continue
-        conf = codec.get("configuration") or {}
-        _check_chunk_shape(where, f"{here}.configuration.chunk_shape", conf.get("chunk_shape"),
-                           rank)
-        _check_codecs(where, f"{here}.configuration.codecs", conf.get("codecs", []), rank)
-        _check_codecs(where, f"{here}.configuration.index_codecs", conf.get("index_codecs", []),
-                      1)
-        location = conf.get("index_location", "end")
-        _expect(where, f"{here}.configuration.index_location", location, "'start' or 'end'",
-                location in ("start", "end"))
 
 
 class LeafChunk(NamedTuple):
@@ -153,15 +50,6 @@ class LeafChunk(NamedTuple):
     inner: int | None = None  # the inner chunk of the shard object (chunking="inner")
 
 
-def _numeric(data_type: object) -> np.dtype | None:
-    """A bool, integer or float data type; ``None`` for any other (or a malformed one)."""
-    try:
-        dtype = np.dtype(data_type) if isinstance(data_type, str) else None
-    except TypeError:
-        return None
-    return dtype if dtype is not None and dtype.kind in "biuf" else None
-
-
 def _fill_json(value: object, source: np.dtype, target: np.dtype) -> object:
     """A zarr v3 fill value of ``source`` as the same value of ``target`` (safe casts only)."""
     cast = np.asarray(fill_number(value, source), dtype=source).astype(target, casting="safe")[()]
@@ -172,24 +60,24 @@ def _fill_json(value: object, source: np.dtype, target: np.dtype) -> object:
     return bool(cast) if target.kind == "b" else int(cast)
 
 
-def declared_meta(name: str, template: dict, runs: list[RunEncoding]) -> dict:
+def declared_meta(name: str, template: ArrayMeta, runs: list[RunEncoding]) -> ArrayMeta:
     """The leaf metadata field ``name`` is declared with: the template's, with the numpy
     promotion of every learned writer run's data type (what moczarr's concatenation of
     the leaves reports) and the template's fill value in that type. Promotion is made
     among bool, integer and float types only; any other data type stays the template's
     (a leaf that differs is then refused when read)."""
-    source = _numeric(template.get("data_type"))
+    source = template.dtype
     if source is None:
         return template
-    found = (_numeric(run.arrays[name].get("data_type")) for run in runs if name in run.arrays)
+    found = (run.arrays[name].dtype for run in runs if name in run.arrays)
     promoted = np.result_type(source, *(d for d in found if d is not None))
     if promoted == source:
         return template
     try:
-        fill = _fill_json(template.get("fill_value"), source, promoted)
+        fill = _fill_json(template.fill_value, source, promoted)
     except (TypeError, ValueError, OverflowError):
         return template  # no fill value to carry over: the template's type stands
-    return {**template, "data_type": promoted.name, "fill_value": fill}
+    return template.derive(data_type=promoted.name, fill_value=fill)
 
 
 AUTO_MAX_LEAVES = 4096
@@ -231,7 +119,7 @@ def leaves_per_chunk(level: Level, chunking: str | int) -> int:
         return chunking
     if not spans(chunking):
         return 1
-    largest = max((_leaf_nbytes(meta) for meta in level.arrays.values()), default=0)
+    largest = max((meta.nbytes for meta in level.arrays.values()), default=0)
     if chunking == "auto":
         return auto_leaves(largest)
     return max(1, SPAN_BYTES // largest) if largest else 1
@@ -250,42 +138,6 @@ def auto_leaves(largest: int) -> int:
     return min(max(k, 1), AUTO_MAX_LEAVES)
 
 
-def _leaf_nbytes(meta: object) -> int:
-    """A leaf array's decoded size in bytes (0 when it is not a numeric array)."""
-    shape = meta.get("shape") if isinstance(meta, dict) else None
-    dtype = _numeric(meta.get("data_type")) if isinstance(meta, dict) else None
-    if dtype is None or not isinstance(shape, list) or not all(is_int(n) for n in shape):
-        return 0
-    return dtype.itemsize * math.prod(shape)
-
-
-def _leaf_chunk_key(encoding: dict, coords: tuple[int, ...]) -> str:
-    name = encoding.get("name", "default")
-    sep = (encoding.get("configuration") or {}).get("separator")
-    if name == "default":
-        return "c" + (sep or "/") + (sep or "/").join(map(str, coords))
-    if name == "v2":
-        return (sep or ".").join(map(str, coords))
-    raise LeafSchemaError(f"chunk_key_encoding {encoding!r} is not supported")
-
-
-def _with_leading_axis(codecs: list[dict]) -> list[dict]:
-    """A codec chain for the same bytes under one more leading axis of length 1.
-
-    Only a sharding codec's inner chunk shape depends on the rank: the shard index and
-    the inner chunks' bytes of a (n,) array equal those of the (1, n) array.
-    """
-    out = []
-    for codec in codecs:
-        if codec.get("name") == "sharding_indexed":
-            conf = codec["configuration"]
-            conf = {**conf, "chunk_shape": [1, *conf["chunk_shape"]],
-                    "codecs": _with_leading_axis(conf.get("codecs", []))}
-            codec = {**codec, "configuration": conf}
-        out.append(codec)
-    return out
-
-
 class FieldArray:
     """A leaf array of every node, concatenated along its ``cells`` axis.
 
@@ -294,110 +146,102 @@ class FieldArray:
     """
 
     def __init__(
-        self, level: Level, name: str, leaf_meta: dict, cell_attrs: dict,
+        self, level: Level, name: str, leaf_meta: ArrayMeta, cell_attrs: dict,
         chunking: str | int = "shard", sphere: bool = False, span: int = 1,
     ) -> None:
-        """``cell_attrs``: attributes an array with a ``cells`` axis carries (its
-        ``coordinates``, its ``grid_mapping``); ``span``: leaves joined per chunk when
-        ``chunking`` spans (``"span"`` or an int); an array whose leaf chunks cannot be
-        joined by bytes is presented ``"leaf"``."""
+        """``leaf_meta``: the template's leaf array; ``cell_attrs``: attributes an array
+        with a ``cells`` axis carries (its ``coordinates``, its ``grid_mapping``);
+        ``span``: leaves joined per chunk when ``chunking`` spans (``"span"`` or an int);
+        an array whose leaf chunks cannot be joined by bytes is presented ``"leaf"``."""
         self.level, self.name, self.sphere = level, name, sphere
         self.path = f"{level.path}/{name}"
-        where = f"{level.template_data or level.template}/{level.cell_order}/{name}"
-        check_leaf_meta(leaf_meta, f"{where}/zarr.json")
-        leaf_meta = self.source = declared_meta(name, leaf_meta, level.encodings)
-        shape = list(leaf_meta.get("shape") or [])
-        grid = leaf_meta.get("chunk_grid", {})
-        if grid.get("name") != "regular" or not shape:
+        self.group = f"{level.cell_order}/{name}"
+        where = f"{level.template_data or level.template}/{self.group}"
+        source = self.source_meta = declared_meta(name, leaf_meta, level.encodings)
+        if not source.shape:
             raise LeafSchemaError(f"{where}: needs a regular chunk grid and a shape")
-        chunks = list(grid["configuration"]["chunk_shape"])
-        names = list(leaf_meta["dimension_names"])
+        names = source.dimension_names
         self.axis = names.index("cells") if "cells" in names else None
-        dims = list(names)
-        cells = level.cells_per_node
-        self.chunks_per_leaf = 1
-        attrs = dict(leaf_meta.get("attributes") or {})
-        codecs: list[dict] = leaf_meta["codecs"]  # a list: checked by check_leaf_meta
-        self.windowed = False
-        self.check = chunk_check(leaf_meta)
-        self.mode = "shard"
+        self.check = chunk_check(source)
+        self.mode, self.chunks_per_leaf, self.windowed = "shard", 1, False
         self.span, self.part_fill = 1, b""  # a span's leaf count; a leaf chunk of fill
-        joins = spans(chunking)
-        per_leaf = "leaf" if joins else str(chunking)  # a span's parts are leaf chunks
+        shape, chunks, dims = list(source.shape), list(source.chunk_shape), list(names)
+        codecs, attrs = source.codecs, dict(source.attributes)
         if self.axis is not None:
-            if shape[self.axis] != cells or cells % chunks[self.axis]:
-                raise LeafSchemaError(
-                    f"{where}: shape {shape} / chunks {chunks} do not tile {cells} cells per leaf"
-                )
-            if self._reframes(per_leaf, leaf_meta, chunks, cells, self.axis):
-                self.mode = per_leaf
-                inner = codecs[0]["configuration"]
-                codecs = inner.get("codecs") or [_BYTES_LE]
-                if per_leaf == "inner":
-                    chunks = list(inner["chunk_shape"])
-            elif per_leaf == "leaf" and self._recodes(leaf_meta, chunks, cells, self.axis):
-                self.mode = "recode"  # one chunk per leaf, like the fixed-size fields
-                codecs = [codecs[0]["configuration"]["codecs"][0]]
-            self.chunks_per_leaf = cells // chunks[self.axis]
-            nodes = domain_nodes(level, sphere)
-            plain = plain_bytes(codecs, leaf_meta)
-            if joins and min(span, nodes) > 1 and self.axis == 0 and self.chunks_per_leaf == 1 \
-                    and plain is not None:
-                # chunk bytes are C-ordered with cells first: k leaves' chunks are their join
-                self.span = min(span, nodes)
-                self.part_fill = np.full(
-                    math.prod(chunks), fill_number(leaf_meta.get("fill_value"), plain), plain
-                ).tobytes()
-            shape[self.axis] = nodes * cells
+            codecs, chunks = self._along_cells(where, chunking, span)
+            shape[self.axis] = domain_nodes(level, sphere) * level.cells_per_node
             attrs.update(cell_attrs)
             self.windowed = bool(level.windows)
         if self.windowed:
             shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
-            codecs = _with_leading_axis(codecs)
+            codecs = leading_axis(codecs)
         self.part_chunks = tuple(chunks)  # one leaf's chunk (the whole chunk unless spanning)
         if self.span > 1:
             chunks[self.windowed] *= self.span
-        self.leaf_encoding = leaf_meta.get("chunk_key_encoding", {"name": "default"})
-        _leaf_chunk_key(self.leaf_encoding, (0,) * len(names))  # refuse unknown encodings now
+        self.leaf_encoding = source.key_encoding
+        self.leaf_encoding.key((0,) * len(names))  # refuse unknown encodings now
         self._keys: dict[tuple[int, ...], str] = {}  # leaf chunk keys by inner coordinates
-        self.meta = {
-            **leaf_meta,
-            "codecs": codecs,
-            "shape": shape,
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
-            "chunk_key_encoding": _DEFAULT_KEYS,
-            "attributes": attrs,
-            "dimension_names": dims,
-        }
+        self.meta = source.derive(codecs=codecs, shape=shape, chunk_shape=chunks,
+                                  chunk_key_encoding=_DEFAULT_KEYS, attributes=attrs,
+                                  dimension_names=dims)
         self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
-        self.group = f"{level.cell_order}/{name}"
 
-    def _reframes(
-        self, chunking: str, leaf_meta: dict, chunks: list[int], cells: int, axis: int
-    ) -> bool:
+    def _along_cells(self, where: str, chunking: str | int,
+                     span: int) -> tuple[tuple[Codec, ...], list[int]]:
+        """The codecs and chunk shape of a leaf chunk as presented (``chunking``, its
+        leaves joined by ``span``); sets the mode, the chunks per leaf and the span."""
+        source, cells, axis = self.source_meta, self.level.cells_per_node, self.axis
+        assert axis is not None
+        chunks, codecs, shard = list(source.chunk_shape), source.codecs, source.sharding
+        if source.shape[axis] != cells or cells % chunks[axis]:
+            raise LeafSchemaError(
+                f"{where}: shape {list(source.shape)} / chunks {chunks} do not tile {cells} "
+                "cells per leaf"
+            )
+        joins = spans(chunking)
+        per_leaf = "leaf" if joins else str(chunking)  # a span's parts are leaf chunks
+        if shard is not None and self._reframes(per_leaf, shard, chunks):
+            self.mode = per_leaf
+            codecs = shard.codecs or (_BYTES_LE,)
+            if per_leaf == "inner":
+                chunks = list(shard.chunk_shape)
+        elif shard is not None and per_leaf == "leaf" and self._recodes(shard, chunks):
+            self.mode = "recode"  # one chunk per leaf, like the fixed-size fields
+            codecs = shard.codecs[:1]
+        self.chunks_per_leaf = cells // chunks[axis]
+        nodes = domain_nodes(self.level, self.sphere)
+        plain = plain_bytes(codecs, source.data_type)
+        if joins and min(span, nodes) > 1 and axis == 0 and self.chunks_per_leaf == 1 \
+                and plain is not None:
+            # chunk bytes are C-ordered with cells first: k leaves' chunks are their join
+            self.span = min(span, nodes)
+            self.part_fill = np.full(
+                math.prod(chunks), fill_number(source.fill_value, plain), plain).tobytes()
+        return codecs, chunks
+
+    def _reframes(self, chunking: str, shard: Sharding, chunks: list[int]) -> bool:
         """Whether this array can be presented leaf- or inner-chunked, as asked.
 
         That needs one sharding_indexed object per leaf whose inner chunks split only
         the cells axis; ``leaf`` also needs fixed-size (uncompressed) inner chunks.
         """
-        codecs = leaf_meta.get("codecs") or []
-        if chunking == "shard" or not self.check.shard_chunks or chunks[axis] != cells:
+        axis = self.axis
+        if chunking == "shard" or not self.check.shard_chunks \
+                or chunks[axis] != self.level.cells_per_node:  # type: ignore[index]
             return False
-        inner = codecs[0]["configuration"].get("chunk_shape") or chunks
-        if any(i != o for d, (i, o) in enumerate(zip(inner, chunks, strict=True))
+        if any(i != o for d, (i, o) in enumerate(zip(shard.chunk_shape, chunks, strict=True))
                if d != axis):
             return False
         return chunking == "inner" or self.check.inner_nbytes is not None
 
-    def _recodes(self, leaf_meta: dict, chunks: list[int], cells: int, axis: int) -> bool:
+    def _recodes(self, shard: Sharding, chunks: list[int]) -> bool:
         """Whether a sharded leaf array of a variable-length type (ragged cells) is
         presented one chunk per leaf in ``leaf`` mode: its values decoded and encoded
         again with the inner chain's array-to-bytes codec alone (no compressor), so that
         it is chunked on the same boundaries as the fixed-size fields."""
-        if _numeric(leaf_meta.get("data_type")) is not None:
+        if self.source_meta.dtype is not None:
             return False  # compressed numbers stay sharded: re-encoding costs more than it buys
-        inner = (leaf_meta.get("codecs") or [{}])[0].get("configuration", {}).get("codecs")
-        return bool(inner) and self._reframes("inner", leaf_meta, chunks, cells, axis)
+        return bool(shard.codecs) and self._reframes("inner", shard, chunks)
 
     def _leaf_coords(self, coords: tuple[int, ...]) -> tuple[str | None, int, list[int]]:
         """``(window, node index, chunk coordinates inside that node's leaf)``."""
@@ -447,19 +291,6 @@ class FieldArray:
         return tuple(slice(i * n, (i + 1) * n) for i, n in zip(inner, chunks, strict=True))
 
     @property
-    def source_meta(self) -> dict:
-        """The leaf array metadata the view is derived from (the template's, with the data
-        type every learned writer run promotes to): a leaf encoded exactly so is passed
-        through; any other is re-encoded."""
-        return self.source
-
-    @functools.cached_property
-    def declared_encoding(self) -> tuple[str, ...]:
-        """The encoding of ``source_meta``: a leaf array encoded so is passed through
-        (computed once per array)."""
-        return encoding(self.source)
-
-    @property
     def windowed_view(self) -> bool:
         """Whether a node may lack a leaf by design (a window it was not observed in)."""
         return self.windowed or self.level.window is not None
@@ -470,33 +301,18 @@ class FieldArray:
         shard passes through); ``None``: no cells axis."""
         if self.axis is None:
             return None
-        shard = self._passed_shard
+        shard = self.meta.sharding
         if shard is not None:
-            return int(shard["chunk_shape"][self.windowed + self.axis])
+            return shard.chunk_shape[self.windowed + self.axis]
         return self.level.cells_per_node // self.chunks_per_leaf * self.span
-
-    @property
-    def chunk_nbytes(self) -> int:
-        """Decoded bytes of one chunk of the view (0: not a numeric array)."""
-        chunks = self.meta["chunk_grid"]["configuration"]["chunk_shape"]
-        return _leaf_nbytes({"shape": chunks, "data_type": self.meta.get("data_type")})
 
     @property
     def shard_rows(self) -> int | None:
         """Rows along ``cells`` of a shard passed through (``None``: the array is not
         presented sharded, or has no cells axis)."""
-        if self.axis is None or self._passed_shard is None:
+        if self.axis is None or self.meta.sharding is None:
             return None
-        return int(self.meta["chunk_grid"]["configuration"]["chunk_shape"][
-            self.windowed + self.axis])
-
-    @property
-    def _passed_shard(self) -> dict | None:
-        """The sharding codec's configuration when the array is presented sharded."""
-        codecs = self.meta["codecs"]
-        if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
-            return codecs[0]["configuration"]
-        return None
+        return self.meta.chunk_shape[self.windowed + self.axis]
 
     def object_path(self, coords: tuple[int, ...]) -> str | None:
         """The hive-relative path of the leaf (or overview object) chunk ``coords`` is in;
@@ -521,7 +337,7 @@ class FieldArray:
         at = tuple(inner)  # at most the chunks of one leaf: the keys are kept
         key = self._keys.get(at)
         if key is None:
-            key = self._keys[at] = f"{self.group}/{_leaf_chunk_key(self.leaf_encoding, at)}"
+            key = self._keys[at] = f"{self.group}/{self.leaf_encoding.key(at)}"
         if node is not None and node < 0:
             return LeafChunk(-1, None, key, self.level.template)
         return LeafChunk(node, window, key, inner=part)
@@ -535,12 +351,12 @@ class FabricatedArray:
     in); ``tail`` (a shard index, when the array is presented sharded) follows the values
     of every chunk."""
 
-    def __init__(self, meta: dict, rows: int, produce, tail: bytes = b"",
+    def __init__(self, meta: ArrayMeta, rows: int, produce: Any, tail: bytes = b"",
                  into: bool = False) -> None:
         self.meta, self.rows, self._produce, self._tail = meta, rows, produce, tail
         self._into = into
         self.path = ""  # set when the view places it
-        shape = meta["shape"]
+        shape = meta.shape
         # a scalar's grid is empty: it has no chunk (its value is the fill value)
         self.grid = () if not shape else (math.ceil(shape[0] / rows),) if shape[0] else (0,)
         self._last: tuple[int, bytes] | None = None  # a shard is read in parts: keep one
@@ -554,10 +370,10 @@ class FabricatedArray:
         if last is not None and last[0] == coords[0]:
             return last[1]
         start = coords[0] * self.rows
-        stop = min(start + self.rows, self.meta["shape"][0])
+        stop = min(start + self.rows, self.meta.shape[0])
         if not self._tail:
             if take is not None and self._into:
-                nbytes = self.rows * np.dtype(self.meta["data_type"]).itemsize
+                nbytes = self.rows * np.dtype(self.meta.data_type).itemsize
                 return self._produce(start, stop, self.rows, take(nbytes))
             return self._produce(start, stop, self.rows)
         values = self._produce(start, stop, self.rows)
@@ -574,10 +390,10 @@ class FabricatedArray:
         """Chunks ``first`` to ``stop - 1`` as :meth:`fabricate` gives them; values of a
         fixed size are computed in one pass over the run (not one per chunk), each
         chunk a view of that pass when the array has no shard index to append."""
-        if self.meta["data_type"] == "string":  # variable-length: one payload per chunk
+        if self.meta.data_type == "string":  # variable-length: one payload per chunk
             return [bytes(self.fabricate((i,))) for i in range(first, stop)]
         start, count = first * self.rows, stop - first
-        end = min(stop * self.rows, self.meta["shape"][0])
+        end = min(stop * self.rows, self.meta.shape[0])
         block = memoryview(self._produce(start, end, count * self.rows)).cast("B")
         step = len(block) // count
         chunks: list[BytesLike] = [block[i * step : (i + 1) * step] for i in range(count)]
@@ -586,9 +402,9 @@ class FabricatedArray:
         return [bytes(chunk) + self._tail for chunk in chunks]
 
 
-def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: str,
-                     attrs: dict) -> dict:
-    return {
+def _coordinate_meta(n: int, rows: int, data_type: str, fill: object,
+                     codec: dict[str, Any], dim: str, attrs: dict[str, Any]) -> ArrayMeta:
+    return declare({
         "shape": [n],
         "data_type": data_type,
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [rows]}},
@@ -600,7 +416,7 @@ def _coordinate_meta(n: int, rows: int, data_type: str, fill, codec: dict, dim: 
         "zarr_format": 3,
         "node_type": "array",
         "storage_transformers": [],
-    }
+    })
 
 
 def domain_nodes(level: Level, sphere: bool) -> int:
@@ -731,11 +547,11 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
     n = domain_nodes(level, sphere) * level.cells_per_node
     fill = 0 if centres is None else "NaN"
     if shard_rows is None:
-        return FabricatedArray(_coordinate_meta(n, rows, data_type, fill, _BYTES_LE, "cells",
-                                                attrs), rows, produce, into=True)
+        return FabricatedArray(_coordinate_meta(n, rows, data_type, fill, _BYTES_LE_JSON,
+                                                "cells", attrs), rows, produce, into=True)
     codec = {"name": "sharding_indexed", "configuration": {
-        "chunk_shape": [rows], "codecs": [_BYTES_LE],
-        "index_codecs": [_BYTES_LE, {"name": "crc32c"}], "index_location": "end"}}
+        "chunk_shape": [rows], "codecs": [_BYTES_LE_JSON],
+        "index_codecs": [_BYTES_LE_JSON, {"name": "crc32c"}], "index_location": "end"}}
     meta = _coordinate_meta(n, shard_rows, data_type, fill, codec, "cells", attrs)
     tail = full_shard_index(rows * 8, shard_rows // rows)
     return FabricatedArray(meta, shard_rows, produce, tail)
@@ -744,9 +560,8 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
 def grid_mapping(attrs: dict) -> FabricatedArray:
     """A scalar variable that only carries ``attrs`` (a CF grid mapping): no chunk is
     stored, so its one value is its fill value, 0."""
-    meta = _coordinate_meta(0, 1, "int32", 0, _BYTES_LE, "", attrs)
-    meta.update(shape=[], dimension_names=[],
-                chunk_grid={"name": "regular", "configuration": {"chunk_shape": []}})
+    meta = _coordinate_meta(0, 1, "int32", 0, _BYTES_LE_JSON, "", attrs).derive(
+        shape=[], dimension_names=[], chunk_shape=[])
     return FabricatedArray(meta, 1, None)
 
 
@@ -780,5 +595,5 @@ def window_instants(instants: list[datetime]) -> FabricatedArray:
     """Window start or end instants, CF-encoded as int64 seconds since the epoch."""
     values = np.array([int(i.timestamp()) for i in instants], dtype="<i8")
     attrs = {"units": "seconds since 1970-01-01T00:00:00+00:00", "calendar": "proleptic_gregorian"}
-    meta = _coordinate_meta(len(instants), 1, "int64", 0, _BYTES_LE, "window", attrs)
+    meta = _coordinate_meta(len(instants), 1, "int64", 0, _BYTES_LE_JSON, "window", attrs)
     return FabricatedArray(meta, 1, lambda start, stop, _: values[start:stop].tobytes())

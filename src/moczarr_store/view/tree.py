@@ -338,7 +338,7 @@ class View:
 
     def _metadata(self, path: str) -> dict:
         if path in self.arrays:
-            return self.arrays[path].meta
+            return self.arrays[path].meta.to_json()
         attrs = self.groups[path].attrs
         prefix = f"{path}/" if path else ""
         layout = multiscales({
