@@ -299,13 +299,13 @@ class MortonIndex(xr.Index):
 
 def _healpix_index(ranges: np.ndarray, var: xr.Variable, chunks: tuple[int, ...] | None):
     """xdggs's ``HealpixIndex`` of kind ``"moc"`` built from the ranges (no cell array)."""
-    import xdggs  # type: ignore[import-untyped]
-    from healpix_geo.nested import RangeMOCIndex  # type: ignore[import-untyped]
+    import xdggs
+    from healpix_geo.nested import RangeMOCIndex
 
     try:  # xdggs >= 0.7
-        from xdggs.healpix.moc_index import HealpixMocIndex  # type: ignore[import-untyped]
+        from xdggs.healpix.moc_index import HealpixMocIndex
     except ImportError:  # xdggs 0.6
-        from xdggs.healpix import HealpixMocIndex  # type: ignore[import-untyped]
+        from xdggs.healpix import HealpixMocIndex
 
     (dim,) = var.dims
     grid = xdggs.HealpixInfo.from_dict(dict(var.attrs))
