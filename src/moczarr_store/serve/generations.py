@@ -47,7 +47,7 @@ class Generation:
         self.store = store
         self.expires = expires
         self.sizes: AsyncCache[int | None] = AsyncCache(setting("serve.object_sizes"))
-        self.declared: dict[str, str] = {}  # array path -> its declared encoding, as JSON
+        self.declared: dict[str, str] = {}  # array path -> its declared chunk encoding
         # each keeps its plan's parts
         self.span_tags: AsyncCache[tuple[Any, str | None]] = AsyncCache(
             setting("serve.span_tags"))
