@@ -88,7 +88,7 @@ def load_json(
     return value
 
 
-def check_size(payload: bytes | bytearray | memoryview, where: str,
+def check_size(payload: BytesLike, where: str,
                max_bytes: int = DEFAULT_MAX_JSON_BYTES,
                error: type[HiveFormatError] = MalformedMetadataError) -> None:
     """Refuse a document (as read by :func:`read_document`: at most ``max_bytes + 1``
