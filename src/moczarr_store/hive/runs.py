@@ -74,7 +74,7 @@ async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:
     leaf = leaves.peek(path)
     if not isinstance(leaf, Leaf):
         try:
-            leaf = parse_leaf(path, await backend.get(f"{path}/zarr.json"))
+            leaf = parse_leaf(path, await read_document(backend, f"{path}/zarr.json"))
         except (ValueError, OutsideRootError):
             return None
     return leaf if leaf.state == "stamped" else None
