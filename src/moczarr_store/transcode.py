@@ -123,13 +123,13 @@ async def transcode(
     return None if buffer is None else buffer.to_bytes()  # all fill: not written
 
 
-async def decode_chunk(meta: dict, chunk_shape: list[int], data: bytes) -> np.ndarray:
+async def decode_chunk(meta: ArrayMeta, chunk_shape: list[int], data: bytes) -> np.ndarray:
     """The values of one chunk's bytes ``data`` encoded as array metadata ``meta`` says
     (any codec chain zarr knows), as an array of ``chunk_shape``. Cost: zarr's decode of
     one chunk from memory."""
     scratch, proto = MemoryStore(), default_buffer_prototype()
     grid = {"name": "regular", "configuration": {"chunk_shape": chunk_shape}}
-    doc = {**meta, "shape": chunk_shape, "chunk_grid": grid, "attributes": {}}
+    doc = {**meta.to_json(), "shape": chunk_shape, "chunk_grid": grid, "attributes": {}}
     await scratch.set("zarr.json", proto.buffer.from_bytes(json.dumps(doc).encode()))
     await scratch.set("c/" + "/".join("0" for _ in chunk_shape), proto.buffer.from_bytes(data))
     decoder = await open_array(store=scratch, zarr_format=3)

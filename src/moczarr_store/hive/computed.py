@@ -9,8 +9,6 @@ the source level already read: no request.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .folds import Fold, declared_folds
 from .ids import ancestor_ranks, distinct_sorted
 from .level import Level
@@ -47,12 +45,8 @@ def computed_levels(source: Level, stored: list[Level], mode: str) -> list[Level
 def _foldable(source: Level, name: str) -> bool:
     """Whether field ``name`` of the source is one value per cell (a numeric 1-D array)."""
     meta = source.arrays.get(name)
-    if not isinstance(meta, dict):
-        return False
-    shape, dtype = meta.get("shape"), meta.get("data_type")
-    return (isinstance(shape, list) and len(shape) == 1
-            and shape[0] == source.cells_per_node and isinstance(dtype, str)
-            and dtype in np.sctypeDict and np.dtype(dtype).kind in "biuf")
+    return (meta is not None and meta.shape == (source.cells_per_node,)
+            and meta.dtype is not None)
 
 
 def _level(source: Level, order: int, folds: dict[str, Fold], fold: bool) -> Level:

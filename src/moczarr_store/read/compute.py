@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..chunks import fill_number, plain_bytes
+from ..chunks import plain_bytes
 from ..errors import EncodingError
+from ..hive.arraymeta import fill_number
 from ..hive.folds import Accumulator
 from ..hive.leaves import Leaf, LeafCache
 from ..io.ranges import BytesLike, slice_bytes
@@ -125,10 +126,10 @@ async def _values(source: FieldArray, data: BytesLike | None) -> np.ndarray:
     """One leaf chunk's values from its bytes as ``source`` declares them (fill: none)."""
     meta = source.meta
     shape = list(source.part_chunks)
-    plain = plain_bytes(meta["codecs"], meta)
+    plain = plain_bytes(meta.codecs, meta.data_type)
     if data is None:
-        dtype = plain if plain is not None else np.dtype(meta["data_type"])
-        return np.full(int(np.prod(shape)), fill_number(meta.get("fill_value"), dtype), dtype)
+        dtype = plain if plain is not None else np.dtype(str(meta.data_type))
+        return np.full(int(np.prod(shape)), fill_number(meta.fill_value, dtype), dtype)
     if plain is not None:
         return np.frombuffer(memoryview(data).cast("B"), dtype=plain)
     return (await decode_chunk(meta, shape, bytes(data))).reshape(-1)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
+from ..hive.arraymeta import ArrayMeta, declare
 from ..hive.folds import Fold
 from ..hive.level import Level
-from .arrays import _BYTES_LE, _DEFAULT_KEYS, FieldArray, covered_index, domain_nodes
+from .arrays import _BYTES_LE_JSON, _DEFAULT_KEYS, FieldArray, covered_index, domain_nodes
 
 
 class ComputedArray:
@@ -34,7 +34,7 @@ class ComputedArray:
         if self.windowed:
             shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
         base = level.source
-        attrs = dict(source.source_meta.get("attributes") or {})
+        attrs = dict(source.source_meta.attributes)
         attrs.update(cell_attrs)  # its coordinates and grid mapping, as a field's
         attrs["morton_hive_store"] = {"computed": {
             "role": "computed",
@@ -42,19 +42,19 @@ class ComputedArray:
             "all_time": level.fold,
             "fold": fold.declaration(),
         }}
-        self.meta: dict[str, Any] = {
+        self.meta: ArrayMeta = declare({
             "shape": shape,
             "data_type": fold.dtype.name,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
             "chunk_key_encoding": _DEFAULT_KEYS,
             "fill_value": fold.fill_value,
-            "codecs": [_BYTES_LE],
+            "codecs": [_BYTES_LE_JSON],
             "attributes": attrs,
             "dimension_names": dims,
             "zarr_format": 3,
             "node_type": "array",
             "storage_transformers": [],
-        }
+        })
         self.grid = tuple(math.ceil(s / c) for s, c in zip(shape, chunks, strict=True))
         self.chunk_rows = cells
         self.shard_rows = None
