@@ -307,8 +307,9 @@ def _compressible(meta: ArrayMeta) -> bool:
 def _compressor(refs: ArrayRefs) -> Callable[[BytesLike], bytes]:
     """Publish a per-cell coordinate compressed: :data:`COMPRESSED` appended to its codecs;
     returns the encoder of its chunks. Cost: one Blosc encode per chunk."""
-    refs.meta = refs.meta.derive(codecs=[*refs.meta.codecs, *codec_chain([COMPRESSED])])
-    config = COMPRESSED["configuration"]
+    compressed = codec_chain([COMPRESSED])
+    refs.meta = refs.meta.derive(codecs=[*refs.meta.codecs, *compressed])
+    config = compressed[0].configuration
     codec = Blosc(cname=config["cname"], clevel=config["clevel"], shuffle=Blosc.SHUFFLE,
                   blocksize=config["blocksize"], typesize=config["typesize"])
     return codec.encode
