@@ -65,8 +65,8 @@ def sphere_served(protocol: type) -> Iterator[Served]:
 
 def guard_of(server: Served) -> guard.Guard:
     """The server's guard (made when its first connection is)."""
-    assert wait_for(lambda: server.server.server_state in guard.Guard._of)
-    return guard.Guard._of[server.server.server_state]
+    assert wait_for(lambda: server.server.server_state in guard.GUARDS())
+    return guard.GUARDS()[server.server.server_state]
 
 
 def wait_for(condition, seconds: float = 10.0) -> bool:

@@ -52,6 +52,7 @@ import weakref
 from collections import Counter
 from typing import Any
 
+from .. import state
 from ..tunables import setting
 
 logger = logging.getLogger("moczarr_store.serve")
@@ -156,14 +157,13 @@ class Guard:
     client to read an answer (longest first, with the bytes they hold), and the counts
     not yet logged. Cost: O(1) per connection event, and per connection it closes."""
 
-    _of: weakref.WeakKeyDictionary[Any, Guard] = weakref.WeakKeyDictionary()
-
     @classmethod
     def of(cls, server_state: Any, loop: asyncio.AbstractEventLoop, transport: Any) -> Guard:
         """The guard of ``server_state``, made at its first connection (``transport``)."""
-        guard = cls._of.get(server_state)
+        guards = GUARDS()
+        guard = guards.get(server_state)
         if guard is None:
-            guard = cls._of[server_state] = cls(loop)
+            guard = guards[server_state] = cls(loop)
             lengthen_queue(transport)
         return guard
 
@@ -277,6 +277,11 @@ class Guard:
             self._previous(loop, context)
         else:
             loop.default_exception_handler(context)
+
+
+GUARDS: state.Part[weakref.WeakKeyDictionary[Any, Guard]] = state.Part(
+    "connection guards of servers", weakref.WeakKeyDictionary)
+"""Each uvicorn server's guard (by its ``ServerState``, weakly held)."""
 
 
 class Guarded:
