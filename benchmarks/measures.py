@@ -192,7 +192,7 @@ def measure_fabrication(r: Run) -> None:
     t_ref, _ = best(lambda: mortie.mort2healpix(words), 5)
     for name in COORDS:
         array = view.arrays[f"{r.group}/{name}"]
-        cells = array.meta["shape"][0]
+        cells = array.meta.shape[0]
         t, _ = best(lambda array=array: [array.fabricate((i,)) for i in range(array.grid[0])], 5)
         row(f"fabrication: {name}", f"{t * 1e9 / cells:.2f} ns/cell",
             f"mortie.mort2healpix {t_ref * 1e9 / words.size:.2f} ns/cell",
