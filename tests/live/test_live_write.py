@@ -8,35 +8,20 @@ The run is ``tests/support/live_write.py`` (see there), kept short here; the wri
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from support.live_write import main
+from support.writer import zagg_python
 
 pytestmark = pytest.mark.skipif(
     sys.version_info < (3, 12), reason="zagg, the writer, needs Python >= 3.12"
 )
 
 
-def _zagg_python() -> str:
-    python = os.environ.get("MOCZARR_ZAGG_PYTHON", "")
-    found = bool(python) and subprocess.run(
-        [python, "-c", "import zagg, mortie"], capture_output=True, check=False
-    ).returncode == 0
-    if not found:
-        why = ("no interpreter with zagg 0.61.0: set MOCZARR_ZAGG_PYTHON "
-               "(.ci/run makes .venv-zagg)")
-        if os.environ.get("MOCZARR_STORE_REQUIRE_WRITER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
-    return python
-
-
 def test_reads_while_zagg_commits_and_cleans_up_are_committed_states(tmp_path: Path, capsys):
-    status = main(["--seconds", "12", "--zagg-python", _zagg_python(), "--clients", "2",
+    status = main(["--seconds", "12", "--zagg-python", zagg_python(), "--clients", "2",
                    "--fresh", "4", "--tmp", str(tmp_path)])
     report = capsys.readouterr().out
     assert status == 0, report
@@ -49,7 +34,7 @@ def test_leaves_rewritten_in_place_are_never_read_as_fill(tmp_path: Path, capsys
     read before the rewrites begin, so a read that meets a cleared leaf, in process, in a
     fresh store or through ``serve`` (a new generation every second), fails naming it
     (``LeafMovedError``, a 502) and never reads as fill."""
-    status = main(["--seconds", "12", "--zagg-python", _zagg_python(), "--clients", "1",
+    status = main(["--seconds", "12", "--zagg-python", zagg_python(), "--clients", "1",
                    "--fresh", "2", "--stamp-ttl", "1", "--unversioned", "--tmp", str(tmp_path)])
     report = capsys.readouterr().out
     assert status == 0, report

@@ -13,12 +13,14 @@ import json
 import re
 import sys
 import warnings
+from pathlib import Path
 
 import moczarr
 import numpy as np
 import pytest
 import zarr
 from support.hives import FIXTURES
+from support.writer import zagg_declarations
 
 from moczarr_store import MocHiveStore
 
@@ -59,7 +61,44 @@ def _same(got: np.ndarray, want: np.ndarray) -> bool:
 
 @pytest.mark.parametrize("name", PYRAMIDS)
 def test_computed_orders_equal_zaggs_stored_overviews(name):
-    stored, computed = _group(FIXTURES / name, "missing"), _group(FIXTURES / name, "all")
+    _assert_equal_to_stored(_group(FIXTURES / name, "missing"), _group(FIXTURES / name, "all"))
+
+
+def _without_pyramid(hive_copy, name: str) -> Path:
+    """A copy of fixture ``name`` whose manifest has no pyramid block (as zagg writes it with
+    its pyramid off: its stored overviews are then objects the manifest does not declare)."""
+    root = hive_copy(name)
+    manifest = _manifest(root)
+    del manifest["pyramid"]
+    (root / "morton_hive.json").write_text(json.dumps(manifest, indent=1))
+    return root
+
+
+@pytest.mark.parametrize("name", PYRAMIDS)
+def test_folds_from_aggregation_yaml_reproduce_zaggs_stored_overviews(name, hive_copy):
+    """With the manifest's pyramid block hidden, the folds come from the writer's
+    ``aggregation.yaml``: they are zagg's own declaration (its exact fields, asked of zagg),
+    and every order computed from them equals the overview zagg stored."""
+    hidden = _without_pyramid(hive_copy, name)
+    computed = _group(hidden, "missing")
+    _assert_equal_to_stored(_group(FIXTURES / name, "missing"), computed)
+    zagg = _zagg(FIXTURES / name)
+    exact = {f: d for f, d in zagg["fields"].items() if d["class"] == "exact"}
+    assert exact == {f: d for f, d in _manifest(FIXTURES / name)["pyramid"]["overview"][
+        "fields"].items() if d["class"] == "exact"}
+    for path, level in _levels(computed).items():
+        said = level.attrs["morton_hive_store"]
+        if said["objects"] == "computed":
+            assert said["computed"]["declared_in"] == "aggregation.yaml"
+            assert said["computed"]["fields"] == exact, path
+            assert said["computed"]["all_time"] == ("all_time/" in path)
+    product = next(iter(computed.group_keys()))
+    assert ("all_time" in computed[product]) == zagg["all_time"]
+
+
+def _assert_equal_to_stored(stored: zarr.Group, computed: zarr.Group) -> None:
+    """Every overview level ``stored`` reads from zagg's objects equals the level of the
+    same path in ``computed`` (computed), field by field, with its dtype and fill."""
     clevels = _levels(computed)
     compared = 0
     for path, level in _levels(stored).items():
@@ -102,20 +141,39 @@ def _manifest(root) -> dict:
     return json.loads((root / "morton_hive.json").read_text())
 
 
-@pytest.mark.parametrize("name", PYRAMIDS)
+def _declaration(root) -> dict:
+    """The product's pyramid declaration (``fields``, ``all_time``): its manifest's, else
+    the one zagg makes from its ``aggregation.yaml``."""
+    overview = _manifest(root).get("pyramid", {}).get("overview", {})
+    if "fields" in overview:
+        return overview
+    return _zagg(root)
+
+
+def _zagg(root: Path) -> dict:
+    """zagg's declaration from ``root``'s ``aggregation.yaml`` (asked once for every
+    fixture this file checks)."""
+    configs = [FIXTURES / n / "aggregation.yaml" for n in [*PYRAMIDS, "windowed", "sharded"]]
+    return zagg_declarations(*configs)[root / "aggregation.yaml"]
+
+
+@pytest.mark.parametrize("name", [*PYRAMIDS, "windowed", "sharded"])
 def test_computed_orders_equal_moczarrs_parent_cells_fold(name):
+    """On the pyramid fixtures and on hives zagg wrote with its pyramid off (whose folds
+    come from ``aggregation.yaml``)."""
     root = FIXTURES / name
     manifest = _manifest(root)
-    folds = {f: d for f, d in manifest["pyramid"]["overview"]["fields"].items()
-             if d["class"] == "exact"}
-    windows = [w["label"] if isinstance(w, dict) else w
-               for w in manifest.get("temporal", {}).get("windows", []) or []]
+    declaration = _declaration(root)
+    folds = {f: d for f, d in declaration["fields"].items() if d["class"] == "exact"}
+    assert folds
     computed = _group(root, "all")
     product = next(iter(computed.group_keys()))
     source_order = manifest["cell_order"]
+    windows = [str(w) for w in computed[f"{product}/o{source_order}"]["window"][:]] if (
+        "window" in computed[f"{product}/o{source_order}"]) else []
     scopes: list[tuple[str | None, str]] = [(None, "")] if not windows else [
         (w, "") for w in windows]
-    if windows and manifest["pyramid"]["overview"].get("all_time"):
+    if windows and declaration.get("all_time"):
         scopes.append(("*", "all_time/"))
     checked = 0
     for window, prefix in scopes:
@@ -154,7 +212,9 @@ def test_fields_without_an_exact_fold_are_absent_at_computed_orders():
 
 
 def test_no_declared_folds_no_computed_orders():
-    group = _group(FIXTURES / "bare_versioned", "missing")
+    """``mixed_writers`` (created by zagg 0.38) has no pyramid block and no
+    ``aggregation.yaml``: nothing declares a fold."""
+    group = _group(FIXTURES / "mixed_writers", "missing")
     product = next(iter(group.group_keys()))
     assert list(group[product].group_keys()) == ["o7"]
 

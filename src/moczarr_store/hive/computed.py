@@ -9,23 +9,27 @@ the source level already read: no request.
 
 from __future__ import annotations
 
+from .aggregation import read_writer_folds
 from .folds import Fold, declared_folds
 from .ids import ancestor_ranks, distinct_sorted
 from .level import Level
+from .manifest import Manifest
 
 MODES = ("missing", "all", "none")
 """``computed_orders``: the orders the hive does not store (the default), every order
 below the source's (stored overviews are not read: a check of a sweep), or none."""
 
 
-def computed_levels(source: Level, stored: list[Level], mode: str) -> list[Level]:
+def computed_levels(source: Level, stored: list[Level], mode: str,
+                    declared: tuple[dict[str, Fold], bool]) -> list[Level]:
     """The computed levels of the product whose source level is ``source`` and whose
     declared stored levels are ``stored``: per window (or the scoped one) every order from
-    0 to the source's own that ``mode`` computes and ``stored`` does not hold; where the
-    manifest declares the all-time fold of a windowed product, ``all_time/`` levels down
-    from the source's order too. Fields without an exact fold are absent; a product with
-    none has no computed levels. No I/O."""
-    folds, all_time = declared_folds(source.manifest.raw, source.manifest.where)
+    0 to the source's own that ``mode`` computes and ``stored`` does not hold; where
+    ``declared`` (``(folds, all_time)``: :func:`product_folds`) has the all-time fold of a
+    windowed product, ``all_time/`` levels down from the source's order too. Fields
+    without an exact fold are absent; a product with none has no computed levels. No
+    I/O."""
+    folds, all_time = declared
     fields = {name: fold for name, fold in folds.items() if _foldable(source, name)}
     if mode == "none" or not fields or source.artifact != "source":
         return []
@@ -40,6 +44,20 @@ def computed_levels(source: Level, stored: list[Level], mode: str) -> list[Level
             if (fold, order) not in kept:
                 levels.append(_level(source, order, fields, fold))
     return levels
+
+
+async def product_folds(backend, root: str, manifest: Manifest,
+                        mode: str) -> tuple[dict[str, Fold], bool]:
+    """``(folds, all_time)`` of the product's computed orders: the manifest's declaration,
+    else (no fields declared) the one zagg would make from the product's
+    ``aggregation.yaml``; none when ``mode`` is ``"none"``. Cost: that document's GET, only
+    where the manifest declares no fields."""
+    if mode == "none":
+        return {}, False
+    declared = declared_folds(manifest.raw, manifest.where)
+    if declared is not None:
+        return declared
+    return await read_writer_folds(backend, root, manifest)
 
 
 def _foldable(source: Level, name: str) -> bool:

@@ -12,10 +12,9 @@ writer's cascade of partial sums in its last bits).
 Everything else is absent at computed orders, never guessed: class ``none``,
 ``approximate`` (t-digests: their merge is order-dependent) and ``packed``; an unknown
 class, method or nan policy, or a dtype or fill value that is not a number of a numeric
-type (with a warning naming the field). A product whose manifest declares no fields (no
-pyramid block, or zagg's declared-off ``{"orders": []}``) has no computed orders: its
-``aggregation.yaml`` is the writer's input, whose classes zagg derives by rules of its
-own; the store does not re-derive them.
+type (with a warning naming the field). Where the manifest declares no fields (no
+pyramid block, or zagg's declared-off ``{"orders": []}``), the folds are those zagg would
+declare from the product's own ``aggregation.yaml`` (``aggregation.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ class Fold:
     dtype: np.dtype
     fill_value: object
     nan_policy: str = "skip"
+    declared_in: str = "morton_hive.json"  # or the writer's aggregation.yaml
 
     @property
     def fill(self) -> np.ndarray:
@@ -69,16 +69,16 @@ class Fold:
                 "dtype": self.dtype.name, "fill_value": self.fill_value}
 
 
-def declared_folds(raw: dict, where: str) -> tuple[dict[str, Fold], bool]:
+def declared_folds(raw: dict, where: str) -> tuple[dict[str, Fold], bool] | None:
     """``({field: Fold}, all_time)``: the manifest's exact folds and whether it declares
-    the all-time (cross-window) fold. A malformed entry is left out with a warning
-    naming ``where`` and the field; a known class without an exact fold is left out
-    silently. No I/O."""
+    the all-time (cross-window) fold; ``None`` when it declares no fields. A malformed
+    entry is left out with a warning naming ``where`` and the field; a known class
+    without an exact fold is left out silently. No I/O."""
     block = raw.get("pyramid")
     overview = block.get("overview") if isinstance(block, dict) else None
     fields = overview.get("fields") if isinstance(overview, dict) else None
     if not isinstance(fields, dict):
-        return {}, False
+        return None
     all_time = overview.get("all_time") is True  # type: ignore[union-attr]
     folds = {}
     for name, entry in fields.items():

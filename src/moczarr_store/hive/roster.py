@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import HiveFormatError, HiveWarning, NotAHiveError, OptionError, OutsideRootError
 from .aoi import Cells
-from .computed import computed_levels
+from .computed import computed_levels, product_folds
 from .jsonio import read_document
 from .leaves import LeafCache
 from .level import Level, Product
@@ -133,11 +133,12 @@ async def load_hive(
 
 async def _open_product(backend, leaves, name, root, manifest, verify, window, aoi,
                         computed="missing") -> Product:
-    source, moc_ranks = await load_source(
-        backend, leaves, name, root, manifest, verify, window, aoi
+    (source, moc_ranks), declared = await asyncio.gather(
+        load_source(backend, leaves, name, root, manifest, verify, window, aoi),
+        product_folds(backend, root, manifest, computed),
     )
     stored = [] if computed == "all" else declare_pyramid(source, moc_ranks)
-    folded = computed_levels(source, stored, computed)
+    folded = computed_levels(source, stored, computed, declared)
     product = Product(name, root, manifest, [source, *folded], stored)
     if verify == "open":
         for level in list(product.pending):

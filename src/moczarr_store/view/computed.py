@@ -41,6 +41,7 @@ class ComputedArray:
             "source_orders": [base.cell_order],
             "all_time": level.fold,
             "fold": fold.declaration(),
+            "declared_in": fold.declared_in,
         }}
         self.meta: ArrayMeta = declare({
             "shape": shape,
@@ -94,9 +95,11 @@ class ComputedArray:
 
 def computed_attrs(level: Level) -> dict:
     """What a computed level's group says of itself (its ``morton_hive_store.computed``):
-    its role, the order it is folded from, whether it folds every window, and each
-    field's fold (fields the hive declares no exact fold for are absent)."""
+    its role, the order it is folded from, whether it folds every window, each field's
+    fold (fields the hive declares no exact fold for are absent) and the document that
+    declares them (the manifest, or the writer's ``aggregation.yaml``)."""
     assert level.source is not None
     return {"role": "computed", "source_orders": [level.source.cell_order],
             "all_time": level.fold,
-            "fields": {name: fold.declaration() for name, fold in sorted(level.folds.items())}}
+            "fields": {name: fold.declaration() for name, fold in sorted(level.folds.items())},
+            "declared_in": next(iter(level.folds.values())).declared_in}
