@@ -57,13 +57,14 @@ def test_open_requests_do_not_grow_with_the_number_of_leaves(hive_copy):
     assert product.n_nodes == 10_000
     n, coords = len(product.arrays), _stored_coordinates(root, product)
     assert coords == 1  # bare_versioned's leaves store morton, not cell_ids
-    # manifest + coverage + one stamp + group zarr.json + one per array and stored coordinate
+    # manifest + aggregation.yaml (the manifest declares no folds: the writer's config
+    # does) + coverage + one stamp + group zarr.json + one per array and stored coordinate
     # (named by the stamp's content hashes) and one listing of the group (concurrent with
     # them: the authority on which arrays exist), then the writer-run sample: the 3 other
     # stamps of the 4 leaves, and the arrays of 444112's second run (run 2)
-    assert few == 4 + n + coords + 1 + 3 + n
+    assert few == 5 + n + coords + 1 + 3 + n
     # 10,000 nodes: the sample is 7 more stamps (all absent), never more
-    assert many == 4 + n + coords + 1 + 7
+    assert many == 5 + n + coords + 1 + 7
     assert store.request_stats.counts["list"] == 1
 
 
@@ -76,7 +77,7 @@ def test_a_stamp_without_content_hashes_costs_one_listing(hive_copy):
     total, store = _open_requests(root)
     level = asyncio.run(store.hive()).products[0].levels[0]
     n = len(level.arrays) + _stored_coordinates(root, level)
-    assert total == 5 + n + 3 + len(level.arrays)  # as above
+    assert total == 6 + n + 3 + len(level.arrays)  # as above
     assert store.request_stats.counts["list"] == 1
     expected = xr.open_zarr(MocHiveStore(FIXTURES / "bare_versioned"), group="atl06/o7")
     xr.testing.assert_identical(xr.open_zarr(store, group="atl06/o7").load(), expected.load())
@@ -171,7 +172,7 @@ def test_an_open_parses_each_array_document_of_its_writer_runs_once(monkeypatch)
     monkeypatch.setattr(arraymeta, "check_array",
                         lambda meta, where: parsed.append(where) or check(meta, where))
     root = FIXTURES / "bare_versioned"
-    store = MocHiveStore(root)
+    store = MocHiveStore(root, computed_orders="none")
     (level,) = asyncio.run(store.hive()).products[0].levels
     runs = [run for run in level.encodings if run.immutable]
     assert len(runs) == 2 and runs[0].arrays == runs[1].arrays  # what the test is about

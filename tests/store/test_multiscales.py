@@ -83,13 +83,16 @@ SCHEMA = {  # a group's zarr.json that follows the convention (draft 7)
 }
 PYRAMIDS = [("pyramid1", "atl06", {}), ("pyramid1_resweep", "atl06", {}),
             ("pyramid2", "atl06", {}), ("windowed_explicit", "atl06", {"window": "early"})]
-SINGLE = [("bare_versioned", "atl06"), ("windowed", "atl06"), ("multiproduct", "atl06_a")]
+# products of one order: nothing declares a fold (mixed_writers), or computed orders off
+SINGLE = [("mixed_writers", "atl06", "missing"), ("bare_versioned", "atl06", "none"),
+          ("windowed", "atl06", "none"), ("multiproduct", "atl06_a", "none")]
 
 
-def _group(fixture: str, path: str) -> dict:
+def _group(fixture: str, path: str, computed_orders: str = "missing") -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        root = zarr.open_group(MocHiveStore(FIXTURES / fixture), mode="r")
+        root = zarr.open_group(MocHiveStore(FIXTURES / fixture, computed_orders=computed_orders),
+                               mode="r")
         return root[path].metadata.to_dict()
 
 
@@ -142,9 +145,9 @@ def test_product_groups_with_overviews_carry_multiscales(fixture, product, selec
         assert np.isin(parents, coarse).all(), level
 
 
-@pytest.mark.parametrize(("fixture", "path"), SINGLE)
-def test_groups_of_one_order_have_no_multiscales(fixture, path):
-    attrs = _group(fixture, path)["attributes"]
+@pytest.mark.parametrize(("fixture", "path", "computed_orders"), SINGLE)
+def test_groups_of_one_order_have_no_multiscales(fixture, path, computed_orders):
+    attrs = _group(fixture, path, computed_orders)["attributes"]
     assert "multiscales" not in attrs
     assert CONVENTION not in attrs.get("zarr_conventions", [])
 

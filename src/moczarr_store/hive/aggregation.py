@@ -46,7 +46,7 @@ EXACT_FUNCTIONS = {"len": "sum", "count": "sum", "sum": "sum", "nansum": "sum",
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing aliases (a few bytes of them expand without bound)."""
 
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+    def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             raise yaml.YAMLError("YAML aliases are refused")
         return super().compose_node(parent, index)
