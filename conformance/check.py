@@ -1,12 +1,15 @@
 """Compare ``MocHiveStore`` with the reference reader ``moczarr.open_hive`` on any hive.
 
     python -m conformance.check PATH [PATH...] [--verify open] [--chunking shard|inner]
+        [--computed]
 
 For each product and ``o{order}`` group the store presents, ``xr.open_zarr`` of that
 group must match ``moczarr.open_hive(PATH, product=...)`` (``open_level`` for an order
 other than the source's), as the README's "Pyramids" paragraph promises; a windowed group
-is compared window by window. One line per product/order[/window]: ``PASS``, ``FAIL`` (with the
-reasons) or ``SKIP`` (a product the store declines to serve). Exits 1 on any FAIL.
+is compared window by window. With ``--computed``, every stored overview order is also
+computed from the source and compared with it. One line per product/order[/window]:
+``PASS``, ``FAIL`` (with the reasons) or ``SKIP`` (a product the store declines to serve).
+Exits 1 on any FAIL.
 """
 
 from __future__ import annotations
@@ -126,14 +129,36 @@ def reference(
     return ref
 
 
+def as_computed(ref: xr.Dataset, got: xr.Dataset, declared: dict) -> tuple[xr.Dataset,
+                                                                               xr.Dataset]:
+    """A stored overview (``ref``) and the same order computed (``got``), made comparable:
+    the reference keeps the fields the computed level ``declared`` it folds (the others,
+    t-digests and means, are absent from computed orders by design), each computed
+    field's attributes lose what says how it was computed, and its node order is the
+    reference's (a computed level has the layout of zagg's overviews, whose nodes may be
+    coarser than a stored leaf column's: its other cells hold the fill value)."""
+    ref = ref.drop_vars([n for n in ref.data_vars if n not in declared])
+    got = got.copy()
+    for var in got.data_vars.values():
+        var.attrs.pop("morton_hive_store", None)
+    summary = dict(got.attrs.get("morton_hive") or {})
+    if "shard_order" in summary:
+        summary["shard_order"] = ref.attrs.get("morton_hive", {}).get("shard_order")
+        got.attrs["morton_hive"] = summary
+    return ref, got
+
+
 def check_group(path: str, store: MocHiveStore, product: str | None, group: str) -> list[str]:
     """One PASS/FAIL line per window (or one line) of a ``{product}/o{order}`` group.
 
-    ``product`` is what moczarr is given (``None`` for a bare hive).
+    ``product`` is what moczarr is given (``None`` for a bare hive). A computed group is
+    compared with the overview the hive stores at its order (the writer's fold).
     """
     try:
         slices = list(window_slices(xr.open_zarr(store, group=group)))
-        fill = {n: a.fill_value for n, a in zarr.open_group(store, path=group, mode="r").arrays()}
+        opened = zarr.open_group(store, path=group, mode="r")
+        fill = {n: a.fill_value for n, a in opened.arrays()}
+        computed = opened.attrs["morton_hive_store"].get("computed")
     except Exception as err:
         return [f"FAIL {path} {group}: {type(err).__name__}: {err}"]
     lines = []
@@ -142,7 +167,13 @@ def check_group(path: str, store: MocHiveStore, product: str | None, group: str)
         try:
             order = int(group.rsplit("/o", 1)[1])
             ref = reference(path, product, order, window, "/all_time/" in group)
-            diffs = compare(ref, got) if window is None else compare_window(ref, got, fill)
+            if computed is not None:
+                ref, got = as_computed(ref, got, computed["fields"])
+                where += " (computed)"
+            # a window's cells, or a computed level's (its nodes may hold cells a stored
+            # leaf column has not): the others hold the fill value
+            diffs = (compare(ref, got) if window is None and computed is None
+                     else compare_window(ref, got, fill))
         except Exception as err:
             diffs = [f"{type(err).__name__}: {err}"]
         if diffs:
@@ -152,14 +183,20 @@ def check_group(path: str, store: MocHiveStore, product: str | None, group: str)
     return lines
 
 
-def check_hive(path: str, verify: str = "lazy", chunking: str = "leaf") -> bool:
-    """Print one line per product/order(/window) of the hive at ``path``; True if none failed."""
+def check_hive(path: str, verify: str = "lazy", chunking: str = "leaf",
+               computed: bool = False) -> bool:
+    """Print one line per product/order(/window) of the hive at ``path``; True if none failed.
+
+    The orders the hive stores are compared with moczarr. ``computed``: each of them is
+    read computed too (``computed_orders="all"``: folded from the source, no stored
+    overview read) and compared with the overview moczarr reads."""
     try:
-        # the orders the hive stores: moczarr reads those (computed orders have the writer's
-        # stored overviews for oracle, in tests/store/test_computed_orders.py)
         store = MocHiveStore(path, verify=verify, chunking=chunking, computed_orders="none")
         root = zarr.open_group(store, mode="r")
         info = root.attrs["morton_hive_store"]
+        folded = MocHiveStore(path, verify=verify, chunking=chunking,
+                              computed_orders="all") if computed else None
+        every = zarr.open_group(folded, mode="r") if folded is not None else None
     except Exception as err:
         print(f"FAIL {path}: cannot open the store: {type(err).__name__}: {err}")
         return False
@@ -175,8 +212,12 @@ def check_hive(path: str, verify: str = "lazy", chunking: str = "leaf") -> bool:
         groups = [f"{name}/{o}" for o in sorted(orders, key=lambda o: -int(o[1:]))]
         if "all_time" in root[name]:
             groups += [f"{name}/all_time/{o}" for o in sorted(root[name]["all_time"].group_keys())]
+        product = None if info["bare"] else name
         for group in groups:
-            lines += check_group(path, store, None if info["bare"] else name, group)
+            lines += check_group(path, store, product, group)
+            if every is not None and group in every and "computed" in every[group].attrs[
+                    "morton_hive_store"]:
+                lines += check_group(path, folded, product, group)  # type: ignore[arg-type]
     print("\n".join(lines))
     return not any(line.startswith("FAIL") for line in lines)
 
@@ -186,8 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="hive root (path or URL)")
     parser.add_argument("--verify", choices=("lazy", "open"), default="lazy")
     parser.add_argument("--chunking", choices=("shard", "leaf", "inner"), default="leaf")
+    parser.add_argument("--computed", action="store_true",
+                        help="also compute every stored overview order from the source and "
+                             "compare it with the overview moczarr reads")
     args = parser.parse_args(argv)
-    results = [check_hive(path, args.verify, args.chunking) for path in args.paths]
+    results = [check_hive(path, args.verify, args.chunking, args.computed)
+               for path in args.paths]
     return 0 if all(results) else 1
 
 

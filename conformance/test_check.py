@@ -41,9 +41,33 @@ def test_runner_passes_on_every_fixture(name: str, options: list[str], capsys) -
                     "beside this clone")
 @pytest.mark.parametrize("name", PEER_HIVES)
 def test_runner_passes_on_the_peer_corpus(name: str, capsys) -> None:
-    assert check.main([str(PEER / name)]) == 0
+    """Every order stored, and every stored overview order computed (the peer hives with
+    overviews: ``overview_hive``, and the leaf columns of ``spec/temporal``)."""
+    assert check.main([str(PEER / name), "--computed"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines and all(line.startswith("PASS ") for line in lines), lines
+    if name in ("moczarr/overview_hive", "moczarr/spec/temporal"):
+        assert any(" (computed) " in line for line in lines), lines
+
+
+@pytest.mark.parametrize("name", ["pyramid1", "pyramid2", "windowed_explicit"])
+def test_runner_computes_every_stored_overview_order(name: str, capsys) -> None:
+    assert check.main([str(OWN / name), "--computed"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(line.startswith("PASS ") for line in lines), lines
+    assert sum(" (computed) " in line for line in lines) >= 2
+
+
+def test_runner_fails_on_a_computed_order_that_differs(monkeypatch, capsys) -> None:
+    """A fold that is not the writer's (``max`` folded as ``min``) fails the computed
+    orders, and only them."""
+    from moczarr_store.hive import folds
+
+    monkeypatch.setitem(folds.METHODS, "max", np.minimum)
+    path = str(OWN / "pyramid1")
+    assert check.main([path, "--computed"]) == 1
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
+    assert failed and all(" (computed): h_max: " in line for line in failed), failed
 
 
 def test_runner_reports_every_product(capsys) -> None:
