@@ -110,11 +110,11 @@ def test_opening_reads_one_leaf_per_writer_run():
     store = MocHiveStore(FIXTURES / "mixed_writers")
     zarr.open_group(store, mode="r")
     n = 4  # count, h_max, h_mean, h_min
-    # manifest + coverage + the template's stamp, group, one listing (a 0.38 stamp has no
-    # content hashes to name the arrays), arrays and its stored morton and cell_ids; the 3
-    # other stamps; the arrays of 444112 (the 0.61 run) and of -411331 (unversioned: its
-    # own run)
-    assert store.request_stats.total == 4 + 1 + n + 2 + 3 + 2 * n
+    # manifest + aggregation.yaml (absent: the manifest declares no folds) + coverage + the
+    # template's stamp, group, one listing (a 0.38 stamp has no content hashes to name the
+    # arrays), arrays and its stored morton and cell_ids; the 3 other stamps; the arrays of
+    # 444112 (the 0.61 run) and of -411331 (unversioned: its own run)
+    assert store.request_stats.total == 5 + 1 + n + 2 + 3 + 2 * n
 
 
 def test_a_leaf_rewritten_wider_after_open_is_an_error_naming_it(hive_copy):

@@ -1067,11 +1067,12 @@ def test_the_template_is_found_by_listing_not_by_probing_every_node(tmp_path):
     # one LIST per directory on the way to the leaf: the root, its base cell, 9 digits; then
     # one of the template's group
     assert counts["list"] == 11 + 1
-    # manifest + MOC, 9 probed stamps, then the leaf's stamp, group, arrays and stored morton,
-    # and the writer-run sample's stamps: RUN_PROBES picks spread over the domain, of which
-    # the first (probed) and the last (the template) are known already
+    # manifest + aggregation.yaml (absent: no folds declared) + MOC, 9 probed stamps, then
+    # the leaf's stamp, group, arrays and stored morton, and the writer-run sample's stamps:
+    # RUN_PROBES picks spread over the domain, of which the first (probed) and the last (the
+    # template) are known already
     sample = RUN_PROBES - 2
-    assert store.request_stats.total == 2 + 9 + 12 + 2 + len(level_.arrays) + 1 + sample
+    assert store.request_stats.total == 3 + 9 + 12 + 2 + len(level_.arrays) + 1 + sample
     leaf_count = zarr.open_array(root / _data(root, rel) / "11/count", mode="r")[:]
     np.testing.assert_array_equal(ds["count"][-16:].values, leaf_count)
 
@@ -1087,7 +1088,8 @@ def test_no_committed_leaf_among_200k_listed_nodes_costs_a_bounded_search(tmp_pa
                                   "were written since it was made, regenerate it"):
         zarr.open_group(store, mode="r")
     counts = store.request_stats.counts
-    assert counts["get_range"] == 2 + 20  # manifest, MOC, one stamp per existing leaf
+    # manifest, aggregation.yaml (absent), MOC, one stamp per existing leaf
+    assert counts["get_range"] == 3 + 20
     # one LIST per directory holding leaves: the root and every digit directory on the way
     leaf_dirs = [Path(rel).parent.parts for rel in leaves]
     assert counts["list"] == len({parts[:i] for parts in leaf_dirs for i in range(len(parts) + 1)})
@@ -1101,7 +1103,7 @@ def test_the_template_search_on_plain_http_probes_up_to_a_limit(tmp_path, http_r
     with _raises(NoCoverageError, "(the first 300 of 200,000 objects probed (the probe limit); "
                                   "the backend cannot be listed to find existing objects"):
         zarr.open_group(store, mode="r")
-    assert store.request_stats.counts["get_range"] == 2 + 300
+    assert store.request_stats.counts["get_range"] == 3 + 300  # with aggregation.yaml
     assert store.request_stats.counts["list"] == 1  # the attempt that told it cannot list
 
 
@@ -1117,7 +1119,7 @@ def test_the_template_search_on_plain_http_finds_a_leaf_within_the_limit(tmp_pat
     # the writer runs' sample: every one a bounded (ranged) read, none read whole
     counts = store.request_stats.counts
     assert "get" not in counts
-    assert counts["get_range"] == 2 + 249 + 1 + len(level_.arrays) + 1 + 7
+    assert counts["get_range"] == 3 + 249 + 1 + len(level_.arrays) + 1 + 7  # as above
 
 
 # -- nothing else escapes -------------------------------------------------------------------------
