@@ -113,3 +113,18 @@ def test_a_document_not_the_products_own_gives_no_computed_orders(hive_copy, con
     assert len(said) == 1 and said[0].startswith("aggregation.yaml: ") and why in said[0], said
     assert list(group["atl06"].group_keys()) == ["o7"]
     assert group["atl06/o7/count"][:].sum() > 0
+
+
+def test_a_document_that_cannot_be_read_gives_no_computed_orders(hive_copy, monkeypatch):
+    """A GET the server refuses (a bucket that answers 403 for a missing key): the product
+    opens with its stored order, and one warning says why it has no computed orders."""
+    from moczarr_store.hive import aggregation
+
+    async def denied(backend, key, max_bytes):
+        raise PermissionError(f"403 on {key}")
+
+    monkeypatch.setattr(aggregation, "read_document", denied)
+    group, said = _open(hive_copy("sharded"))
+    assert said == ["aggregation.yaml: cannot be read (PermissionError); the product has no "
+                    "computed orders"]
+    assert list(group["atl06"].group_keys()) == ["o7"]

@@ -56,17 +56,21 @@ async def read_writer_folds(backend, root: str,
                             manifest: Manifest) -> tuple[dict[str, Fold], bool]:
     """``({field: Fold}, all_time)`` from the product's ``aggregation.yaml`` (``root``: the
     product's directory, ``""`` for a bare hive); nothing when it is absent, and nothing
-    with one warning when it is not the product's own. Cost: one GET of at most
-    :data:`MAX_YAML_BYTES` + 1 bytes."""
+    with one warning when it is not the product's own or cannot be read (a denied GET).
+    Cost: one GET of at most :data:`MAX_YAML_BYTES` + 1 bytes."""
     key = f"{root}/{AGGREGATION_NAME}" if root else AGGREGATION_NAME
-    payload = await read_document(backend, key, MAX_YAML_BYTES)
-    if payload is None:
-        return {}, False
     try:
+        payload = await read_document(backend, key, MAX_YAML_BYTES)
+        if payload is None:
+            return {}, False
         core = _load(bytes(payload), manifest)
     except ValueError as err:
         warnings.warn(f"{key}: {err}; the product has no computed orders", HiveWarning,
                       stacklevel=2)
+        return {}, False
+    except Exception as err:  # a denied or failed GET: the product opens without them
+        warnings.warn(f"{key}: cannot be read ({type(err).__name__}); the product has no "
+                      "computed orders", HiveWarning, stacklevel=2)
         return {}, False
     return writer_folds(core, key)
 
