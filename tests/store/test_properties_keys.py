@@ -66,7 +66,8 @@ async def _collect(aiter) -> list:
 
 
 def _canonical_keys() -> list[str]:
-    return asyncio.run(_collect(MocHiveStore(HIVE, chunking="leaf").list()))
+    return asyncio.run(_collect(MocHiveStore(HIVE, chunking="leaf",
+                                             computed_orders="none").list()))
 
 
 KEYS = _canonical_keys()
@@ -77,7 +78,8 @@ DIRS = sorted({k.rsplit("/", i)[0] for k in KEYS for i in range(1, k.count("/") 
 @pytest.fixture(scope="module")
 def hive():
     """One store for the module, with every backend request recorded."""
-    store = MocHiveStore(HIVE, chunking="leaf")  # read-only: never writes; chunk i = leaf i
+    # read-only: never writes; chunk i = leaf i (the stored order: the oracle is the disk)
+    store = MocHiveStore(HIVE, chunking="leaf", computed_orders="none")
     asyncio.run(store.view())
     calls: list[tuple[str, str, object]] = []
     backend_get, backend_list_dir = store.backend.get, store.backend.list_dir
