@@ -35,21 +35,31 @@ from .jsonio import read_document
 from .manifest import Manifest
 
 AGGREGATION_NAME = "aggregation.yaml"
-MAX_YAML_BYTES = 256 << 10
-"""Largest ``aggregation.yaml`` read: 256 KiB (zagg's are a few KiB)."""
+MAX_YAML_BYTES = 64 << 10
+"""Largest ``aggregation.yaml`` read: 64 KiB (zagg's are a few KiB)."""
 
 EXACT_FUNCTIONS = {"len": "sum", "count": "sum", "sum": "sum", "nansum": "sum",
                    "min": "min", "nanmin": "min", "max": "max", "nanmax": "max"}
 """zagg's exact merge laws: a field's aggregating function and the fold it composes by."""
 
 
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (a few bytes of them expand without bound)."""
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it
 
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("YAML aliases are refused")
-        return super().compose_node(parent, index)
+
+def _tree(value: object) -> bool:
+    """Whether no list or mapping occurs twice in ``value``: YAML aliases make shared
+    ones, a few bytes of which expand without bound when walked (the hash walks it).
+    Cost: one pass over its containers."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict | list):
+            if id(node) in seen:
+                return False
+            seen.add(id(node))
+            stack.extend(node.values() if isinstance(node, dict) else node)
+    return True
 
 
 async def read_writer_folds(backend, root: str,
@@ -81,12 +91,17 @@ def _load(payload: bytes, manifest: Manifest) -> dict:
     if len(payload) > MAX_YAML_BYTES:
         raise ValueError(f"larger than the {MAX_YAML_BYTES:,}-byte limit")
     try:
-        core = yaml.load(payload, Loader=_Loader)  # noqa: S506 (a safe loader)
-        canonical = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    except (yaml.YAMLError, RecursionError, TypeError, ValueError) as err:
+        core = yaml.load(payload, Loader=_LOADER)  # noqa: S506 (a safe loader)
+    except (yaml.YAMLError, RecursionError, ValueError) as err:
         raise ValueError(f"not a document zagg writes ({str(err)[:200]})") from None
     if not isinstance(core, dict):
         raise ValueError("not a mapping of zagg's config")
+    if not _tree(core):
+        raise ValueError("YAML aliases are refused")
+    try:
+        canonical = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    except (RecursionError, TypeError, ValueError) as err:
+        raise ValueError(f"not a document zagg writes ({str(err)[:200]})") from None
     want = manifest.raw.get("semantic_hash")
     if not isinstance(want, str):
         raise ValueError(f"{manifest.where} records no semantic_hash to check it against")
