@@ -78,7 +78,8 @@ def test_a_hive_key_and_a_tile_route_both_answer(sharded):
     assert body == sync(store.get(key, default_buffer_prototype())).to_bytes()
     status, _, body = fetch(sharded, "/.tiles/datasets")
     assert status == 200
-    assert json.loads(body) == ["atl06", "atl06.o7"]  # no computed orders: no pyramid
+    # the stored order and every order computed from it (from aggregation.yaml's folds)
+    assert json.loads(body) == ["atl06", *(f"atl06.o{k}" for k in range(7, -1, -1))]
     (spot,) = spots(FIXTURES / "sharded", "h_mean", 7, 7, 1)
     path = tile_path("atl06", spot, variables="h_mean", colorscalerange="0,1")
     status, headers, _ = fetch(sharded, path)
