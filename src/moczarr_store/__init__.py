@@ -61,7 +61,7 @@ __all__ = [
 __version__ = "0.2.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in ("cell_ranges", "decode_cells", "open_cells"):  # need xarray (and xdggs)
         from . import cells
 

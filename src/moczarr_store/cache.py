@@ -7,7 +7,7 @@ import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
@@ -54,7 +54,7 @@ class AsyncCache(Generic[V]):
         self.max_entries = max_entries
         self._keep = keep
         self._done: OrderedDict[Hashable, V] = OrderedDict()
-        self._pending: dict[tuple[int, Hashable], asyncio.Future | None] = {}
+        self._pending: dict[tuple[int, Hashable], asyncio.Future[Any] | None] = {}
 
     def __len__(self) -> int:
         return len(self._done)

@@ -254,7 +254,9 @@ class MortonIndex(xr.Index):
         offsets = np.r_[starts, ranks.size].astype(np.int64)
         return cls(Runs(order, ranks[starts], offsets), var.dims[0], name)
 
-    def create_variables(self, variables: Mapping[Any, xr.Variable] | None = None) -> dict:
+    def create_variables(
+        self, variables: Mapping[Any, xr.Variable] | None = None
+    ) -> dict[Any, xr.Variable]:
         old = (variables or {}).get(self.name)
         data = ComputedIds(self.runs, nested=False)
         attrs = None if old is None else old.attrs

@@ -102,7 +102,7 @@ def _bad(key: str, what: str) -> TruncatedChunkError:
     return TruncatedChunkError(f"{key}: {what}: the object is truncated or corrupt")
 
 
-def _rows(index, check: ChunkCheck) -> np.ndarray:
+def _rows(index: BytesLike, check: ChunkCheck) -> np.ndarray:
     """A shard index's ``(offset, nbytes)`` rows (a view of its bytes)."""
     body = memoryview(index)[: 16 * (check.shard_chunks or 0)]
     return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
@@ -229,11 +229,12 @@ def full_shard_index(step: int, n: int) -> bytes:
     return layout[1]
 
 
-def _is_index_range(byte_range, check: ChunkCheck) -> bool:
-    return byte_range == index_range(check)
+def _is_index_range(byte_range: ByteRequest | None, check: ChunkCheck) -> bool:
+    return bool(byte_range == index_range(check))
 
 
-def check_chunk(data, check: ChunkCheck, byte_range, key: str, size: int | None = None) -> None:
+def check_chunk(data: BytesLike, check: ChunkCheck, byte_range: ByteRequest | None, key: str,
+                size: int | None = None) -> None:
     """Raise :class:`TruncatedChunkError` naming ``key`` if ``data`` cannot be right.
 
     ``size`` is the whole object's size when ``data`` is a range of it (a shard index
@@ -338,21 +339,22 @@ def zstd_frames(data: memoryview) -> list[int | None]:
     return sizes
 
 
-def shard_entries(data, check: ChunkCheck, key: str) -> np.ndarray:
+def shard_entries(data: BytesLike, check: ChunkCheck, key: str) -> np.ndarray:
     """The ``(offset, nbytes)`` rows of a whole shard object's verified index."""
     check_chunk(data, check, None, key)
     view, need = memoryview(data), check.index_nbytes
     return _rows(view[len(view) - need :] if check.index_at_end else view[:need], check)
 
 
-def index_entries(index, check: ChunkCheck, key: str, size: int | None = None) -> np.ndarray:
+def index_entries(index: BytesLike, check: ChunkCheck, key: str,
+                  size: int | None = None) -> np.ndarray:
     """The ``(offset, nbytes)`` rows of a shard index read on its own, verified (against
     the payload of a ``size``-byte object when the size is known)."""
     check_chunk(index, check, index_range(check), key, size)
     return _rows(index, check)
 
 
-def index_range(check: ChunkCheck):
+def index_range(check: ChunkCheck) -> RangeByteRequest | SuffixByteRequest:
     """The byte request that reads a shard object's index alone."""
     if check.index_at_end:
         return SuffixByteRequest(check.index_nbytes)
@@ -365,7 +367,8 @@ async def load_index(read_sized: ReadSized, key: str, check: ChunkCheck) -> np.n
     return None if got is None else index_entries(got[0], check, key, got[1])
 
 
-def check_ranged(entries: np.ndarray | None, byte_range: RangeByteRequest, data, key: str) -> None:
+def check_ranged(entries: np.ndarray | None, byte_range: RangeByteRequest,
+                 data: BytesLike | None, key: str) -> None:
     """A ranged read of a shard object whose verified index is ``entries``: a range inside
     the bytes its inner chunks span (one chunk, or several coalesced) must come back whole."""
     start, end = byte_range.start, byte_range.end
@@ -409,7 +412,7 @@ async def shard_passthrough(read_sized: ReadSized, indexes: AsyncCache[np.ndarra
     return got[0]
 
 
-def reframe(data, check: ChunkCheck, key: str) -> bytes | memoryview | None:
+def reframe(data: BytesLike, check: ChunkCheck, key: str) -> bytes | memoryview | None:
     """A whole shard's inner chunks as one contiguous chunk (absent ones as fill).
 
     Only for fixed-size inner chunks split along the first axis; ``None`` when every

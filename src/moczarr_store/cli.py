@@ -31,8 +31,9 @@ from zarr.core.sync import sync  # internal: zarr exports no runner on its event
 from . import __version__
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
 from .io.redact import redact, scrub
+from .io.urls import family
 from .options import OPTIONS, REFERENCE_CHUNKINGS, SERVE_OPTIONS, Option
-from .storage import FAIL_FAST, fail_fast, family, merged
+from .storage import FAIL_FAST, fail_fast, merged
 from .store import MocHiveStore
 from .tunables import check_settings
 from .verify import report_lines, verify_hive
@@ -84,7 +85,7 @@ def clip(line: str, limit: int = MAX_LINE) -> str:
     return f"{line[:limit]}... ({len(line) - limit:,} more characters)"
 
 
-def one_line(err: BaseException, options: dict | None = None) -> str:
+def one_line(err: BaseException, options: dict[str, Any] | None = None) -> str:
     """An error as one escaped, clipped line without credentials: the package's own errors
     by their message, others prefixed with their type."""
     text = str(err).split("\n\nDebug source:", 1)[0]
@@ -270,18 +271,21 @@ def _argument_type(option: Option, checked: bool) -> Callable[[str], Any]:
     return parse
 
 
-def add_option_argument(group, option: Option, default: Any, checked: bool = False) -> None:
+def add_option_argument(group: argparse._ActionsContainer, option: Option, default: Any,
+                        checked: bool = False) -> None:
     """The flag of ``option`` (declared in ``options``), in ``group``; ``checked``: a value
     is checked as it is parsed (a bad one exits with status 2 before anything is opened),
     else where the option is applied."""
-    help = option.help.replace("%", "%%")
+    help, flag = option.help.replace("%", "%%"), option.flag
+    if flag is None:
+        raise ValueError(f"option {option.name!r} has no flag")
     if option.default is False:
-        group.add_argument(option.flag, action="store_true", help=help)
+        group.add_argument(flag, action="store_true", help=help)
         return
     metavar = option.metavar or "{" + ",".join(option.choices) + "}"
     if option.many and isinstance(default, tuple):
         default = list(default)  # argparse extends it
-    group.add_argument(option.flag, type=_argument_type(option, checked), default=default,
+    group.add_argument(flag, type=_argument_type(option, checked), default=default,
                        metavar=metavar, action="extend" if option.many else "store",
                        help=help + (f" Default: {default}." if default else "")
                        + (" Repeat for several." if option.many else ""))
@@ -456,7 +460,8 @@ def run_verify(args: argparse.Namespace) -> int:
 # -- serve -----------------------------------------------------------------------------------
 
 
-def add_serve_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+def add_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                     parents: list[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser("serve", parents=parents,
                            help="serve the hive as a Zarr v3 hierarchy over HTTP")
     add_source(serve)
@@ -521,7 +526,8 @@ def format_choice(text: str) -> str:
     return text
 
 
-def add_refs_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+def add_refs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                    parents: list[argparse.ArgumentParser]) -> None:
     refs = sub.add_parser(
         "refs", parents=parents,
         help="publish the hive as Icechunk, kerchunk JSON or mdim-refs references"
@@ -577,7 +583,8 @@ def run_refs(args: argparse.Namespace) -> int:
 # -- stac and cells --------------------------------------------------------------------------
 
 
-def add_stac_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+def add_stac_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                    parents: list[argparse.ArgumentParser]) -> None:
     stac = sub.add_parser(
         "stac", parents=parents,
         help="write a static STAC catalog of the hive (OUT_DIR/collection.json)")
@@ -601,7 +608,8 @@ def run_stac(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_cells_parser(sub, parents: list[argparse.ArgumentParser]) -> None:
+def add_cells_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                     parents: list[argparse.ArgumentParser]) -> None:
     cells = sub.add_parser(
         "cells", parents=parents,
         help="write one level's cells as polygons with their values (GeoParquet, or "

@@ -8,6 +8,7 @@ import os
 import re
 import socket
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from . import state
@@ -38,7 +39,7 @@ SERVERS_KEPT = 64  # servers whose connect result a process keeps: past it, no m
 REACHED: state.Part[dict[tuple[str, int], str | None]] = state.Part("servers reached", dict)
 
 
-def unreachable(url: str | None, options: dict, detail: str) -> str | None:
+def unreachable(url: str | None, options: dict[str, Any], detail: str) -> str | None:
     """For a failure that says only "error sending request" (obstore's HTTP client names no
     cause), ``detail`` and what a connection to the server finds: nothing listening
     (connection refused), a host name that does not resolve, or no answer. The server is

@@ -37,13 +37,13 @@ class _Waiting:
 
     __slots__ = ("args", "context", "start", "task", "waiter")
 
-    def __init__(self, start: Callable[..., Awaitable[Any]], args: tuple,
-                 waiter: asyncio.Future) -> None:
+    def __init__(self, start: Callable[..., Awaitable[Any]], args: tuple[Any, ...],
+                 waiter: asyncio.Future[Any]) -> None:
         self.start = start
         self.args = args
         self.waiter = waiter
         self.context = contextvars.copy_context()
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[Any] | None = None
 
 
 class RequestSlots:
@@ -55,8 +55,8 @@ class RequestSlots:
         self.free = cap
         self._waiting: deque[_Waiting] = deque()
         self._handing_over = False
-        self._serving: set[asyncio.Task] = set()
-        self._room: deque[tuple[asyncio.Future, int]] = deque()  # new work waiting for room
+        self._serving: set[asyncio.Task[Any]] = set()
+        self._room: deque[tuple[asyncio.Future[Any], int]] = deque()  # new work waiting for room
         self._promised = 0  # requests new work let go has yet to make
 
     def room(self, requests: int) -> Awaitable[None] | None:
@@ -167,8 +167,9 @@ def started(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
 
 
 # event loop -> {cap: its RequestSlots}; a loop let go takes its slots with it
-PER_LOOP: state.Part[weakref.WeakKeyDictionary] = state.Part(
-    "request slots per event loop", weakref.WeakKeyDictionary)
+PER_LOOP: state.Part[
+    weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, RequestSlots]]
+] = state.Part("request slots per event loop", weakref.WeakKeyDictionary)
 
 
 def request_slots(cap: int) -> RequestSlots:

@@ -272,7 +272,8 @@ def to_json(options: Mapping[str, Any]) -> str:
 
 def from_json(text: str) -> dict[str, Any]:
     """The inverse of :func:`to_json`."""
-    def decode(obj: dict) -> Any:
+    def decode(obj: dict[str, Any]) -> Any:
         return timedelta(seconds=obj["__seconds__"]) if set(obj) == {"__seconds__"} else obj
 
-    return json.loads(text, object_hook=decode)
+    decoded: dict[str, Any] = json.loads(text, object_hook=decode)
+    return decoded

@@ -14,7 +14,7 @@ import inspect
 import itertools
 import os
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 from zarr.abc.buffer import Buffer, BufferPrototype
@@ -28,7 +28,7 @@ from zarr.abc.store import (
 
 from .diagnostics import Problem
 from .hive.roster import Hive
-from .io.backend import Backend
+from .io.backend import Backend, RequestStats
 from .options import (
     CHUNKINGS,
     DEFAULT_MAX_CONCURRENCY,
@@ -73,7 +73,7 @@ class MocHiveStore(Store):
 
     def __init__(
         self,
-        source: str | os.PathLike | Any,
+        source: str | os.PathLike[str] | Any,
         *,
         verify: str = "lazy",
         chunking: str | int = "auto",
@@ -151,7 +151,7 @@ class MocHiveStore(Store):
 
     # -- identity ---------------------------------------------------------------
 
-    def _recipe(self) -> tuple:
+    def _recipe(self) -> tuple[Any, ...]:
         return (*self.backend.recipe(), self.options, self.read_only)
 
     def __eq__(self, other: object) -> bool:
@@ -160,7 +160,7 @@ class MocHiveStore(Store):
     def __hash__(self) -> int:
         return hash((self.backend.url, self.options.verify, self.read_only))
 
-    def __dask_tokenize__(self) -> tuple:
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
         """The recipe and the session: a store and its read-only copies share dask names;
         another store of the same hive (or an unpickled copy, which reads stamps afresh)
         may serve other versions of its leaves, so its arrays never share a name, which
@@ -175,7 +175,7 @@ class MocHiveStore(Store):
         described = self.options.describe()
         return f"MocHiveStore({str(self.backend)!r}{', ' if described else ''}{described})"
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {
             "arguments": {**self._arguments, "read_only": self.read_only,
                           "storage_options": self.backend.options},
@@ -183,7 +183,7 @@ class MocHiveStore(Store):
             "snapshot": self.session.pickled(),  # what the store presents, and whose view
         }
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         arguments = state.get("arguments")
         if arguments is None:  # pickled by an earlier release: its backend and options
             backend = state["backend"]
@@ -238,7 +238,7 @@ class MocHiveStore(Store):
         return self.session.problems.summary()
 
     @property
-    def request_stats(self):
+    def request_stats(self) -> RequestStats:
         """Backend requests made so far (by kind), and the most in flight at once."""
         return self.backend.stats
 
@@ -374,7 +374,7 @@ def _prefix(prefix: object) -> str:
     return prefix
 
 
-def _chunk_keys(path: str, grid: tuple[int, ...]):
+def _chunk_keys(path: str, grid: tuple[int, ...]) -> Iterator[str]:
     """The chunk keys of an array (none for a scalar: its value is its fill value)."""
     for coords in itertools.product(*(range(n) for n in grid)) if grid else ():
         yield f"{path}/c/" + "/".join(map(str, coords))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from zarr import AsyncArray
@@ -31,13 +31,19 @@ from .hive.arraymeta import ArrayMeta, named_dtype
 from .hive.jsonio import check_size, read_document
 from .view.arrays import FieldArray
 
+if TYPE_CHECKING:
+    from zarr.abc.store import ByteRequest
+    from zarr.core.buffer import Buffer, BufferPrototype
+
+    from .io.reader import HiveIO
+
 
 class _BackendStore(Store):
     """The hive's ``Backend`` as a read-only zarr store: capped, counted, like every read."""
 
     supports_writes = supports_deletes = supports_listing = False
 
-    def __init__(self, backend, missing: list[str] | None = None) -> None:
+    def __init__(self, backend: HiveIO, missing: list[str] | None = None) -> None:
         super().__init__(read_only=True)
         self.backend = backend
         self.missing = missing  # where to note the keys found absent (read as fill)
@@ -45,7 +51,8 @@ class _BackendStore(Store):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _BackendStore) and other.backend == self.backend
 
-    async def get(self, key, prototype, byte_range=None):
+    async def get(self, key: str, prototype: BufferPrototype,
+                  byte_range: ByteRequest | None = None) -> Buffer | None:
         if byte_range is None and key.rpartition("/")[2] == "zarr.json":  # a document: bounded
             data = await read_document(self.backend, key)
             if data is not None:
@@ -54,18 +61,20 @@ class _BackendStore(Store):
             data = await self.backend.get(key, byte_range)
         if data is None and self.missing is not None:
             self.missing.append(key)
-        return None if data is None else prototype.buffer.from_bytes(data)
+        return None if data is None else prototype.buffer.from_bytes(memoryview(data))
 
-    async def get_partial_values(self, prototype, key_ranges):
+    async def get_partial_values(
+        self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
+    ) -> list[Buffer | None]:
         return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
 
-    async def exists(self, key):
+    async def exists(self, key: str) -> bool:
         return await self.backend.size(key) is not None
 
-    async def set(self, key, value):
+    async def set(self, key: str, value: Buffer) -> None:
         raise ValueError("read-only")
 
-    async def delete(self, key):
+    async def delete(self, key: str) -> None:
         raise ValueError("read-only")
 
     # never listed: the array is opened by path

@@ -166,10 +166,10 @@ class VerifyReport:
         if len(self.not_stamped) < MAX_NAMES:
             self.not_stamped.append(path)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """A JSON-ready summary (every failure in full)."""
 
-        def verdict(v: ObjectVerdict) -> dict:
+        def verdict(v: ObjectVerdict) -> dict[str, Any]:
             return {
                 "level": v.level,
                 "object": v.object,
@@ -202,7 +202,7 @@ class VerifyReport:
 # -- the recipe ---------------------------------------------------------------------------
 
 
-def recorded_hashes(stamp: dict) -> tuple[dict[str, Any] | None, Any]:
+def recorded_hashes(stamp: dict[str, Any]) -> tuple[dict[str, Any] | None, Any]:
     """``(per-array, combined)`` of a stamp's ``content_hashes`` (nested
     ``{"arrays": ..., "combined": ...}`` or flat); ``(None, None)`` when nothing is recorded."""
     content = stamp.get("content_hashes")

@@ -73,7 +73,7 @@ def overlaps(ranks: np.ndarray, order: int, aoi: Cells) -> np.ndarray:
     return keep
 
 
-def aoi_mask(morton: np.ndarray, aoi) -> np.ndarray:
+def aoi_mask(morton: np.ndarray, aoi: Iterable[str | int] | str | int) -> np.ndarray:
     """Rows of a ``cells`` axis (its ``morton`` words) that overlap ``aoi``.
 
     ``ds.isel(cells=aoi_mask(ds.morton.values, aoi))`` cuts an AOI-restricted view (which

@@ -9,11 +9,16 @@ the source level already read: no request.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .aggregation import read_writer_folds
 from .folds import Fold, declared_folds
 from .ids import ancestor_ranks, distinct_sorted
 from .level import Level
 from .manifest import Manifest
+
+if TYPE_CHECKING:
+    from ..io.reader import HiveIO
 
 MODES = ("missing", "all", "none")
 """``computed_orders``: the orders the hive does not store (the default), every order
@@ -46,7 +51,7 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
     return levels
 
 
-async def product_folds(backend, root: str, manifest: Manifest,
+async def product_folds(backend: HiveIO, root: str, manifest: Manifest,
                         mode: str) -> tuple[dict[str, Fold], bool]:
     """``(folds, all_time)`` of the product's computed orders: the manifest's declaration,
     else (no fields declared) the one zagg would make from the product's

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import MalformedMetadataError, UnusableCoverage
+from ..io.ranges import BytesLike
 from .ids import DECIMAL_RE, match_rank
 from .jsonio import is_int, load_json
 from .paths import short
@@ -19,13 +22,13 @@ DEFAULT_MAX_COVERAGE_NODES = 1 << 24
 
 
 def parse_root_coverage(
-    payload: bytes,
+    payload: BytesLike,
     shard_order: int,
     where: str,
     *,
     max_nodes: int | None = None,
     max_bytes: int | None = None,
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Node ranks listed by a root MOC, ascending (= packed-word order) and unique, and
     the envelope without its ranges.
 
@@ -68,7 +71,7 @@ def parse_root_coverage(
     return _expand(bounds), env
 
 
-def _bounds_at_once(ranges: list, order: int) -> np.ndarray | None:
+def _bounds_at_once(ranges: list[Any], order: int) -> np.ndarray | None:
     """The ``[lo, hi]`` rank rows of well-formed ranges, parsed as one byte string (a
     million-node MOC has ~10^5 ranges); ``None`` if any range is not well formed.
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..chunks import fill_number
 from ..errors import HiveWarning
+from .arraymeta import fill_number
 from .paths import short
 
 METHODS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
@@ -63,13 +64,13 @@ class Fold:
             return self.dtype.type(self.method == "min")
         return self.dtype.type(info.max if self.method == "min" else info.min)
 
-    def declaration(self) -> dict:
+    def declaration(self) -> dict[str, Any]:
         """The field's fold as the manifest declares it (the computed arrays' metadata)."""
         return {"class": "exact", "method": self.method, "nan_policy": self.nan_policy,
                 "dtype": self.dtype.name, "fill_value": self.fill_value}
 
 
-def declared_folds(raw: dict, where: str) -> tuple[dict[str, Fold], bool] | None:
+def declared_folds(raw: dict[str, Any], where: str) -> tuple[dict[str, Fold], bool] | None:
     """``({field: Fold}, all_time)``: the manifest's exact folds and whether it declares
     the all-time (cross-window) fold; ``None`` when it declares no fields. A malformed
     entry is left out with a warning naming ``where`` and the field; a known class

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from zarr.abc.store import RangeByteRequest
 
 from ..errors import HiveFormatError, MalformedMetadataError
 from ..io.ranges import BytesLike
+
+if TYPE_CHECKING:
+    from ..io.reader import HiveIO
 
 DEFAULT_MAX_JSON_BYTES = 16 << 20
 """Largest metadata document read (manifest, stamp, ``zarr.json``): 16 MiB."""
@@ -126,19 +129,21 @@ def _window(max_bytes: int) -> RangeByteRequest:
     return RangeByteRequest(0, max_bytes + 1)
 
 
-async def read_document(backend, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES):
+async def read_document(backend: HiveIO, key: str,
+                        max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> BytesLike | None:
     """The bytes of object ``key`` (``None``: absent), at most ``max_bytes + 1`` of them:
     one ranged GET, so a huge object is never downloaded whole."""
     return await backend.get(key, _window(max_bytes))
 
 
-def read_document_now(backend, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES):
+def read_document_now(backend: Any, key: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Any:
     """:func:`read_document` without an await (``backend.get_now``): its answer, or
     ``NOT_NOW`` (nothing read) when the object is not local and all in the page cache."""
     return backend.get_now(key, _window(max_bytes))
 
 
-def load_object(payload, where: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> dict:
+def load_object(payload: BytesLike, where: str,
+                max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> dict[str, Any]:
     """A document that must be a JSON object."""
     value = load_json(payload, where, max_bytes)
     if not isinstance(value, dict):
@@ -146,7 +151,7 @@ def load_object(payload, where: str, max_bytes: int = DEFAULT_MAX_JSON_BYTES) ->
     return value
 
 
-def object_field(doc: dict, key: str, where: str) -> dict:
+def object_field(doc: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     """``doc[key]`` when it is a JSON object; ``{}`` when absent or null."""
     value = doc.get(key)
     if value is None:

@@ -19,17 +19,25 @@ import asyncio
 import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import state
 from ..cache import AsyncCache
 from ..errors import LeafMovedError, OutsideRootError
 from ..io.backend import NOT_NOW
+from ..io.ranges import BytesLike
 from ..tunables import setting
 from .ids import DECIMAL_RE
 from .jsonio import DOCUMENT_WINDOW, load_json, read_document_now
 from .paths import short, split_leaf_name, validate_current
+
+if TYPE_CHECKING:
+    from ..io.ranges import ByteRequest
+    from ..io.reader import HiveIO
+
+Read = Callable[[str, "ByteRequest | None"], Awaitable["BytesLike | None"]]  # HiveIO.get
 
 STAMP_KEY = "morton_hive_commit"
 LeafState = Literal["stamped", "debris", "absent", "linked"]  # linked: out of the root
@@ -37,7 +45,7 @@ PROVENANCE = ("role", "zagg_overview", "zagg_column")  # an object's role and it
 # What a pyramid level checks of an object's role and provenance block (``Level.refusal``)
 _OVERVIEW_KEYS = ("spec", "cell_order", "node", "window")
 _COLUMN_KEYS = ("spec", "node", "order", "window")  # and the cell orders of its "groups"
-Provenance = tuple[object, tuple | None, tuple | None]
+Provenance = tuple[object, tuple[Any, ...] | None, tuple[Any, ...] | None]
 _KEPT = 128  # characters of a provenance string kept (longer ones match nothing)
 _GROUPS_KEPT = 64  # cell orders of a column's "groups" kept (zagg writes a few)
 REREADS_KEPT = 4096  # leaves whose last re-read (and when it began) is remembered
@@ -68,7 +76,7 @@ class Leaf:
     path: str
     state: LeafState
     current: str | None = None
-    attrs: dict | None = None
+    attrs: dict[str, Any] | None = None
     provenance: Provenance | None = None
     hashed: frozenset[str] | None = None
     misplaced: str | None = None
@@ -81,7 +89,7 @@ class Leaf:
         return self.path if self.current is None else f"{self.path}/{self.current}"
 
     @property
-    def stamp(self) -> dict:
+    def stamp(self) -> dict[str, Any]:
         return (self.attrs or {}).get(STAMP_KEY) or {}
 
     @property
@@ -112,11 +120,11 @@ def _scalar(value: object) -> object:
     return f"<a JSON {type(value).__name__}>"
 
 
-def _provenance(attrs: dict) -> Provenance | None:
+def _provenance(attrs: dict[str, Any]) -> Provenance | None:
     if attrs.keys().isdisjoint(PROVENANCE):
         return None
 
-    def fields(block: object, keys: tuple[str, ...]) -> tuple | None:
+    def fields(block: object, keys: tuple[str, ...]) -> tuple[Any, ...] | None:
         return tuple(_scalar(block.get(k)) for k in keys) if isinstance(block, dict) else None
 
     column = attrs.get("zagg_column")
@@ -152,7 +160,7 @@ def _interned(names: frozenset[str]) -> frozenset[str]:
     return names if shared is None else shared
 
 
-def _hashed(stamp: dict) -> frozenset[str] | None:
+def _hashed(stamp: dict[str, Any]) -> frozenset[str] | None:
     """The array names of the stamp's ``content_hashes`` (shared between leaves: a cached
     leaf costs a reference, not a set)."""
     hashes = stamp.get("content_hashes")
@@ -162,7 +170,7 @@ def _hashed(stamp: dict) -> frozenset[str] | None:
     return _interned(frozenset(arrays))  # a JSON object's names are strings
 
 
-def misplaced(path: str, stamp: dict) -> str | None:
+def misplaced(path: str, stamp: dict[str, Any]) -> str | None:
     """Why the commit stamp of the source leaf at ``path`` (``{node}.zarr`` or
     ``{node}_{window}.zarr``) says it was written for another place: its coverage ``box``
     (``morton-moc/1``) names a cell outside the node, or its ``window`` is not the
@@ -188,7 +196,7 @@ def misplaced(path: str, stamp: dict) -> str | None:
     return _misplaced(path, cells, label)
 
 
-def _misplaced(path: str, cells: list | tuple, label: object) -> str | None:
+def _misplaced(path: str, cells: list[Any] | tuple[Any, ...], label: object) -> str | None:
     """:func:`misplaced` of a stamp whose ``box`` members (``morton-moc/1``'s first four)
     and ``window`` disagree with ``path``'s name, when that name is a leaf's."""
     named = split_leaf_name(path.rpartition("/")[2])
@@ -205,7 +213,7 @@ def _misplaced(path: str, cells: list | tuple, label: object) -> str | None:
     return None
 
 
-def parse_leaf(path: str, payload: bytes | None, slim: bool = False) -> Leaf:
+def parse_leaf(path: str, payload: BytesLike | None, slim: bool = False) -> Leaf:
     """A leaf from its root ``zarr.json`` bytes (``None``: no such object); ``slim``: its
     slim form (:meth:`Leaf.slim`) at once.
 
@@ -224,7 +232,7 @@ def parse_leaf(path: str, payload: bytes | None, slim: bool = False) -> Leaf:
                 _hashed(stamp), misplaced(path, stamp))
 
 
-async def _load(path: str, read) -> Leaf:
+async def _load(path: str, read: Read) -> Leaf:
     """``parse_leaf`` of one ranged ``read`` of at most the document cap; a stamp linked
     out of the hive root is that leaf's refusal (``"linked"``), not the hive's."""
     try:
@@ -288,20 +296,20 @@ class LeafCache(AsyncCache[Leaf]):
         self.origin = origin
         # path -> (tick its last re-read began at, the leaf it read)
         self._reread: OrderedDict[str, tuple[int, Leaf]] = OrderedDict()
-        self._rereading: dict[tuple[int, str], tuple[int, asyncio.Future]] = {}
+        self._rereading: dict[tuple[int, str], tuple[int, asyncio.Future[Any]]] = {}
 
-    async def resolve(self, path: str, read) -> Leaf:
+    async def resolve(self, path: str, read: Read) -> Leaf:
         """The leaf at ``path``: cached, else ``parse_leaf`` of one ranged ``read`` of at
         most the document cap."""
 
         return await self.get(path, lambda: self._load(path, read))
 
-    async def _load(self, path: str, read) -> Leaf:
+    async def _load(self, path: str, read: Read) -> Leaf:
         """:func:`_load`, judged by :data:`IN_PLACE` (an in-place leaf being rewritten
         raises, and is not cached)."""
         return IN_PLACE().judge(self.origin, await _load(path, read), self.max_entries)
 
-    def resolve_now(self, path: str, backend) -> Leaf | None:
+    def resolve_now(self, path: str, backend: HiveIO) -> Leaf | None:
         """The leaf at ``path`` as :meth:`resolve` gives it (its cached, slim form), without
         an await: cached, or read inline when its stamp is local and all in the page cache
         (``backend.get_now``; one request, as :meth:`resolve` makes). ``None`` when that
@@ -321,7 +329,7 @@ class LeafCache(AsyncCache[Leaf]):
         self.put(path, leaf)  # kept as it is (slim): the very object a plan is kept under
         return leaf
 
-    async def resolve_full(self, path: str, read) -> Leaf:
+    async def resolve_full(self, path: str, read: Read) -> Leaf:
         """Like :meth:`resolve`, with the stamp's attributes: the cache keeps slim leaves,
         so a stamped leaf cached before is read again (one more GET)."""
         leaf = await self.resolve(path, read)
@@ -335,7 +343,7 @@ class LeafCache(AsyncCache[Leaf]):
         pending = self._rereading.get((id(asyncio.get_running_loop()), path))
         return None if pending is None else await asyncio.shield(pending[1])
 
-    async def reread(self, path: str, read, after: int, replace: bool = True) -> Leaf:
+    async def reread(self, path: str, read: Read, after: int, replace: bool = True) -> Leaf:
         """The leaf at ``path`` as its stamp reads in a read begun after :func:`tick`
         ``after`` (taken once a read under the cached stamp found nothing): the cached
         leaf is replaced when the stamp moved (and ``replace``). One ranged GET, shared by

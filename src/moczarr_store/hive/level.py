@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class Level:
     fold: bool = False  # the all-time folds (all.zarr) of a windowed product
     windows: tuple[str, ...] = ()  # the window axis (unscoped windowed products)
     window: str | None = None  # the one window every object is read from (scoped)
-    group_attrs: dict = field(default_factory=dict)
+    group_attrs: dict[str, Any] = field(default_factory=dict[str, Any])
     arrays: dict[str, ArrayMeta] = field(default_factory=dict)  # the template's, by name
     template: str = ""
     template_run: str = ""
@@ -95,7 +95,7 @@ class Level:
     def n_nodes(self) -> int:
         return int(self.node_ranks.size)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         """Pickled without the kept paths, node ranks as runs (:func:`ranks_to_runs`)."""
         state = {**self.__dict__, "_paths": {}}
         for name in ("node_ranks", "uncut_ranks"):
@@ -103,7 +103,7 @@ class Level:
                 state[name] = ranks_to_runs(state[name])
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         for name in ("node_ranks", "uncut_ranks"):
             if state[name] is not None:
                 state[name] = runs_to_ranks(*state[name])
@@ -210,7 +210,7 @@ class Level:
                     f"order {self.cell_order}")
         return None
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """``attrs["morton_hive"]`` as moczarr publishes it for this order."""
         return {**self.manifest.summary(), "cell_order": self.cell_order,
                 "shard_order": self.node_order}

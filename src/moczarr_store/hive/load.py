@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import warnings
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def _warn(message: str) -> None:
 
 async def _coverage(
     backend: HiveIO, root: str, manifest: Manifest
-) -> tuple[np.ndarray, dict] | None:
+) -> tuple[np.ndarray, dict[str, Any]] | None:
     """The root MOC's node ranks and envelope; ``None`` (with a warning) if unusable.
 
     Cost: one ranged GET of at most the coverage byte cap (plus one byte)."""
@@ -78,7 +78,8 @@ async def _coverage(
     return None
 
 
-async def _walk(backend: HiveIO, root: str, manifest: Manifest, why: str) -> dict[int, set]:
+async def _walk(backend: HiveIO, root: str, manifest: Manifest,
+                why: str) -> dict[int, set[str | None]]:
     """The digit-tree walk; where listing fails, an error saying why it was needed."""
     try:
         return await walk_leaves(backend, root, manifest.shard_order, manifest.path_grouping)
@@ -91,7 +92,8 @@ async def _walk(backend: HiveIO, root: str, manifest: Manifest, why: str) -> dic
         ) from err
 
 
-def _walked_ranks(walked: dict[int, set], window: str | None, windowed: bool) -> np.ndarray:
+def _walked_ranks(walked: dict[int, set[str | None]], window: str | None,
+                  windowed: bool) -> np.ndarray:
     ranks = [r for r, labels in walked.items() if (window in labels) or (windowed and not window)]
     return np.array(sorted(ranks), dtype=np.uint64)
 
@@ -108,7 +110,7 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     dropped: list[str] = []
     dangling: list[tuple[Leaf, str]] = []
     refused: list[tuple[str, str]] = []
-    provenance: dict[str, dict] = {}
+    provenance: dict[str, dict[str, Any]] = {}
     cell_order = level.cell_order
 
     async def check(index: int, window: str | None, path: str) -> None:
@@ -148,7 +150,8 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
         level.group_attrs["zagg_objects"] = [provenance[p] for _, _, p in pairs if p in provenance]
 
 
-async def _window_labels(backend: HiveIO, level: Level, envelope: dict | None, walked) -> list[str]:
+async def _window_labels(backend: HiveIO, level: Level, envelope: dict[str, Any] | None,
+                         walked: dict[int, set[str | None]] | None) -> list[str]:
     manifest = level.manifest
     labels = explicit_labels(manifest)
     why = "neither the manifest nor the root coverage names its windows"
@@ -212,7 +215,7 @@ async def load_source(
 
 
 def _named_time_range(err: NoCoverageError, level: Level,
-                      envelope: dict | None) -> NoCoverageError:
+                      envelope: dict[str, Any] | None) -> NoCoverageError:
     """``err`` naming the root coverage's ``time_range`` when the windows no leaf was found
     in are the ones it names (a range in year 9999, say, names none the writer made)."""
     time_range = (envelope or {}).get("time_range")

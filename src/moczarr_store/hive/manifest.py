@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import HiveWarning, MalformedMetadataError, UnsupportedSpec
+from ..io.ranges import BytesLike
 from .ids import MAX_ORDER
 from .jsonio import is_int, load_json
 from .paths import is_product_name, short, validate_window
@@ -22,8 +24,8 @@ class Manifest:
     cell_order: int
     shard_order: int
     path_grouping: int
-    dataset: dict | None
-    raw: dict
+    dataset: dict[str, Any] | None
+    raw: dict[str, Any]
     where: str = MANIFEST_NAME
 
     @property
@@ -35,7 +37,7 @@ class Manifest:
     def windowed(self) -> bool:
         return self.spec == SPEC_V2
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The manifest summary moczarr publishes as ``attrs["morton_hive"]``."""
         return {k: self.raw.get(k) for k in ("spec", "cell_order", "shard_order", "dataset")}
 
@@ -54,7 +56,7 @@ class Manifest:
         return "product"
 
 
-def parse_manifest(payload: bytes, where: str) -> Manifest:
+def parse_manifest(payload: BytesLike, where: str) -> Manifest:
     """Parse manifest bytes; any defect raises :class:`MalformedMetadataError` naming
     ``where`` and the field (:class:`UnsupportedSpec` for a later ``morton-hive/N``)."""
     raw = load_json(payload, where)

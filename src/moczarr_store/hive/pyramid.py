@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from .level import Level
 from .load import drop_outside_aoi, drop_unstamped, fill_schema
 from .paths import short
 from .windows import schedule
+
+if TYPE_CHECKING:
+    from ..io.reader import HiveIO
 
 PYRAMID_V1 = "zagg-pyramid/1"
 PYRAMID_V2 = "zagg-pyramid/2"
@@ -136,7 +139,7 @@ def declare_pyramid(source: Level, moc_ranks: np.ndarray | None) -> list[Level]:
 
 
 async def resolve_level(
-    backend, leaves: LeafCache, level: Level, verify: str, aoi: Cells | None = None
+    backend: HiveIO, leaves: LeafCache, level: Level, verify: str, aoi: Cells | None = None
 ) -> bool:
     """Read a declared level's schema from its first stamped object; ``False``: omitted."""
     if not await fill_schema(backend, leaves, level, aoi):

@@ -5,18 +5,29 @@ from __future__ import annotations
 import asyncio
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..errors import HiveFormatError, HiveWarning, NotAHiveError, OptionError, OutsideRootError
+from ..errors import (
+    HiveFormatError,
+    HiveWarning,
+    NotAHiveError,
+    OptionError,
+    OutsideRootError,
+    UnsupportedSpec,
+)
 from .aoi import Cells
 from .computed import computed_levels, product_folds
 from .jsonio import read_document
 from .leaves import LeafCache
 from .level import Level, Product
 from .load import load_source
-from .manifest import MANIFEST_NAME, Manifest, UnsupportedSpec, parse_manifest
+from .manifest import MANIFEST_NAME, Manifest, parse_manifest
 from .paths import BASE_RE, is_product_name, validate_window
 from .pyramid import declare_pyramid, resolve_level
 from .windows import schedule
+
+if TYPE_CHECKING:
+    from ..io.reader import HiveIO
 
 
 @dataclass
@@ -42,8 +53,8 @@ class Hive:
         ]
 
 
-async def settle(backend, leaves: LeafCache, product: Product, level: Level, verify: str,
-                 aoi: Cells | None = None) -> None:
+async def settle(backend: HiveIO, leaves: LeafCache, product: Product, level: Level,
+                 verify: str, aoi: Cells | None = None) -> None:
     """Read one pending level's schema and keep or omit it. Overview levels are regenerable
     caches: metadata that cannot be read as a level, or that a link out of a local hive's
     root refuses, omits that level (with a warning), and the source level and the other
@@ -56,7 +67,9 @@ async def settle(backend, leaves: LeafCache, product: Product, level: Level, ver
     product.settle(level, kept)
 
 
-async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], dict[str, str]]:
+async def _manifests(
+    backend: HiveIO,
+) -> tuple[bool, list[tuple[str, str, Manifest]], dict[str, str]]:
     """``(bare, [(name, root, manifest)], skipped)`` for the hive root."""
     payload = await read_document(backend, MANIFEST_NAME)
     if payload is not None:
@@ -94,7 +107,7 @@ async def _manifests(backend) -> tuple[bool, list[tuple[str, str, Manifest]], di
     return False, found, skipped
 
 
-async def _digit_tree(backend, name: str) -> bool:
+async def _digit_tree(backend: HiveIO, name: str) -> bool:
     """Whether directory ``name`` holds a digit tree (base-cell directories), as a product
     does. Cost: one LIST (a failed one says no)."""
     try:
@@ -105,7 +118,7 @@ async def _digit_tree(backend, name: str) -> bool:
 
 
 async def load_hive(
-    backend,
+    backend: HiveIO,
     leaves: LeafCache,
     verify: str = "lazy",
     window: str | None = None,
@@ -131,8 +144,9 @@ async def load_hive(
     return Hive(bare, list(products), skipped)
 
 
-async def _open_product(backend, leaves, name, root, manifest, verify, window, aoi,
-                        computed="missing") -> Product:
+async def _open_product(backend: HiveIO, leaves: LeafCache, name: str, root: str,
+                        manifest: Manifest, verify: str, window: str | None,
+                        aoi: Cells | None, computed: str = "missing") -> Product:
     (source, moc_ranks), declared = await asyncio.gather(
         load_source(backend, leaves, name, root, manifest, verify, window, aoi),
         product_folds(backend, root, manifest, computed),

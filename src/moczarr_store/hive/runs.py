@@ -35,6 +35,7 @@ from .jsonio import read_document
 from .leaves import Leaf, LeafCache, parse_leaf
 
 if TYPE_CHECKING:
+    from ..io.reader import HiveIO
     from .level import Level
 
 RUN_PROBES = 8
@@ -66,7 +67,7 @@ def probe_paths(level: Level, count: int = RUN_PROBES) -> list[str]:
     return [level.object_path(i // len(windows), windows[i % len(windows)]) for i in picks]
 
 
-async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:
+async def _stamped(backend: HiveIO, leaves: LeafCache, path: str) -> Leaf | None:
     """The object's leaf when it is stamped; a malformed stamp, or one behind a link out of
     the hive root, is left for its reads to report (``None`` here): one object, not the
     hive. A stamp not cached yet is read without caching it: the cache keeps only a slim
@@ -80,7 +81,7 @@ async def _stamped(backend, leaves: LeafCache, path: str) -> Leaf | None:
     return leaf if leaf.state == "stamped" else None
 
 
-async def _array_meta(backend, key: str) -> ArrayMeta | None:
+async def _array_meta(backend: HiveIO, key: str) -> ArrayMeta | None:
     payload = await read_document(backend, key)
     if payload is None:
         return None
@@ -92,7 +93,8 @@ async def _array_meta(backend, key: str) -> ArrayMeta | None:
         return None
 
 
-async def _run_encoding(backend, leaf: Leaf, names: list[str], cell_order: int) -> RunEncoding:
+async def _run_encoding(backend: HiveIO, leaf: Leaf, names: list[str],
+                        cell_order: int) -> RunEncoding:
     prefix = leaf.data_prefix or leaf.path
     metas = await asyncio.gather(
         *(_array_meta(backend, f"{prefix}/{cell_order}/{name}/zarr.json") for name in names)
@@ -103,7 +105,8 @@ async def _run_encoding(backend, leaf: Leaf, names: list[str], cell_order: int) 
 
 
 async def learn_runs(
-    backend, leaves: LeafCache, view: Level, template: Leaf, arrays: dict[str, ArrayMeta]
+    backend: HiveIO, leaves: LeafCache, view: Level, template: Leaf,
+    arrays: dict[str, ArrayMeta],
 ) -> list[RunEncoding]:
     """The template's encodings, then one object's per further writer run sampled from
     ``view`` (see the module docstring for the sample and its cost)."""

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import warnings
 from contextlib import aclosing
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,14 +43,14 @@ def _warn(message: str) -> None:
     warnings.warn(message, HiveWarning, stacklevel=3)
 
 
-async def _read_json(backend: HiveIO, key: str) -> dict | None:
+async def _read_json(backend: HiveIO, key: str) -> dict[str, Any] | None:
     """A hive ``zarr.json`` (or other JSON object), ``None`` when absent: one ranged GET
     of at most the document cap."""
     payload = await read_document(backend, key)
     return None if payload is None else load_object(payload, key)
 
 
-def _hashed_names(stamp: dict, order: str) -> tuple[list[str] | None, str | None]:
+def _hashed_names(stamp: dict[str, Any], order: str) -> tuple[list[str] | None, str | None]:
     """Array names the stamp's ``content_hashes.arrays`` keys give for group ``order``
     (keys ``{order}/{name}``; deeper keys are not arrays of the group), and why the hashes
     cannot name them (``None``: they are absent or empty, which is no defect)."""
@@ -157,7 +157,7 @@ async def _valid_names(backend: HiveIO, names: list[str], group: str,
     return [name for name in names if name not in bad]
 
 
-Template = tuple[Leaf, dict, dict[str, ArrayMeta]]
+Template = tuple[Leaf, dict[str, Any], dict[str, ArrayMeta]]
 
 
 async def _first_template(

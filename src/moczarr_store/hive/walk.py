@@ -15,11 +15,17 @@ import asyncio
 import os
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .ids import decimal_order, decimal_to_rank, rank_to_decimal
 from .paths import BASE_RE, group_digits, split_leaf_name
+
+if TYPE_CHECKING:
+    from ..io.reader import HiveIO
+
+Listing = tuple[list[str], list[str]]  # (child prefixes, objects), as HiveIO.list_dir
 
 
 def _is_node(name: str, at_root: bool, path_grouping: int) -> bool:
@@ -29,7 +35,7 @@ def _is_node(name: str, at_root: bool, path_grouping: int) -> bool:
 
 
 async def walk_leaves(
-    backend, root: str, shard_order: int, path_grouping: int
+    backend: HiveIO, root: str, shard_order: int, path_grouping: int
 ) -> dict[int, set[str | None]]:
     """Node rank -> window labels (``None``: unwindowed) of every leaf found.
 
@@ -87,7 +93,7 @@ def _children(parent: _Node, dirs: list[str], node_order: int, grouping: int) ->
 
 
 async def existing_objects(
-    backend, root: str, ranks: np.ndarray, node_order: int, path_grouping: int,
+    backend: HiveIO, root: str, ranks: np.ndarray, node_order: int, path_grouping: int,
     lookahead: int = 8,
 ) -> AsyncGenerator[tuple[int, set[str]], None]:
     """``(rank, names of the *.zarr objects in its directory)`` for every node of
@@ -116,7 +122,8 @@ async def existing_objects(
                 yield found
 
     start = _Node(root, "", 0, -1)
-    listings: dict[str, asyncio.Future] = {root: asyncio.ensure_future(backend.list_dir(root))}
+    listings: dict[str, asyncio.Future[Listing]] = {
+        root: asyncio.ensure_future(backend.list_dir(root))}
     try:
         async for found in visit(start):
             yield found
@@ -144,7 +151,7 @@ def _common(root: str, first: int, last: int, node_order: int, grouping: int) ->
     return _Node(f"{root}/{path}" if root else path, decimal, decimal_to_rank(decimal), digits)
 
 
-async def existing_nodes(backend, root: str, ranks: np.ndarray, node_order: int,
+async def existing_nodes(backend: HiveIO, root: str, ranks: np.ndarray, node_order: int,
                          path_grouping: int) -> np.ndarray:
     """Which of ``ranks`` (ascending, at ``node_order``) have a directory of their own:
     a boolean per rank. One LIST of their deepest common directory, then one per

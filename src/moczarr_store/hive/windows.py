@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..errors import OptionError, UnusableCoverage
 from .manifest import Manifest
@@ -21,7 +22,7 @@ def schedule(manifest: Manifest) -> str | None:
     return None if value == "none" else value
 
 
-def explicit_windows(manifest: Manifest) -> list[dict] | None:
+def explicit_windows(manifest: Manifest) -> list[dict[str, Any]] | None:
     """The window objects an ``explicit`` schedule lists (checked by ``parse_manifest``)."""
     windows = manifest.raw["temporal"].get("windows")
     return windows if schedule(manifest) == "explicit" and isinstance(windows, list) else None
@@ -110,8 +111,8 @@ def bounds(manifest: Manifest, label: str) -> tuple[datetime, datetime] | None:
         return None
 
 
-def known_labels(manifest: Manifest, envelope: dict | None, walked: dict | None,
-                 where: str) -> list[str] | None:
+def known_labels(manifest: Manifest, envelope: dict[str, Any] | None,
+                 walked: dict[int, set[str | None]] | None, where: str) -> list[str] | None:
     """A windowed product's labels where they cost no request: the manifest's
     (``explicit``), the root coverage's ``time_range``, or a walk already made; ``None``
     when only a walk would tell."""

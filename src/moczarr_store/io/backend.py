@@ -38,7 +38,7 @@ NOT_NOW = object()  # what ``Backend.get_now`` answers when it would have to wai
 class RequestStats:
     """Backend requests by kind, and the most seen in flight at once."""
 
-    counts: Counter = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -62,7 +62,7 @@ class Backend:
 
     def __init__(
         self,
-        source: str | os.PathLike | Any,
+        source: str | os.PathLike[str] | Any,
         options: dict[str, Any] | None = None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         follow_links: bool = False,
@@ -94,7 +94,7 @@ class Backend:
         self.progress: Callable[[int], object] | None = None  # told of each request done
         self.maps_spans = True  # local spans may be served through memory maps (mapped.py)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {
             "url": self.url,
             "options": self.options,
@@ -103,12 +103,12 @@ class Backend:
             "follow_links": self.follow_links,
         }
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         source = state["instance"] if state["instance"] is not None else state["url"]
         type(self).__init__(self, source, state["options"], state["max_concurrency"],
                             state.get("follow_links", False))
 
-    def recipe(self) -> tuple:
+    def recipe(self) -> tuple[Any, ...]:
         """What identifies this backend: equal recipes read the same objects."""
         return (self.url, tuple(sorted((k, repr(v)) for k, v in self.options.items())),
                 self._instance, self.max_concurrency, self.follow_links)
@@ -140,15 +140,16 @@ class Backend:
         I/O."""
         return self._reader.store
 
-    async def _call(self, kind: str, coro_fn: Callable[..., Awaitable], *args, **kwargs):
+    async def _call(self, kind: str, coro_fn: Callable[..., Awaitable[Any]], *args: Any,
+                    **kwargs: Any) -> Any:
         """One counted request under the process-wide concurrency cap (:mod:`.slots`: a
         freed slot starts the next request at once)."""
         self.stats.counts[kind] += 1
         return await request_slots(self.max_concurrency).run(self._in_flight, coro_fn, args,
                                                              kwargs)
 
-    async def _in_flight(self, coro_fn: Callable[..., Awaitable], args: tuple,
-                         kwargs: dict) -> Any:
+    async def _in_flight(self, coro_fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...],
+                         kwargs: dict[str, Any]) -> Any:
         """``coro_fn(*args, **kwargs)`` awaited in a slot, counted in flight."""
         stats = self.stats
         stats.in_flight += 1

@@ -12,7 +12,7 @@ import stat
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from .. import mapped
 from ..buffers import BufferPool, uninitialised
@@ -345,7 +345,8 @@ class LocalReader:
         return fd
 
     def _open_read(self, path: str, option: RangeOption, wait: bool,
-                   into: list[memoryview] | None = None, stat: bool = True):
+                   into: list[memoryview] | None = None, stat: bool = True,
+                   ) -> tuple[memoryview, os.stat_result | None] | None:
         """:func:`_read_open` of object ``path``, opened by :meth:`_open`."""
         fd = self._open(path)
         try:
@@ -435,7 +436,7 @@ class LocalReader:
         if got is None:  # not all in the page cache: wait for the disk on a thread
             loop = asyncio.get_running_loop()
             got = await loop.run_in_executor(None, self._open_read, path, option, True)
-        return got
+        return cast("tuple[BytesLike, Any]", got)  # a read that waits gives the bytes
 
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:
         data, info = await self._read_info(path, option)

@@ -10,7 +10,7 @@ from .redact import redact
 SUPPORTED = "s3://, gs://, az:// (or abfs://), http(s)://, file:// or a local path"
 
 
-def normalize_url(url: str | os.PathLike) -> str:
+def normalize_url(url: str | os.PathLike[str]) -> str:
     """A canonical URL: local paths become absolute ``file://`` URLs, trailing slashes go
     (``file:///`` stays the file system's root). A URL with nothing to name, a NUL, or a
     scheme no store reads (``ftp://``) is refused."""

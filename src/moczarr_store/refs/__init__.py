@@ -48,7 +48,7 @@ class ExportReport:
     bytes_on_disk: int = 0
     problems: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict (what ``refs --json`` prints)."""
         return {
             "format": self.format, "out": self.out, "source": self.source,
@@ -88,7 +88,7 @@ def _disk_size(path: str) -> int:
 async def export_refs_async(
     source: Any,
     format: str,
-    out: str | os.PathLike,
+    out: str | os.PathLike[str],
     *,
     group: Iterable[str] | str | None = None,
     remap: Iterable[str] | Mapping[str, str] | None = None,
@@ -196,7 +196,7 @@ def _warn_unchecked(collected: Collected, format: str, checksums: bool) -> None:
 def export_refs(
     source: Any,
     format: str,
-    out: str | os.PathLike,
+    out: str | os.PathLike[str],
     *,
     group: Iterable[str] | str | None = None,
     remap: Iterable[str] | Mapping[str, str] | None = None,

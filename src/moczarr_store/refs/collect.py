@@ -122,7 +122,7 @@ class Collected:
 
     root: str  # the hive root URL, with a trailing slash
     chunking: str | int
-    groups: dict[str, dict] = field(default_factory=dict)  # path -> attributes
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict[str, Any])  # path -> attributes
     arrays: dict[str, ArrayRefs] = field(default_factory=dict)
     sources: dict[str, ObjectStat] = field(default_factory=dict)  # object key -> stat
     layouts: dict[str, str] = field(default_factory=dict)  # group -> "leaf"/"shard" (auto)
@@ -312,7 +312,8 @@ def _compressor(refs: ArrayRefs) -> Callable[[BytesLike], bytes]:
     config = compressed[0].configuration
     codec = Blosc(cname=config["cname"], clevel=config["clevel"], shuffle=Blosc.SHUFFLE,
                   blocksize=config["blocksize"], typesize=config["typesize"])
-    return codec.encode
+    encode: Callable[[BytesLike], bytes] = codec.encode
+    return encode
 
 
 async def _source(session: HiveSession, plan: LeafRead) -> Source | None:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote
 
 from .collect import Collected
 from .manifest import group_doc, manifest_array
 
 
-def kerchunk_refs(collected: Collected, publish: Callable[[str], str]) -> dict:
+def kerchunk_refs(collected: Collected, publish: Callable[[str], str]) -> dict[str, Any]:
     """The reference dict ``{"version": 1, "refs": {...}}``."""
     import xarray as xr
     from virtualizarr.writers.kerchunk import variable_to_kerchunk_arr_refs

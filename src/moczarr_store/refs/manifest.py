@@ -50,7 +50,7 @@ def manifest_array(refs: ArrayRefs, collected: Collected, publish: Callable[[str
                          chunkmanifest=manifest)
 
 
-def group_doc(attrs: dict) -> dict:
+def group_doc(attrs: dict[str, Any]) -> dict[str, Any]:
     """A group's ``zarr.json``: its attributes (the kerchunk writer adds its members'
     metadata)."""
     return {"zarr_format": 3, "node_type": "group", "attributes": attrs}

@@ -60,7 +60,7 @@ def _schema(db: sqlite3.Connection) -> None:
     )
 
 
-def _array_row(refs: ArrayRefs, table: str) -> tuple:
+def _array_row(refs: ArrayRefs, table: str) -> tuple[object, ...]:
     meta = refs.meta
     return (
         refs.path, refs.kind, refs.storage, _json(list(meta.dimension_names)),

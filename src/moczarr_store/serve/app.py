@@ -28,7 +28,7 @@ import platform
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -247,13 +247,13 @@ class AccessLog:
     def __init__(self, app: Any) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not access_logger.isEnabledFor(logging.INFO):
             await self.app(scope, receive, send)
             return
         start, status, sent = time.perf_counter(), [0], [0]
 
-        async def observed(message: dict) -> None:
+        async def observed(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
             elif message["type"] == "http.response.body":
@@ -294,10 +294,10 @@ class HiveApp:
             )
         self._app = AccessLog(app)
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await self._app(scope, receive, send)
 
-    async def _dispatch(self, scope: dict, receive: Any, send: Any) -> None:
+    async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         key = self._key(scope) if scope["type"] == "http" else None
         if key is None:
             await self.pages(scope, receive, send)
@@ -307,12 +307,13 @@ class HiveApp:
         response = await self.keys.handle(request)
         await response(scope, receive, send)
 
-    def _key(self, scope: dict) -> str | None:
+    def _key(self, scope: dict[str, Any]) -> str | None:
         """The virtual key a ``GET``/``HEAD`` asks for, as the ``/{key:path}`` route
         would match it, or ``None`` for a request another route answers."""
         if scope["method"] not in ("GET", "HEAD"):
             return None
-        path, root = scope["path"], scope.get("root_path", "")
+        path: str = scope["path"]
+        root = scope.get("root_path", "")
         if root and path.startswith(root) and path[len(root):len(root) + 1] == "/":
             path = path[len(root):]
         if len(path) < 2 or path[0] != "/" or path[-1] == "/":
@@ -334,7 +335,8 @@ def tiles_module() -> ModuleType:
     return tiles
 
 
-def _index(static_dir: Path | None, keys: KeyServer):
+def _index(static_dir: Path | None,
+           keys: KeyServer) -> Callable[[Request], Awaitable[Response]]:
     async def index(request: Request) -> Response:
         if "text/html" not in request.headers.get("accept", ""):
             return await keys.index(request, "")

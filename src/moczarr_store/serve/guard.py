@@ -388,7 +388,7 @@ class Guarded:
     def _unsent(self) -> int:
         """Bytes of this connection's answer not yet sent: its write buffer, and what a
         streamed answer has not written yet (:mod:`.streamed`)."""
-        unwritten = 0 if self.cycle is None else self.cycle.scope.get(UNWRITTEN, 0)
+        unwritten: int = 0 if self.cycle is None else self.cycle.scope.get(UNWRITTEN, 0)
         return self.transport.get_write_buffer_size() + unwritten
 
     def _sent(self) -> None:

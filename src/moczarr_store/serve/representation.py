@@ -91,7 +91,7 @@ def range_applies(if_range: str | None, etag: str) -> bool:
     return if_range is None or if_range.strip() == etag
 
 
-def content_tag(data) -> str:
+def content_tag(data: bytes | memoryview) -> str:
     """A strong entity tag from the bytes themselves (BLAKE2b, 128 bits)."""
     return f'"{hashlib.blake2b(data, digest_size=16).hexdigest()}"'
 

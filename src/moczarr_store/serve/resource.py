@@ -27,6 +27,7 @@ from zarr.abc.store import RangeByteRequest
 
 from .. import __version__
 from ..errors import TruncatedChunkError
+from ..io.ranges import BytesLike
 from ..read.execute import execute, size_known
 from ..read.plan import Absent, Document, LeafRead, Plan
 from ..read.plan import Span as SpanPlan
@@ -93,7 +94,7 @@ def _recipe(plan: LeafRead | Absent | None) -> str:
     return "-" if plan is None else f"absent\0{plan.reason}"
 
 
-def _bytes(data) -> memoryview:
+def _bytes(data: BytesLike) -> memoryview:
     view = memoryview(data)
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 

@@ -146,7 +146,7 @@ class FieldArray:
     """
 
     def __init__(
-        self, level: Level, name: str, leaf_meta: ArrayMeta, cell_attrs: dict,
+        self, level: Level, name: str, leaf_meta: ArrayMeta, cell_attrs: dict[str, Any],
         chunking: str | int = "shard", sphere: bool = False, span: int = 1,
     ) -> None:
         """``leaf_meta``: the template's leaf array; ``cell_attrs``: attributes an array
@@ -351,8 +351,8 @@ class FabricatedArray:
     in); ``tail`` (a shard index, when the array is presented sharded) follows the values
     of every chunk."""
 
-    def __init__(self, meta: ArrayMeta, rows: int, produce: Any, tail: bytes = b"",
-                 into: bool = False) -> None:
+    def __init__(self, meta: ArrayMeta, rows: int, produce: Callable[..., bytes | memoryview],
+                 tail: bytes = b"", into: bool = False) -> None:
         self.meta, self.rows, self._produce, self._tail = meta, rows, produce, tail
         self._into = into
         self.path = ""  # set when the view places it
@@ -515,7 +515,7 @@ class Centres:
         return pair
 
 
-def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
+def cell_coordinate(level: Level, kind: str, attrs: dict[str, Any], rows: int,
                     sphere: bool = False, shard_rows: int | None = None,
                     centres: Centres | None = None) -> FabricatedArray:
     """A per-cell coordinate of every row (:data:`COORDINATE_TYPES`): ``morton`` (packed
@@ -529,7 +529,8 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
     """
     data_type = COORDINATE_TYPES[kind]
 
-    def produce(start: int, stop: int, length: int, into: memoryview | None = None):
+    def produce(start: int, stop: int, length: int,
+                into: memoryview | None = None) -> memoryview:
         """Rows ``[start, stop)`` padded to ``length`` (zeros; NaN for the centres), into
         ``into`` (bytes of ``length`` rows) or new memory."""
         out = np.empty(length, data_type) if into is None else np.frombuffer(
@@ -557,12 +558,12 @@ def cell_coordinate(level: Level, kind: str, attrs: dict, rows: int,
     return FabricatedArray(meta, shard_rows, produce, tail)
 
 
-def grid_mapping(attrs: dict) -> FabricatedArray:
+def grid_mapping(attrs: dict[str, Any]) -> FabricatedArray:
     """A scalar variable that only carries ``attrs`` (a CF grid mapping): no chunk is
     stored, so its one value is its fill value, 0."""
     meta = _coordinate_meta(0, 1, "int32", 0, _BYTES_LE_JSON, "", attrs).derive(
         shape=[], dimension_names=[], chunk_shape=[])
-    return FabricatedArray(meta, 1, None)
+    return FabricatedArray(meta, 1, lambda *_: b"")  # no chunk: never produced
 
 
 def cell_ranges(level: Level, sphere: bool = False) -> np.ndarray:

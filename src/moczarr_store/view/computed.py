@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ class ComputedArray:
     ``source`` is the source field presented one chunk per leaf: what a chunk's leaves are
     read as."""
 
-    def __init__(self, level: Level, fold: Fold, source: FieldArray, cell_attrs: dict,
+    def __init__(self, level: Level, fold: Fold, source: FieldArray, cell_attrs: dict[str, Any],
                  sphere: bool = False) -> None:
         assert level.source is not None
         self.level, self.fold, self.source, self.sphere = level, fold, source, sphere
@@ -93,7 +94,7 @@ class ComputedArray:
         return windows, first, stop, offsets
 
 
-def computed_attrs(level: Level) -> dict:
+def computed_attrs(level: Level) -> dict[str, Any]:
     """What a computed level's group says of itself (its ``morton_hive_store.computed``):
     its role, the order it is folded from, whether it folds every window, each field's
     fold (fields the hive declares no exact fold for are absent) and the document that

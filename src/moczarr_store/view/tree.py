@@ -35,7 +35,7 @@ INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})\Z")
 
 @dataclass
 class Group:
-    attrs: dict
+    attrs: dict[str, Any]
     children: list[str]
 
 
@@ -50,7 +50,7 @@ MULTISCALES = {
 }
 
 
-def multiscales(levels: dict[str, int]) -> dict | None:
+def multiscales(levels: dict[str, int]) -> dict[str, Any] | None:
     """The ``multiscales`` layout of a group whose child level groups have these cell
     orders (name: order), finest first; ``None`` for fewer than two. Each coarser level
     is derived from the finest: each of its cells aggregates ``coarsening_factor`` =
@@ -63,7 +63,7 @@ def multiscales(levels: dict[str, int]) -> dict | None:
     layout = []
     for name, order in ranked:
         factor = 4 ** (top - order)
-        entry: dict = {"asset": name, "cell_order": order, "coarsening_factor": factor}
+        entry: dict[str, Any] = {"asset": name, "cell_order": order, "coarsening_factor": factor}
         if name != finest:
             entry["derived_from"] = finest
         entry["transform"] = {"scale": [float(factor)]}
@@ -71,27 +71,28 @@ def multiscales(levels: dict[str, int]) -> dict | None:
     return {"layout": layout}
 
 
-def _group_meta(attrs: dict) -> dict:
+def _group_meta(attrs: dict[str, Any]) -> dict[str, Any]:
     return {"attributes": attrs, "zarr_format": 3, "node_type": "group"}
 
 
-def _encode(doc: dict) -> bytes:
+def _encode(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, allow_nan=False, separators=(",", ":")).encode()  # C encoder
 
 
-def cell_ids_attrs(cell_order: int, group_attrs: dict) -> dict:
+def cell_ids_attrs(cell_order: int, group_attrs: dict[str, Any]) -> dict[str, Any]:
     """xdggs's healpix attributes for ``cell_ids`` (``xdggs.decode(ds)`` reads exactly
     these, and refuses any other): NESTED ids at ``cell_order``, on the WGS84 ellipsoid
     when the hive declares authalic WGS84 latitudes (mortie's default: cell centres are
     geodetic), else on the sphere (latitudes used as spherical, as mortie's
     ``"geodetic-spherical"``)."""
-    attrs: dict = {"grid_name": "healpix", "level": cell_order, "indexing_scheme": "nested"}
+    attrs: dict[str, Any] = {"grid_name": "healpix", "level": cell_order,
+                             "indexing_scheme": "nested"}
     if _wgs84(group_attrs):
         attrs["ellipsoid"] = "WGS84"
     return attrs
 
 
-def _wgs84(group_attrs: dict) -> bool:
+def _wgs84(group_attrs: dict[str, Any]) -> bool:
     """Whether the hive declares authalic WGS84 latitudes (its cells are on WGS84)."""
     dggs = group_attrs.get("dggs")
     return isinstance(dggs, dict) and dggs.get("latitude") == "authalic-wgs84"
@@ -111,11 +112,11 @@ _CF_ATTRS = {
 }
 
 
-def grid_mapping_attrs(cell_order: int, group_attrs: dict) -> dict:
+def grid_mapping_attrs(cell_order: int, group_attrs: dict[str, Any]) -> dict[str, Any]:
     """The CF HEALPix grid mapping of a level: NESTED ids at ``cell_order``; the WGS84
     ellipsoid's parameters when the hive's cells are on it (else a sphere, its radius
     not stated)."""
-    attrs: dict = {"grid_mapping_name": "healpix", "refinement_level": cell_order,
+    attrs: dict[str, Any] = {"grid_mapping_name": "healpix", "refinement_level": cell_order,
                    "indexing_scheme": "nested"}
     if _wgs84(group_attrs):
         attrs.update(semi_major_axis=6378137.0, inverse_flattening=298.257223563)
@@ -126,7 +127,7 @@ MAX_MOC_CHARS = 65_536
 """The longest ``coverage_moc`` a level group carries (longer: omitted)."""
 
 
-def coverage_moc(level: Level) -> dict:
+def coverage_moc(level: Level) -> dict[str, Any]:
     """``{"coverage_moc": "ORDER/A-B C ..."}``: the level's nodes as an IVOA MOC 2.0 ASCII
     string at the node order, so a client maps rows (node after node, ``cells_per_node``
     each) to cells without reading ``cell_ids``. Longer than ``MAX_MOC_CHARS``, the nodes'
@@ -160,7 +161,7 @@ class View:
     """Every node of the virtual hierarchy, keyed by its path ('' is the root)."""
 
     def __init__(
-        self, hive: Hive, options: dict, chunking: str | int = "leaf",
+        self, hive: Hive, options: dict[str, Any], chunking: str | int = "leaf",
         geometry: str = "covered", centres: int | None = None,
     ) -> None:
         """The hierarchy of every level read so far; ``options`` is recorded in the root's
@@ -209,7 +210,7 @@ class View:
             self._documents.pop("/".join(parts[:i]), None)
         return True
 
-    def _add_group(self, path: str, attrs: dict) -> None:
+    def _add_group(self, path: str, attrs: dict[str, Any]) -> None:
         parent, _, name = path.rpartition("/")
         if parent not in self.groups:
             self._add_group(parent, {})
@@ -242,7 +243,8 @@ class View:
         if cf:
             coordinates += [n for n in CF_NAMES
                             if self.centres is not None or n not in _CENTRES]
-        cell_attrs: dict = {"coordinates": " ".join(c for c in coordinates if c != "window")}
+        named = " ".join(c for c in coordinates if c != "window")
+        cell_attrs: dict[str, Any] = {"coordinates": named}
         if cf:
             cell_attrs["grid_mapping"] = "healpix"
         fields: dict[str, FieldArray | ComputedArray]
@@ -288,7 +290,7 @@ class View:
             self.arrays[array.path] = array
         self.levels[level.path] = level
 
-    def _leaf_source(self, level: Level, name: str, cell_attrs: dict) -> FieldArray:
+    def _leaf_source(self, level: Level, name: str, cell_attrs: dict[str, Any]) -> FieldArray:
         """Field ``name`` of the level a computed level folds, one chunk per leaf (how its
         leaves are read), made once per view."""
         source = level.source
@@ -336,7 +338,7 @@ class View:
                 arrays["window_end"] = window_instants([e for _, e in known])
         return arrays
 
-    def _metadata(self, path: str) -> dict:
+    def _metadata(self, path: str) -> dict[str, Any]:
         if path in self.arrays:
             return self.arrays[path].meta.to_json()
         attrs = self.groups[path].attrs
