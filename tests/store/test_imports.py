@@ -88,7 +88,6 @@ def test_the_io_layer_reads_no_hive():
         if name.startswith("moczarr_store.io"):
             outside = {m for m in imported if not m.startswith("moczarr_store.io")}
             assert outside <= allowed, (name, outside - allowed)
-    assert not any("moczarr_store.backend" in imported for imported in GRAPH.values())
 
 
 def test_the_process_state_imports_nothing_of_the_package():
