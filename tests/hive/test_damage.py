@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 
 from moczarr_store import ChunkReadError, HiveWarning, MocHiveStore
-from moczarr_store.chunks import TruncatedChunkError
+from moczarr_store.chunkbytes import TruncatedChunkError
 
 GROUP = "atl06/o7"
 DEBRIS = "4/4/4/1/1/4/444114.zarr"

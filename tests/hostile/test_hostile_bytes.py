@@ -31,7 +31,7 @@ from zarr.storage import MemoryStore
 
 from moczarr_store import MocHiveStore, TruncatedChunkError
 from moczarr_store.cache import AsyncCache
-from moczarr_store.chunks import (
+from moczarr_store.chunkbytes import (
     ChunkCheck,
     check_chunk,
     index_range,

@@ -10,7 +10,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moczarr_store.chunks import (
+from moczarr_store.chunkbytes import (
     ChunkCheck,
     TruncatedChunkError,
     check_chunk,

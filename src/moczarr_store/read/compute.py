@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..chunks import plain_bytes
+from ..chunkbytes import plain_bytes
 from ..errors import EncodingError
 from ..hive.arraymeta import fill_number
 from ..hive.folds import Accumulator

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import state
-from ..chunks import full_shard, reframe
+from ..chunkbytes import full_shard, reframe
 from ..io.backend import Backend
 from ..tunables import setting
 from .plan import SAME, LeafRead, Plan

@@ -1,5 +1,5 @@
 """A leaf chunk's bytes read from its object and cut as its plan's kind says
-(``LeafRead.cut``), checked against the plan's :class:`~moczarr_store.chunks.ChunkCheck`.
+(``LeafRead.cut``), checked against the plan's :class:`~moczarr_store.chunkbytes.ChunkCheck`.
 Nothing here knows of leaf metadata or stamps: :func:`.execute.read_leaf` reads these bytes
 while it establishes the leaf's encoding, and judges them once it is known.
 """
@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cache import AsyncCache
-from ..chunks import (
+from ..chunkbytes import (
     ChunkCheck,
     check_chunk,
     inner_range,
@@ -54,7 +54,7 @@ async def read_sized(
 
 async def _as_stored(session: HiveSession, plan: LeafRead) -> BytesLike | None:
     """``cut="object"``: the object (or ``byte_range`` of it) as it is, checked
-    (:func:`~moczarr_store.chunks.shard_passthrough`). Cost: one GET; a range of a shard
+    (:func:`~moczarr_store.chunkbytes.shard_passthrough`). Cost: one GET; a range of a shard
     other than its index, one more for the index when it is not cached."""
     # a shard's verified index is remembered for immutable objects only: a rewritten
     # object's ranges are checked against its index as it is now
@@ -65,7 +65,7 @@ async def _as_stored(session: HiveSession, plan: LeafRead) -> BytesLike | None:
 
 async def _reframed(session: HiveSession, plan: LeafRead) -> Any:
     """``cut="reframed"``: a shard object read whole, its inner chunks joined into one
-    chunk (:func:`~moczarr_store.chunks.reframe`); :data:`HELD` when it stores none.
+    chunk (:func:`~moczarr_store.chunkbytes.reframe`); :data:`HELD` when it stores none.
     Cost: one GET."""
     data = await read_object(session, plan.object)
     framed = None if data is None else reframe(data, plan.check, plan.object)

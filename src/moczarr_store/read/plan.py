@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..chunks import ChunkCheck
+from ..chunkbytes import ChunkCheck
 from ..errors import (
     ChunkReadError,
     HiveFormatError,

@@ -54,7 +54,7 @@ import numpy as np
 from numcodecs import Blosc
 
 from ..cache import AsyncCache
-from ..chunks import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_range
+from ..chunkbytes import ABSENT, ChunkCheck, in_order, index_entries, index_range, inner_range
 from ..errors import OptionError, TruncatedChunkError
 from ..hive.arraymeta import ArrayMeta, codec_chain
 from ..io.ranges import BytesLike

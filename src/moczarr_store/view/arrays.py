@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..chunks import chunk_check, full_shard_index, plain_bytes
+from ..chunkbytes import chunk_check, full_shard_index, plain_bytes
 from ..errors import LeafSchemaError, SphereTooLarge
 from ..hive.arraymeta import (
     ArrayMeta,
