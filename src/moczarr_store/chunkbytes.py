@@ -103,7 +103,7 @@ def _bad(key: str, what: str) -> TruncatedChunkError:
 
 
 def _rows(index: BytesLike, check: ChunkCheck) -> np.ndarray:
-    """A shard index's ``(offset, nbytes)`` rows (a view of its bytes)."""
+    """A shard index's ``(offset, nbytes)`` rows (over its bytes, not a copy)."""
     body = memoryview(index)[: 16 * (check.shard_chunks or 0)]
     return np.frombuffer(body, dtype="<u8").reshape(-1, 2)
 
@@ -243,18 +243,18 @@ def check_chunk(data: BytesLike, check: ChunkCheck, byte_range: ByteRequest | No
     size_read = len(memoryview(data))
     if check.shard_chunks:
         need = check.index_nbytes
-        view = memoryview(data)
+        buf = memoryview(data)
         if byte_range is None:
             if size_read < need:
                 raise TruncatedChunkError(
                     f"{key}: {size_read} bytes cannot hold a {need}-byte index")
-            index = view[size_read - need :] if check.index_at_end else view[:need]
+            index = buf[size_read - need :] if check.index_at_end else buf[:need]
             verify_entries(_parse_index(index, check, key), check, key, size_read)
         elif _is_index_range(byte_range, check):
             if size_read != need:
                 raise TruncatedChunkError(
                     f"{key}: {size_read} bytes cannot hold a {need}-byte index")
-            verify_entries(_parse_index(view, check, key), check, key, size)
+            verify_entries(_parse_index(buf, check, key), check, key, size)
         return
     if byte_range is None and check.nbytes is not None and size_read != check.nbytes:
         raise TruncatedChunkError(
@@ -342,8 +342,8 @@ def zstd_frames(data: memoryview) -> list[int | None]:
 def shard_entries(data: BytesLike, check: ChunkCheck, key: str) -> np.ndarray:
     """The ``(offset, nbytes)`` rows of a whole shard object's verified index."""
     check_chunk(data, check, None, key)
-    view, need = memoryview(data), check.index_nbytes
-    return _rows(view[len(view) - need :] if check.index_at_end else view[:need], check)
+    buf, need = memoryview(data), check.index_nbytes
+    return _rows(buf[len(buf) - need :] if check.index_at_end else buf[:need], check)
 
 
 def index_entries(index: BytesLike, check: ChunkCheck, key: str,
@@ -420,22 +420,22 @@ def reframe(data: BytesLike, check: ChunkCheck, key: str) -> bytes | memoryview 
     index is compared with that layout's bytes, crc32c included), else the index is
     checked entry by entry.
     """
-    view, step = memoryview(data), check.inner_nbytes or 0
+    buf, step = memoryview(data), check.inner_nbytes or 0
     full = full_shard(check)
-    if full is not None and len(view) == full[0]:
+    if full is not None and len(buf) == full[0]:
         need = check.index_nbytes
-        index = view[len(view) - need :] if check.index_at_end else view[:need]
+        index = buf[len(buf) - need :] if check.index_at_end else buf[:need]
         if bytes(index) == full[1]:  # exactly that layout: every entry is in bounds
             start = 0 if check.index_at_end else need
-            return view[start : start + step * (check.shard_chunks or 0)]
+            return buf[start : start + step * (check.shard_chunks or 0)]
     entries = shard_entries(data, check, key)
-    if in_order(entries, check, len(view)):  # written in order: already one chunk
+    if in_order(entries, check, len(buf)):  # written in order: already one chunk
         first = int(entries[0, 0])
-        return view[first : first + step * len(entries)]
+        return buf[first : first + step * len(entries)]
     if (entries[:, 0] == _ABSENT).all():
         return None
     return b"".join(  # every present entry is one inner chunk long (verified)
-        check.inner_fill if offset == ABSENT else view[offset : offset + nbytes]
+        check.inner_fill if offset == ABSENT else buf[offset : offset + nbytes]
         for offset, nbytes in entries.tolist()
     )
 

@@ -21,10 +21,10 @@ from support.serving import CHUNK, FIXTURES, Served, fetch, obstore_client
 from moczarr_store import MocHiveStore, OptionError
 from moczarr_store.read.plan import Absent, LeafRead, plan_key
 from moczarr_store.serve import create_app
-from moczarr_store.serve.env import VIEW, app_from_env, to_env
+from moczarr_store.serve.env import OPENED_HIVE, app_from_env, to_env
 from moczarr_store.serve.generations import Generations
 from moczarr_store.serve.representation import UNSATISFIABLE, ByteRange, byte_range
-from moczarr_store.serve.run import opened_view
+from moczarr_store.serve.run import opened_hive
 
 
 def plan_of(store: MocHiveStore, key: str) -> LeafRead:
@@ -391,11 +391,12 @@ def test_workers_present_the_view_the_command_opened(hive_copy, tmp_path):
     root = hive_copy("pyramid1_resweep")
     land = grown_after_open(root, tmp_path)
     want = moczarr.open_hive(str(root))
-    view = tmp_path / "view.pickle"
-    view.write_bytes(pickle.dumps(opened_view(str(root), {})))
+    opened = tmp_path / "hive.pickle"
+    opened.write_bytes(pickle.dumps(opened_hive(str(root), {})))
     land()
     env = to_env(str(root))
-    with Served(app_from_env({**env, VIEW: str(view)})) as server, warnings.catch_warnings():
+    with Served(app_from_env({**env, OPENED_HIVE: str(opened)})) as server, \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore")
         remote = zarr.open_group(obstore_client(server.url), mode="r")["atl06/o7"]
         for name in [*want.data_vars, "morton"]:
@@ -430,15 +431,15 @@ def test_a_sphere_server_restarted_on_a_grown_hive_keeps_its_clients_right(hive_
     assert want.sizes["cells"] == 48
 
 
-def test_a_view_file_that_cannot_be_read_is_an_error_naming_the_variable(tmp_path):
+def test_an_opened_hive_file_that_cannot_be_read_is_an_error_naming_the_variable(tmp_path):
     env = to_env(str(FIXTURES / "sharded"))
-    for view, why in ((tmp_path / "gone.pickle", "FileNotFoundError"),
-                      (tmp_path / "empty.pickle", "EOFError")):
+    for opened, why in ((tmp_path / "gone.pickle", "FileNotFoundError"),
+                        (tmp_path / "empty.pickle", "EOFError")):
         if why == "EOFError":
-            view.write_bytes(b"")
-        with pytest.raises(OptionError, match=f"MOCZARR_STORE_VIEW='{view}' cannot be read "
-                                              f"\\({why}"):
-            app_from_env({**env, VIEW: str(view)})
+            opened.write_bytes(b"")
+        with pytest.raises(OptionError, match=f"MOCZARR_STORE_OPENED_HIVE='{opened}' cannot be "
+                                              f"read \\({why}"):
+            app_from_env({**env, OPENED_HIVE: str(opened)})
 
 
 def test_unchanged_leaf_keeps_its_tag_across_generations():

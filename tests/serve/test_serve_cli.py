@@ -98,10 +98,10 @@ def test_several_workers(tmp_path):
         workers = [p for p in psutil.Process(pid).children(recursive=True)
                    if "multiprocessing" in " ".join(p.cmdline())]
         assert len(workers) >= 2
-        views = {p.environ().get("MOCZARR_STORE_VIEW") for p in workers}  # the one they adopt
-        (view,) = views
-        assert view is not None and Path(view).is_file()
-    assert not Path(view).exists()  # removed when the server stops
+        kept = {p.environ().get("MOCZARR_STORE_OPENED_HIVE") for p in workers}  # one, adopted
+        (opened,) = kept
+        assert opened is not None and Path(opened).is_file()
+    assert not Path(opened).exists()  # removed when the server stops
 
 
 def test_sphere_geometry_reaches_every_worker(tmp_path):

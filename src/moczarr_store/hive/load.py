@@ -260,12 +260,12 @@ def drop_outside_aoi(level: Level, aoi: Cells | None) -> None:
     schema was found). No I/O."""
     if aoi is None:
         return
-    level.uncut_ranks, level.node_ranks = level.node_ranks, in_view(level, aoi).node_ranks
+    level.uncut_ranks, level.node_ranks = level.node_ranks, within_aoi(level, aoi).node_ranks
     if not level.n_nodes:
         _warn(f"{level.path}: the AOI intersects no coverage; the level has 0 cells")
 
 
-def in_view(level: Level, aoi: Cells | None) -> Level:
+def within_aoi(level: Level, aoi: Cells | None) -> Level:
     """The level as the AOI will cut it (a copy; ``level`` itself when there is no AOI)."""
     if aoi is None:
         return level
@@ -310,13 +310,13 @@ def _drop_unplaced(level: Level, leaf: Leaf) -> None:
 async def fill_schema(
     backend: HiveIO, leaves: LeafCache, level: Level, aoi: Cells | None = None
 ) -> bool:
-    """Fill in ``level``'s schema (in place), read from the first stamped object in the
-    view (the AOI's nodes; the whole domain when none of them is stamped, as moczarr's empty
+    """Fill in ``level``'s schema (in place), read from the first stamped object in
+    scope (the AOI's nodes; the whole domain when none of them is stamped, as moczarr's empty
     result does), and learn the writer runs' encodings (``runs.py``); ``False`` if it has
     no stamped object."""
-    view = in_view(level, aoi)
-    found, searched = await find_template(backend, leaves, view)
-    if found is None and view is not level:
+    scoped = within_aoi(level, aoi)
+    found, searched = await find_template(backend, leaves, scoped)
+    if found is None and scoped is not level:
         found, searched = await find_template(backend, leaves, level)
     if found is None:
         if level.artifact != "source":
@@ -345,7 +345,7 @@ async def fill_schema(
         )
     level.template, level.template_run, level.template_data = leaf.path, leaf.run, (
         leaf.data_prefix or "")
-    level.encodings = await learn_runs(backend, leaves, view, leaf, level.arrays)
+    level.encodings = await learn_runs(backend, leaves, scoped, leaf, level.arrays)
     if level.artifact != "source":
         attrs = leaf.attrs or {}
         level.group_attrs = {**level.group_attrs, **{k: attrs[k] for k in PROVENANCE if k in attrs}}

@@ -9,8 +9,8 @@ What the hive records about its runs names no encoding: an old writer records no
 all (no run id in its in-place leaves, no telemetry, no ``semantic_hash``), a new one
 records its runs in parquet telemetry without dtypes, and ``aggregation.yaml`` is written
 only by the run that creates the store. So the runs are sampled: the stamps of up to
-``RUN_PROBES`` objects spread evenly over the view (every object of a view of at most
-``RUN_PROBES``), then the array metadata of one object per writer run among them that the
+``RUN_PROBES`` objects spread evenly over the level within the AOI (every object of one
+of at most ``RUN_PROBES``), then the array metadata of one object per writer run among them that the
 template's run does not already cover. A versioned object's run is named by its
 ``current`` version; an unversioned object is its own run.
 
@@ -105,14 +105,14 @@ async def _run_encoding(backend: HiveIO, leaf: Leaf, names: list[str],
 
 
 async def learn_runs(
-    backend: HiveIO, leaves: LeafCache, view: Level, template: Leaf,
+    backend: HiveIO, leaves: LeafCache, scoped: Level, template: Leaf,
     arrays: dict[str, ArrayMeta],
 ) -> list[RunEncoding]:
     """The template's encodings, then one object's per further writer run sampled from
-    ``view`` (see the module docstring for the sample and its cost)."""
+    ``scoped`` (the level within the AOI; see the module docstring for the sample and its cost)."""
     found = [RunEncoding(template.path, template.data_prefix or template.path, arrays)]
     probed = await asyncio.gather(
-        *(_stamped(backend, leaves, path) for path in probe_paths(view))
+        *(_stamped(backend, leaves, path) for path in probe_paths(scoped))
     )
     seen, others = {template.run}, []
     for leaf in probed:
@@ -121,6 +121,6 @@ async def learn_runs(
             others.append(leaf)
     names = sorted(arrays)
     learned = await asyncio.gather(
-        *(_run_encoding(backend, leaf, names, view.cell_order) for leaf in others)
+        *(_run_encoding(backend, leaf, names, scoped.cell_order) for leaf in others)
     )
     return found + [run for run in learned if run.arrays]

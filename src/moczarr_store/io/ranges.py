@@ -15,13 +15,13 @@ def slice_bytes(data: BytesLike, byte_range: ByteRequest | None) -> BytesLike:
     """``data`` cut to a zarr ``ByteRequest`` (end-exclusive; suffix clamps at 0)."""
     if byte_range is None:
         return data
-    view = memoryview(data)
+    buf = memoryview(data)
     if isinstance(byte_range, RangeByteRequest):
-        return view[byte_range.start : byte_range.end]
+        return buf[byte_range.start : byte_range.end]
     if isinstance(byte_range, OffsetByteRequest):
-        return view[byte_range.offset :]
+        return buf[byte_range.offset :]
     if isinstance(byte_range, SuffixByteRequest):
-        return view[max(0, len(data) - byte_range.suffix) :]
+        return buf[max(0, len(data) - byte_range.suffix) :]
     raise TypeError(f"Unexpected byte_range, got {byte_range}.")
 
 

@@ -218,7 +218,7 @@ def plan_chunk(
     as its stamp was read (``located``: ``array.locate(coords)``, if known). No I/O."""
     level = array.level
     if leaf.state != "stamped":
-        if leaf.state == "absent" and array.windowed_view:
+        if leaf.state == "absent" and array.gaps_by_design:
             window = None
             if level.artifact != "source" and level.window is None:
                 window = (located or array.locate(coords)).window
@@ -389,7 +389,7 @@ async def _absent_parts(session: HiveSession, array: FieldArray,
     its leaves (:func:`~moczarr_store.hive.walk.existing_nodes`): bounded by what
     exists."""
     level = array.level
-    if (array.sphere or array.windowed_view or level.artifact != "source"
+    if (array.sphere or array.gaps_by_design or level.artifact != "source"
             or array.span < BULK_PARTS):
         return None
     state = session.sparse.get(level.path)

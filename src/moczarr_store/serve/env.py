@@ -7,7 +7,7 @@ one (``options.OPTIONS``: ``MOCZARR_STORE_CHUNKING``, ``MOCZARR_STORE_AOI``,
 ``MOCZARR_STORE_STORAGE_OPTIONS`` as JSON, ...; obstore also reads its own ``AWS_*``, ...
 variables) and per serve option that has one (``options.SERVE_OPTIONS``:
 ``MOCZARR_STORE_CORS``, origins separated by spaces or commas, ...);
-``MOCZARR_STORE_VIEW`` (a file holding the pickled
+``MOCZARR_STORE_OPENED_HIVE`` (a file holding the pickled
 hive every worker presents, written by ``moczarr-store serve --workers N``, which opened
 it once: the workers then agree on what each key names; a pickle, so only a file of that
 command).
@@ -26,7 +26,7 @@ from ..store import MocHiveStore
 from .app import HiveApp, create_app, tiles_module
 
 PREFIX = ENV_PREFIX
-VIEW = f"{PREFIX}VIEW"
+OPENED_HIVE = f"{PREFIX}OPENED_HIVE"
 
 
 def to_env(source: str, **options: Any) -> dict[str, str]:
@@ -61,14 +61,14 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> HiveApp:
     served = options_from_env(environ, SERVE_OPTIONS)
     if served.get("tiles"):
         tiles_module().warm_up_in_background()  # this worker's renderer
-    if not (view := environ.get(VIEW)):
+    if not (opened := environ.get(OPENED_HIVE)):
         return create_app(source, **served, **options)
     store = MocHiveStore(source, **options)
     try:
-        with open(view, "rb") as kept:
+        with open(opened, "rb") as kept:
             hive = pickle.load(kept)
     except (OSError, pickle.UnpicklingError, EOFError) as err:
-        raise OptionError(f"{VIEW}={view!r} cannot be read ({type(err).__name__}: {err}); "
-                          "it is written by moczarr-store serve --workers N") from None
+        raise OptionError(f"{OPENED_HIVE}={opened!r} cannot be read ({type(err).__name__}: "
+                          f"{err}); it is written by moczarr-store serve --workers N") from None
     store.session.adopt(hive)
     return create_app(store, **served)

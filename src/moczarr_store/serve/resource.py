@@ -95,8 +95,8 @@ def _recipe(plan: LeafRead | Absent | None) -> str:
 
 
 def _bytes(data: BytesLike) -> memoryview:
-    view = memoryview(data)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+    buf = memoryview(data)
+    return buf if buf.format == "B" and buf.ndim == 1 else buf.cast("B")
 
 
 async def find(generation: Generation, plan: Plan, tag: str | None, *, body: bool,
@@ -119,8 +119,8 @@ async def find(generation: Generation, plan: Plan, tag: str | None, *, body: boo
     data = await execute(session, plan)
     if data is None:
         return None
-    view = _bytes(data)
-    return Found(plan, len(view), tag or content_tag(view), view)
+    buf = _bytes(data)
+    return Found(plan, len(buf), tag or content_tag(buf), buf)
 
 
 async def read_range(generation: Generation, found: Found,
@@ -136,13 +136,13 @@ async def read_range(generation: Generation, found: Found,
     data = await execute(generation.store.session, plan)
     if data is None:
         return None
-    view = _bytes(data)
-    if len(view) != selected.end - selected.start:
+    buf = _bytes(data)
+    if len(buf) != selected.end - selected.start:
         raise TruncatedChunkError(
-            f"{plan.object}: {len(view)} bytes at {selected.start} where its size "
+            f"{plan.object}: {len(buf)} bytes at {selected.start} where its size "
             f"({found.size}) promised {selected.end - selected.start}"
         )
-    return view
+    return buf
 
 
 async def _span_range(generation: Generation, plan: SpanPlan,
@@ -159,11 +159,11 @@ async def _span_range(generation: Generation, plan: SpanPlan,
     if data is None:
         data = await execute(session, plan)
         return None if data is None else _bytes(data)[selected.start : selected.end]
-    view, asked = _bytes(data), selected.end - selected.start
-    if len(view) != asked:
+    buf, asked = _bytes(data), selected.end - selected.start
+    if len(buf) != asked:
         key = f"{plan.array}/c/{'/'.join(map(str, plan.coords))}"
-        raise TruncatedChunkError(f"{key}: {len(view)} bytes where {asked} were asked")
-    return view
+        raise TruncatedChunkError(f"{key}: {len(buf)} bytes where {asked} were asked")
+    return buf
 
 
 async def whole(generation: Generation, found: Found) -> memoryview | None:

@@ -17,12 +17,12 @@ from ..hive.roster import Hive
 from ..options import SERVE_BY_NAME, SERVE_OPTIONS, check_serve
 from ..store import MocHiveStore
 from .app import create_app, tiles_module
-from .env import VIEW, to_env
+from .env import OPENED_HIVE, to_env
 from .guard import accept_batch, raise_descriptor_limit
 from .protocols import http_protocol
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-# seconds a worker process may take to start (its imports, the view it unpickles) before
+# seconds a worker process may take to start (its imports, the hive it unpickles) before
 # uvicorn takes it for dead and starts another: its 5 s default made a loaded machine
 # restart every worker, over and over
 WORKER_START = 60
@@ -72,20 +72,20 @@ def serve(source: str, **options: Any) -> None:
         uvicorn.run(app, **common)
         return
     with tempfile.TemporaryDirectory(prefix="moczarr-store-") as kept:
-        view = os.path.join(kept, "view.pickle")  # read by every worker, restarted ones too
-        with open(view, "wb") as out:
-            pickle.dump(opened_view(source, options), out)
-        os.environ.update({**to_env(source, **app_options, **options), VIEW: view})
+        opened = os.path.join(kept, "hive.pickle")  # read by every worker, restarted ones too
+        with open(opened, "wb") as out:
+            pickle.dump(opened_hive(source, options), out)
+        os.environ.update({**to_env(source, **app_options, **options), OPENED_HIVE: opened})
         if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:
             common["timeout_worker_healthcheck"] = WORKER_START  # where uvicorn has it
         uvicorn.run("moczarr_store.serve:app_from_env", factory=True,
                     workers=served["workers"], **common)
 
 
-def opened_view(source: str, store_options: dict[str, Any]) -> Hive:
+def opened_hive(source: str, store_options: dict[str, Any]) -> Hive:
     """The hive with every level read, as the workers will all present it: each opens
     nothing itself, so a leaf a writer adds between two workers' first requests cannot
-    give them different views. Cost: the open and every level's schema, once."""
+    give them different hierarchies. Cost: the open and every level's schema, once."""
     store = MocHiveStore(source, **store_options)
     sync(store.session.ensure_levels(""))
     return store.session.hive

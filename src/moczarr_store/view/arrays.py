@@ -291,7 +291,7 @@ class FieldArray:
         return tuple(slice(i * n, (i + 1) * n) for i, n in zip(inner, chunks, strict=True))
 
     @property
-    def windowed_view(self) -> bool:
+    def gaps_by_design(self) -> bool:
         """Whether a node may lack a leaf by design (a window it was not observed in)."""
         return self.windowed or self.level.window is not None
 
