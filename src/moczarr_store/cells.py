@@ -11,7 +11,7 @@ order 29 (xdggs's ``"ranges"`` layout) from the open store, without a request, a
   decimal id),
 
 both O(runs) in memory and time. Their coordinates, and the CF ``healpix_index``, are
-:class:`ComputedIds`: computed from the runs whenever their values are asked for, never
+``ComputedIds``: computed from the runs whenever their values are asked for, never
 held, so ``.load()`` and ``.compute()`` read the fields alone.
 """
 
@@ -101,7 +101,7 @@ class Runs:
 
 class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
     """A level's ``morton`` words (``nested=False``) or NESTED cell ids (``nested=True``),
-    computed from its :class:`Runs` whenever values are asked for (``np.asarray``, an
+    computed from its ``Runs`` whenever values are asked for (``np.asarray``, an
     index) and never held: xarray keeps it as it is through ``.load()`` and
     ``.compute()``, which then read the fields alone. Operators and any other numpy
     function are given its values. Memory: the runs (16 bytes each); cost: one pass per
@@ -173,7 +173,7 @@ class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
 
 
 def _values(value: Any) -> Any:
-    """``value`` with every :class:`ComputedIds` in it (in a tuple, list or dict) made its
+    """``value`` with every ``ComputedIds`` in it (in a tuple, list or dict) made its
     values: what numpy is given in its place."""
     if isinstance(value, ComputedIds):
         return np.asarray(value)
@@ -230,7 +230,7 @@ def _word(value: object) -> int:
 class MortonIndex(xr.Index):
     """An index on ``morton`` held as runs: ``sel`` by packed words or decimal ids (of
     the level's order) is a binary search per label; a slice ``isel`` keeps the index.
-    Memory: 16 bytes per run; the coordinate is :class:`ComputedIds`."""
+    Memory: 16 bytes per run; the coordinate is ``ComputedIds``."""
 
     def __init__(self, runs: Runs, dim: Hashable, name: Hashable) -> None:
         self.runs, self.dim, self.name = runs, dim, name
@@ -315,7 +315,7 @@ def _healpix_index(ranges: np.ndarray, var: xr.Variable, chunks: tuple[int, ...]
     index = RangeMOCIndex.from_ranges(grid.level, np.asarray(ranges, dtype=_U64), ellipsoid)
 
     class LazyMocIndex(HealpixMocIndex):
-        """xdggs's MOC index whose coordinate is :class:`ComputedIds`."""
+        """xdggs's MOC index whose coordinate is ``ComputedIds``."""
 
         def create_variables(self, variables=None):
             old = (variables or {}).get(self._name)
@@ -378,7 +378,7 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
     indexes built from ``ranges`` (``cell_ranges``): ``cell_ids`` gets xdggs's
     healpix MOC index (needs ``xdggs``) and ``morton`` a ``MortonIndex``. Reads no
     coordinate: theirs, and the CF ``healpix_index`` (the same ids), become
-    :class:`ComputedIds`, which ``.load()`` leaves unread."""
+    ``ComputedIds``, which ``.load()`` leaves unread."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"decode_cells takes a Dataset, got {type(ds).__name__}")
     if "cell_ids" not in ds.variables:
