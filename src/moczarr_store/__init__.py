@@ -1,5 +1,7 @@
 """moczarr-store: a morton-hive (zagg) presented as one read-only Zarr v3 hierarchy."""
 
+import sys
+
 from .errors import (
     CannotWalk,
     ChunkReadError,
@@ -24,6 +26,7 @@ from .errors import (
     UnusableCoverage,
 )
 from .hive.aoi import aoi_mask
+from .io import mapped as mapped
 from .sample import sample_hive
 from .store import MocHiveStore
 from .tunables import config
@@ -59,6 +62,10 @@ __all__ = [
     "sample_hive",
 ]
 __version__ = "0.2.0"
+
+# The chunking guide documents ``moczarr_store.mapped.release()``: the module lives in io/,
+# and this name (also for ``import moczarr_store.mapped``) stays the same module.
+sys.modules[f"{__name__}.mapped"] = mapped
 
 
 def __getattr__(name: str) -> object:

@@ -31,9 +31,9 @@ from zarr.core.sync import sync  # internal: zarr exports no runner on its event
 from . import __version__
 from .errors import HiveReadError, MocHiveError, NotAHiveError, OptionError
 from .io.redact import redact, scrub
+from .io.storage import FAIL_FAST, fail_fast, merged
 from .io.urls import family
 from .options import OPTIONS, REFERENCE_CHUNKINGS, SERVE_OPTIONS, Option
-from .storage import FAIL_FAST, fail_fast, merged
 from .store import MocHiveStore
 from .tunables import check_settings
 from .verify import report_lines, verify_hive

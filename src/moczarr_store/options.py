@@ -166,7 +166,7 @@ def _show_aoi(value: tuple[str | int, ...]) -> str:
 
 
 def _text_storage(text: str) -> dict[str, Any]:
-    from .storage import from_json
+    from .io.storage import from_json
 
     try:
         return from_json(text)
@@ -175,7 +175,7 @@ def _text_storage(text: str) -> dict[str, Any]:
 
 
 def _show_storage(value: Mapping[str, Any]) -> str:
-    from .storage import to_json
+    from .io.storage import to_json
 
     return to_json(value)
 

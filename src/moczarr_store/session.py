@@ -20,7 +20,6 @@ import uuid
 import numpy as np
 
 from . import state
-from .buffers import BufferPool
 from .cache import AsyncCache, Lru
 from .diagnostics import Problems
 from .errors import HiveFormatError, MocHiveError, OutsideRootError
@@ -28,6 +27,7 @@ from .hive.leaves import LeafCache
 from .hive.level import Level, Product
 from .hive.roster import Hive, load_hive, settle
 from .io.backend import Backend
+from .io.buffers import BufferPool
 from .options import OpenOptions
 from .read.compute import ComputedChunks
 from .read.execute import remember_template

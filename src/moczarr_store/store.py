@@ -29,6 +29,7 @@ from zarr.abc.store import (
 from .diagnostics import Problem
 from .hive.roster import Hive
 from .io.backend import Backend, RequestStats
+from .io.storage import storage_arguments
 from .options import (
     CHUNKINGS,
     DEFAULT_MAX_CONCURRENCY,
@@ -44,7 +45,6 @@ from .read.execute import execute, object_size
 from .read.fresh import planned
 from .read.plan import Absent, Document, Fabricate, Plan
 from .session import HiveSession, adopt_pickled
-from .storage import storage_arguments
 from .view.tree import INDEX_RE, View
 
 __all__ = ["CHUNKINGS", "VERIFY_MODES", "MocHiveStore"]

@@ -57,7 +57,7 @@ class Setting:
 # every key, declared once: a new bound is one line here and a ``setting(key)`` where it
 # is applied (the documentation's table and the checks follow)
 SETTINGS: dict[str, Setting] = {
-    # spans served through memory maps (mapped.py), per process
+    # spans served through memory maps (io/mapped.py), per process
     "mapped.bytes": Setting(
         64 << 30, "Address space the memory-mapped spans may take, in bytes (0: never map).",
         most=MOST_BYTES),
@@ -71,7 +71,7 @@ SETTINGS: dict[str, Setting] = {
         # handed back, they cost a page fault per few pages when read again
         min(4 << 30, _MEMORY // 8), "Bytes of the spans served last whose pages stay "
         "resident (default: an eighth of the memory, at most 4 GiB).", most=MOST_BYTES),
-    # a local reader's pool of read buffers (buffers.py), per backend: zarr holds
+    # a local reader's pool of read buffers (io/buffers.py), per backend: zarr holds
     # async.concurrency (10) chunks of a read at once; 10 of chunking="auto"'s largest
     # (8 MiB, the uint64 coordinates beside an int64 field) fit, with room for another size
     "buffers.pooled_bytes": Setting(

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import zarr
 
-from moczarr_store import buffers
-from moczarr_store.buffers import BufferPool
+from moczarr_store.io import buffers
+from moczarr_store.io.buffers import BufferPool
 from moczarr_store.view.arrays import AUTO_MAX_BYTES
 
 

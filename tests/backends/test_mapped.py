@@ -1,4 +1,4 @@
-"""Spans mapped from the page cache (:mod:`moczarr_store.mapped`): the data of their files
+"""Spans mapped from the page cache (:mod:`moczarr_store.io.mapped`): the data of their files
 side by side, served again only while each file is the one mapped, unmapped once nothing
 refers to them, and never a span that cannot be mapped exactly."""
 

@@ -1,4 +1,4 @@
-"""The cap on requests in flight (:mod:`moczarr_store.slots`): never more than the cap,
+"""The cap on requests in flight (:mod:`moczarr_store.io.slots`): never more than the cap,
 first come first served, a freed slot starting the next request at once, outcomes and
 cancellation reaching the right caller."""
 
@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from moczarr_store.slots import RequestSlots, request_slots
+from moczarr_store.io.slots import RequestSlots, request_slots
 
 CALLER = contextvars.ContextVar("caller", default=None)
 

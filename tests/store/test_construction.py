@@ -18,7 +18,7 @@ from support.servers import CREDENTIALS, REGION, RETRY, assert_same_read, s3_url
 
 from moczarr_store import HiveWarning, MocHiveStore, OptionError
 from moczarr_store.hive.ids import decimal_to_word
-from moczarr_store.storage import obstore_options
+from moczarr_store.io.storage import obstore_options
 
 pytest_plugins = ["support.servers"]
 

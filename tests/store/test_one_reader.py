@@ -17,7 +17,7 @@ JSON_MODULES = {"json", "simplejson", "orjson", "ujson"}
 
 ALLOWED = {
     "hive/jsonio.py": "the reader itself",
-    "storage.py": "storage options a user gives as JSON text (never hive bytes)",
+    "io/storage.py": "storage options a user gives as JSON text (never hive bytes)",
     "refs/kerchunk.py": "the array documents VirtualiZarr writes for an export (never hive "
                         "bytes)",
 }

@@ -27,10 +27,10 @@ from moczarr_store import (
     OptionError,
     OutsideRootError,
     TruncatedChunkError,
-    buffers,
 )
 from moczarr_store.cli import build_parser, main
 from moczarr_store.hive.leaves import LeafCache
+from moczarr_store.io import buffers
 from moczarr_store.io.backend import Backend
 from moczarr_store.read import execute, plan
 from moczarr_store.refs import export_refs

@@ -1,7 +1,7 @@
 """``Backend``: what the package reads objects with, over one :class:`~.reader.Reader`.
 
 It normalises byte ranges, counts requests, shares one process-wide cap on in-flight
-requests (:mod:`moczarr_store.slots`), pickles as its recipe, and makes every failure an
+requests (:mod:`.slots`), pickles as its recipe, and makes every failure an
 error of this package whose message names the object and carries no credentials
 (:mod:`.redact`). A local hive is read by :class:`~.local.LocalReader`, anything else by
 :class:`~.remote.ObstoreReader`; the facade never asks which it holds.
@@ -17,18 +17,18 @@ from typing import Any
 
 from zarr.abc.store import RangeByteRequest
 
-from ..buffers import BufferPool
 from ..diagnostics import logger
 from ..errors import MocHiveError, ObjectReadError, OptionError
 from ..options import DEFAULT_MAX_CONCURRENCY, flag
 from ..options import positive as _count
-from ..slots import request_slots
-from ..storage import check_options, obstore_options, unknown_keyword
+from .buffers import BufferPool
 from .local import LocalReader
 from .ranges import ByteRequest, BytesLike, RangeOption, range_option, slice_bytes, unusual
 from .reader import MISSING, ObjectStat, Reader
 from .redact import first_paragraph, scrub
 from .remote import RANGE_REFUSED, ObstoreReader
+from .slots import request_slots
+from .storage import check_options, obstore_options, unknown_keyword
 from .urls import normalize_url
 
 NOT_NOW = object()  # what ``Backend.get_now`` answers when it would have to wait
@@ -92,7 +92,7 @@ class Backend:
         )
         self.stats = RequestStats()
         self.progress: Callable[[int], object] | None = None  # told of each request done
-        self.maps_spans = True  # local spans may be served through memory maps (mapped.py)
+        self.maps_spans = True  # local spans may be served through memory maps (io/mapped.py)
 
     def __getstate__(self) -> dict[str, Any]:
         return {

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from .. import mapped
-from ..buffers import BufferPool, uninitialised
 from ..errors import OutsideRootError
 from ..tunables import setting
+from . import mapped
+from .buffers import BufferPool, uninitialised
 from .ranges import BytesLike, RangeOption, byte_bounds
 from .reader import ObjectStat
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from obstore.exceptions import NotFoundError
 
-from ..buffers import BufferPool
+from .buffers import BufferPool
 from .ranges import ByteRequest, BytesLike, RangeOption
 
 MISSING = (FileNotFoundError, NotFoundError, IsADirectoryError, NotADirectoryError)
@@ -66,7 +66,7 @@ class Reader(Protocol):
 
     def mapped_span(self, parts: list[tuple[str, bytes]],
                     step: int) -> tuple[memoryview, int] | None:
-        """:func:`moczarr_store.mapped.span` of these objects, and how many were opened."""
+        """:func:`.mapped.span` of these objects, and how many were opened."""
         ...
 
     async def read(self, path: str, option: RangeOption) -> tuple[BytesLike, int]:

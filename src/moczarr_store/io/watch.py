@@ -1,5 +1,5 @@
 """Which watched local files changed: Linux inotify watches held for owners (the spans
-:mod:`moczarr_store.mapped` keeps), so that a kept span learns of a change from one
+:mod:`.mapped` keeps), so that a kept span learns of a change from one
 non-blocking read of the event queue instead of one ``stat`` per file.
 
 A file is watched for writes, truncation, a change of its metadata (times, mode, link

@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..hive.leaves import Leaf, LeafCache
 from ..hive.walk import existing_nodes
-from ..slots import started
+from ..io.slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 from ..view.computed import ComputedArray
 

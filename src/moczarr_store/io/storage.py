@@ -23,9 +23,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import OptionError
-from .io.redact import first_paragraph, scrub
-from .io.urls import family
+from ..errors import OptionError
+from .redact import first_paragraph, scrub
+from .urls import family
 
 # fsspec spellings -> obstore config keys, per scheme family
 _S3_NAMES = {

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from . import state
+from .. import state
 
 T = TypeVar("T")
 _EAGER: dict[str, Any] = {"eager_start": True} if sys.version_info >= (3, 12) else {}

@@ -13,7 +13,7 @@ a whole number of pages at the start of its file, and only while every page is i
 page cache (``mincore``): the event loop never waits on a disk. A span kept mapped is
 served again only while each of its files is the one mapped (device, inode, size and
 times unchanged: one ``stat`` each); a changed file is mapped and checked again. On a
-local file system (:mod:`.io.watch`) the kernel reports a change instead: a span whose
+local file system (:mod:`.watch`) the kernel reports a change instead: a span whose
 files and directories up to the hive root are watched (inotify) costs one read of the
 event queue a call, not a ``stat`` a file, and is let go when a watch of it fires.
 
@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from . import state
-from .io import watch
-from .tunables import setting
+from .. import state
+from ..tunables import setting
+from . import watch
 
 PAGE = mmap.PAGESIZE
 
@@ -154,7 +154,7 @@ def span(
     ``identify(path)`` (:func:`identity` of the file there, or ``None``) says each file is
     the one mapped. ``root``: the real path of the hive root, when the objects' real paths
     are checked to be below it (no link followed): their files are then watched where
-    :func:`.io.watch.watch` can, and ``identify`` is not asked again while no watch fired.
+    :func:`.watch.watch` can, and ``identify`` is not asked again while no watch fired.
     ``None`` when it cannot be mapped, or not all its pages are in the
     page cache: read it then. Cost: kept, one read of the event queue, one ``mincore`` and
     one ``stat`` per object unless watched (the first time it is served again, a watch of

@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from .tunables import setting
+from ..tunables import setting
 
 POOLED_MIN = 128 << 10  # smaller buffers come from the allocator's reused memory
 POOLED_STEP = 64 << 10  # kept sizes are multiples of it: objects of near sizes share
