@@ -66,7 +66,21 @@ def test_every_gdal_error_line_is_its_search_above_the_root(fixture):
     # its value is its fill value (0)
     odd = {p for p in missing if not p.endswith((
         "/cells/zarr.json", ".gmac", "/.zarray", "/.zgroup", "/.zmetadata", "/healpix/c"))}
-    assert not odd, odd
+    assert all(_all_fill(FIXTURES / fixture, path) for path in odd), odd
+
+
+def _all_fill(hive, path: str) -> bool:
+    """A chunk answered 404 is zarr's fill value: a computed order's chunk with no source
+    value beneath it (no other array chunk may be missing)."""
+    array_path, _, indices = path.strip("/").partition("/c/")
+    array = zarr.open_array(MocHiveStore(hive), path=array_path, mode="r")
+    if "computed" not in str(array.attrs.get("morton_hive_store", "")) or not indices:
+        return False
+    where = tuple(slice(int(i) * n, (int(i) + 1) * n)
+                  for i, n in zip(indices.split("/"), array.chunks, strict=True))
+    values = array[where]
+    fill = array.fill_value
+    return bool(np.all(np.isnan(values)) if np.isnan(fill) else np.all(values == fill))
 
 
 def test_a_windowed_level_copies_with_its_arrays_named(tmp_path):

@@ -22,7 +22,7 @@ import zarr
 from support.hives import FIXTURES
 from support.writer import zagg_declarations
 
-from moczarr_store import MocHiveStore
+from moczarr_store import HiveWarning, MocHiveStore
 
 PYRAMIDS = ["pyramid1", "pyramid1_resweep", "pyramid2", "windowed_explicit"]
 
@@ -72,6 +72,27 @@ def _without_pyramid(hive_copy, name: str) -> Path:
     del manifest["pyramid"]
     (root / "morton_hive.json").write_text(json.dumps(manifest, indent=1))
     return root
+
+
+@pytest.mark.parametrize("key", ["pyramid", "overview", "fields"])
+def test_a_pyramid_block_that_is_not_a_mapping_computes_nothing(hive_copy, key):
+    """A damaged declaration (a block there but null) is not an absent one: the store does
+    not fall back on ``aggregation.yaml`` (whose hash still matches) and says why."""
+    root = hive_copy("windowed_explicit")
+    manifest = _manifest(root)
+    node = manifest
+    for step in ("pyramid", "overview", "fields")[: ("pyramid", "overview", "fields").index(key)]:
+        node = node[step]
+    node[key] = None
+    (root / "morton_hive.json").write_text(json.dumps(manifest, indent=1))
+    with pytest.warns(HiveWarning, match=f"{key!r} is None, not a mapping"):
+        damaged = _groups(zarr.open_group(MocHiveStore(root), mode="r"))
+    assert damaged == _groups(_group(root, "none"))
+    assert len(_groups(_group(FIXTURES / "windowed_explicit", "missing"))) > len(damaged)
+
+
+def _groups(group: zarr.Group) -> set[str]:
+    return {path for path, node in group.members(max_depth=None) if isinstance(node, zarr.Group)}
 
 
 @pytest.mark.parametrize("name", PYRAMIDS)

@@ -72,15 +72,22 @@ class Fold:
 
 def declared_folds(raw: dict[str, Any], where: str) -> tuple[dict[str, Fold], bool] | None:
     """``({field: Fold}, all_time)``: the manifest's exact folds and whether it declares
-    the all-time (cross-window) fold; ``None`` when it declares no fields. A malformed
-    entry is left out with a warning naming ``where`` and the field; a known class
-    without an exact fold is left out silently. No I/O."""
-    block = raw.get("pyramid")
-    overview = block.get("overview") if isinstance(block, dict) else None
-    fields = overview.get("fields") if isinstance(overview, dict) else None
-    if not isinstance(fields, dict):
-        return None
-    all_time = overview.get("all_time") is True  # type: ignore[union-attr]
+    the all-time (cross-window) fold; ``None`` when it declares no fields (the
+    ``pyramid``, ``overview`` or ``fields`` key is absent). A block that is there but not
+    a mapping declares nothing, with a warning: a damaged manifest is never read as one
+    that leaves its folds to the writer's config. A malformed entry is left out with a
+    warning naming ``where`` and the field; a known class without an exact fold is left
+    out silently. No I/O."""
+    node: dict[str, Any] = raw
+    for key in ("pyramid", "overview", "fields"):
+        if key not in node:
+            return None
+        parent, value = node, node[key]
+        if not isinstance(value, dict):
+            _skip(f"{where}: pyramid", f"{key!r} is {short(value)}, not a mapping")
+            return {}, False
+        node = value
+    fields, all_time = node, parent.get("all_time") is True
     folds = {}
     for name, entry in fields.items():
         fold = _fold(name, entry, f"{where}: pyramid field {name!r}")
