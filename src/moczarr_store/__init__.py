@@ -1,6 +1,6 @@
 """moczarr-store: a morton-hive (zagg) presented as one read-only Zarr v3 hierarchy."""
 
-import sys
+import sys as _sys
 
 from .errors import (
     CannotWalk,
@@ -65,7 +65,7 @@ __version__ = "0.2.0"
 
 # The chunking guide documents ``moczarr_store.mapped.release()``: the module lives in io/,
 # and this name (also for ``import moczarr_store.mapped``) stays the same module.
-sys.modules[f"{__name__}.mapped"] = mapped
+_sys.modules[f"{__name__}.mapped"] = mapped
 
 
 def __getattr__(name: str) -> object:
