@@ -308,4 +308,4 @@ def test_a_stalled_reader_that_goes_away_frees_its_connection(protocol):
         assert wait_for(lambda: len(guard_of(server).stalled) == 5)
         for sock in stalled:
             sock.close()
-        assert wait_for(lambda: not state.connections, 5.0), len(state.connections)
+        assert wait_for(lambda: not state.connections, 20.0), len(state.connections)
