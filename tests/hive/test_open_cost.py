@@ -235,6 +235,11 @@ def test_opening_a_large_coverage_never_hashes_its_nodes(hive_copy, monkeypatch)
     assert levels[0].n_nodes == 12 * 1024 - 512
     # the source, two overview levels and the other orders computed (made at open too)
     assert len([lv for lv in levels if lv.artifact != "computed"]) == 3
+    source = levels[0]
+    for level in levels:  # a computed level's nodes: the source nodes' distinct ancestors
+        if level.artifact == "computed":
+            up = np.uint64(2 * (source.node_order - level.node_order))
+            np.testing.assert_array_equal(level.node_ranks, np.unique(source.node_ranks >> up))
     for level in levels:
         nodes = level.node_ranks.astype(np.int64) - 4**level.node_order
         want = _reference_moc(nodes, level.node_order, 2048)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .aggregation import read_writer_folds
 from .folds import Fold, declared_folds
 from .ids import ancestor_ranks, distinct_sorted
@@ -33,7 +35,8 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
     ``declared`` (``(folds, all_time)``: :func:`product_folds`) has the all-time fold of a
     windowed product, ``all_time/`` levels down from the source's order too. Fields
     without an exact fold are absent; a product with none has no computed levels. No
-    I/O."""
+    I/O; each order's nodes come from the next finer order's (one pass over the source's
+    node ranks, then over ever fewer)."""
     folds, all_time = declared
     fields = {name: fold for name, fold in folds.items() if _foldable(source, name)}
     if mode == "none" or not fields or source.artifact != "source":
@@ -45,9 +48,14 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
     levels = []
     for fold in variants:
         top = source.cell_order + 1 if fold else source.cell_order
-        for order in range(top - 1, -1, -1):
+        ranks, node_order = source.node_ranks, source.node_order
+        for order in range(top - 1, -1, -1):  # each order's nodes from the finer one's
+            coarser = max(0, order - source.depth)
+            if coarser != node_order:
+                ranks = distinct_sorted(ancestor_ranks(ranks, node_order - coarser))
+                node_order = coarser
             if (fold, order) not in kept:
-                levels.append(_level(source, order, fields, fold))
+                levels.append(_level(source, order, ranks, fields, fold))
     return levels
 
 
@@ -72,11 +80,12 @@ def _foldable(source: Level, name: str) -> bool:
             and meta.dtype is not None)
 
 
-def _level(source: Level, order: int, folds: dict[str, Fold], fold: bool) -> Level:
-    node_order = max(0, order - source.depth)
-    ranks = distinct_sorted(ancestor_ranks(source.node_ranks, source.node_order - node_order))
+def _level(source: Level, order: int, ranks: np.ndarray, folds: dict[str, Fold],
+           fold: bool) -> Level:
+    """The computed level at cell ``order`` whose nodes are ``ranks`` (distinct, ascending,
+    at node order ``max(0, order - source.depth)``)."""
     return Level(
-        source.product, source.root, source.manifest, order, node_order, ranks,
+        source.product, source.root, source.manifest, order, max(0, order - source.depth), ranks,
         source.coverage_source, artifact="computed", fold=fold,
         windows=() if fold else source.windows, window=source.window,
         group_attrs={k: v for k, v in source.group_attrs.items() if k != "zagg_objects"},
