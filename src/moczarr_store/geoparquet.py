@@ -27,6 +27,7 @@ import numpy as np
 from .errors import MocHiveError, OptionError
 from .extras import require
 from .polygons import cell_polygons, ellipsoid
+from .view.arrays import window_names
 
 GEOPARQUET_VERSION = "1.1.0"
 PER_BATCH = 65_536  # rows written at most per row group
@@ -86,7 +87,7 @@ def export_cells(source: str, out: str | os.PathLike, group: str,
     order = int(level["cell_ids"].attrs["level"])
     on = ellipsoid(dict(level.attrs))
     chosen, skipped = _fields(level, fields)
-    labels = [str(x) for x in level["window"][:]] if "window" in level else []
+    labels = window_names(level["window"]) if "window" in level else []
     report = CellsReport(out, group.strip("/"), order, chosen, labels, skipped_fields=skipped)
     arrays = {name: level[name] for name in chosen}
     fgb = out.lower().endswith(FLATGEOBUF_SUFFIX)

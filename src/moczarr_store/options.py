@@ -32,6 +32,7 @@ Verify = Literal["lazy", "open"]
 Chunking = Literal["auto", "shard", "leaf", "inner", "span"]
 Geometry = Literal["covered", "sphere"]
 ComputedOrders = Literal["missing", "all", "none"]
+WindowLabels = Literal["text", "index"]
 VERIFY_MODES: tuple[str, ...] = get_args(Verify)
 CHUNKINGS: tuple[str, ...] = get_args(Chunking)
 REFERENCE_CHUNKINGS = ("auto", "shard", "leaf", "inner")
@@ -39,6 +40,7 @@ REFERENCE_CHUNKINGS = ("auto", "shard", "leaf", "inner")
 reference names); ``auto`` chooses ``leaf`` or ``shard`` per group."""
 GEOMETRIES: tuple[str, ...] = get_args(Geometry)
 COMPUTED_ORDERS: tuple[str, ...] = get_args(ComputedOrders)
+WINDOW_LABELS: tuple[str, ...] = get_args(WindowLabels)
 DEFAULT_MAX_CONCURRENCY = 64
 ENV_PREFIX = "MOCZARR_STORE_"
 
@@ -296,6 +298,16 @@ OPTIONS: tuple[Option, ...] = (
              "centre costs ~0.3 µs a cell to compute, several times what reading a value "
              "from the page cache costs."),
     Option(
+        "window_labels", "text",
+        "How a windowed level's window coordinate holds its labels. text: the labels "
+        "(Zarr strings); index: each window's position (0, 1, ...), the labels in its "
+        "labels attribute, for clients that decode no Zarr string (GDAL 3.12).",
+        lambda v: _choice("window_labels", v, WINDOW_LABELS), _text_choice(WINDOW_LABELS),
+        choices=WINDOW_LABELS, view=True, flag="--window-labels",
+        more="``gdalmdimtranslate -group`` copies a windowed level only with ``index``: "
+             "GDAL 3.12 refuses every Zarr string data type, so an array of strings stops "
+             "the copy."),
+    Option(
         "max_concurrency", DEFAULT_MAX_CONCURRENCY,
         "Backend requests in flight at once, one cap shared by every store of the process "
         "with the same cap (4 for python -m http.server, which queues 5 connections).",
@@ -501,6 +513,7 @@ class OpenOptions:
     geometry: Geometry = "covered"
     computed_orders: ComputedOrders = "missing"
     centres: bool = False
+    window_labels: WindowLabels = "text"
 
     def __post_init__(self) -> None:
         if isinstance(self.chunking, str) and self.chunking.isdigit():

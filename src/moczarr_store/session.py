@@ -115,7 +115,8 @@ class HiveSession:
     def _make_view(self, hive: Hive) -> View:
         opts = self.options
         centres = self.centre_bytes if opts.centres else None
-        return View(hive, opts.view_attrs(), opts.chunking, opts.geometry, centres)
+        return View(hive, opts.view_attrs(), opts.chunking, opts.geometry, centres,
+                    opts.window_labels)
 
     def adopt(self, hive: Hive) -> None:
         """Present ``hive`` (a :meth:`snapshot` from another process) as this session's

@@ -33,6 +33,7 @@ import numpy as np
 from .errors import OptionError
 from .extras import require
 from .io.redact import redact
+from .view.arrays import window_names
 
 ZARR_MEDIA_TYPE = "application/vnd+zarr"
 HEALPIX_DGGRS = "https://www.opengis.net/def/dggrs/OGC/1.0/HEALPix"
@@ -167,7 +168,7 @@ def _level(product: str, group: Any, facts: dict, on: str) -> Level:
             variable["unit"] = unit
         level.fields[name] = variable
     if "window" in group:
-        labels = [str(x) for x in group["window"][:]]
+        labels = window_names(group["window"])
         starts = np.asarray(group["window_start"][:])
         ends = np.asarray(group["window_end"][:])
         level.windows = [(label, _instant(s), _instant(e))

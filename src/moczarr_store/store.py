@@ -82,6 +82,7 @@ class MocHiveStore(Store):
         geometry: str = "covered",
         computed_orders: str = "missing",
         centres: bool = False,
+        window_labels: str = "text",
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_only: bool = False,
         follow_links: bool = False,
@@ -148,6 +149,11 @@ class MocHiveStore(Store):
     def centres(self) -> bool:
         """The ``centres`` option the store was opened with."""
         return self.options.centres
+
+    @property
+    def window_labels(self) -> str:
+        """The ``window_labels`` option the store was opened with."""
+        return self.options.window_labels
 
     # -- identity ---------------------------------------------------------------
 

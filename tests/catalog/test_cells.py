@@ -91,6 +91,13 @@ def test_one_window_and_some_fields(tmp_path):
     assert sorted(table["cell_ids"].to_pylist()) == sorted(want)
 
 
+def test_numbered_windows_export_their_labels(tmp_path):
+    """Opened with ``--window-labels index`` (``window`` holds positions), the export
+    still names each row's window by its label."""
+    out = export(tmp_path, "windowed", "atl06/o7", "--window-labels", "index")
+    assert set(pq.read_table(out)["window"].to_pylist()) == {"2019", "2020"}
+
+
 def test_ragged_digests_are_lists_of_centroids_outside_python(tmp_path):
     """The t-digest field of ``ragged`` is a list column of ``[mean, weight]`` pairs that
     DuckDB reads (a list of FLOAT[2]), each cell's centroids as moczarr decodes them; a

@@ -1,5 +1,5 @@
 """Where GDAL 3.12's error lines come from when it reads a served hive, and how a windowed
-level copies without its string labels.
+level copies: its arrays named one by one, or whole once served with numbered windows.
 
 GDAL's Zarr driver looks for an array named after each dimension of an array, in the
 group's directory and then in every directory above it. No array is named ``cells``, so
@@ -98,3 +98,29 @@ def test_a_windowed_level_copies_with_its_arrays_named(tmp_path):
     with g.open(str(out)) as root:
         for name in names:
             np.testing.assert_array_equal(g.read(root, name), local[name][:], err_msg=name)
+
+
+def test_a_windowed_level_copies_whole_with_numbered_windows(tmp_path):
+    """Served with ``window_labels="index"``, ``gdalmdimtranslate -group`` copies a whole
+    windowed level: ``window`` holds 0, 1, ... and its ``labels`` attribute the labels,
+    which GDAL carries into the copy; every array equals the in-process read of a store
+    opened with the strings (the default), labels included."""
+    g = gdal()
+    text = zarr.open_group(MocHiveStore(FIXTURES / "windowed"), mode="r")["atl06/o7"]
+    out = tmp_path / "o7.zarr"
+    app = create_app(FIXTURES / "windowed", static_dir=None, window_labels="index")
+    with Served(app) as server:
+        g.config(GDAL_HTTP_MAX_RETRY="0")
+        assert g.translate(f"/vsicurl/{server.url}", str(out), "-of", "Zarr",
+                           "-group", "/atl06/o7"), g.messages
+    assert not any(STRINGS in m for m in g.messages), g.messages
+    with g.open(str(out)) as root:
+        _, names = g.listing(root)
+        assert sorted(names) == sorted(text.array_keys())
+        for name in names:
+            want = text[name][...]
+            if name == "window":
+                want = np.arange(want.size, dtype="int32")
+            np.testing.assert_array_equal(g.read(root, name), want, err_msg=name)
+    copied = zarr.open_group(out, mode="r")["window"]
+    assert copied.attrs["labels"] == [str(s) for s in text["window"][:]]

@@ -22,7 +22,8 @@ SOURCE = FIXTURES / "windowed"
 WORD = decimal_to_word("4441")
 GIVEN = {  # a value other than the default for every option
     "verify": "open", "chunking": 4, "window": "2019", "aoi": ("444112", WORD),
-    "geometry": "sphere", "computed_orders": "all", "centres": True, "max_concurrency": 3,
+    "geometry": "sphere", "computed_orders": "all", "centres": True, "window_labels": "index",
+    "max_concurrency": 3,
     "read_only": True, "follow_links": True,
     "storage_options": {"automatic_cleanup": True},
 }
@@ -30,7 +31,7 @@ FLAGS = {  # the same values as command-line arguments
     "verify": ["--verify", "open"], "chunking": ["--chunking", "4"],
     "window": ["--window", "2019"], "aoi": ["--aoi", "444112", "--aoi", hex(WORD)],
     "geometry": ["--geometry", "sphere"], "computed_orders": ["--computed-orders", "all"],
-    "centres": ["--centres"],
+    "centres": ["--centres"], "window_labels": ["--window-labels", "index"],
     "max_concurrency": ["--max-concurrency", "3"],
     "follow_links": ["--follow-links"], "storage_options": ["-o", "automatic_cleanup=true"],
 }

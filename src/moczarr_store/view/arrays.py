@@ -582,7 +582,7 @@ def cell_ranges(level: Level, sphere: bool = False) -> np.ndarray:
     return np.stack([starts << unit, stops << unit], axis=1)
 
 
-def window_labels(labels: tuple[str, ...]) -> FabricatedArray:
+def window_strings(labels: tuple[str, ...]) -> FabricatedArray:
     """The window axis: labels in chronological order (vlen-utf8 strings)."""
     payloads = [
         (1).to_bytes(4, "little") + len(b).to_bytes(4, "little") + b
@@ -590,6 +590,22 @@ def window_labels(labels: tuple[str, ...]) -> FabricatedArray:
     ]
     meta = _coordinate_meta(len(labels), 1, "string", "", _VLEN_UTF8, "window", {})
     return FabricatedArray(meta, 1, lambda start, *_: payloads[start])
+
+
+def window_positions(labels: tuple[str, ...]) -> FabricatedArray:
+    """The window axis as numbers (0, 1, ...), the labels in its ``labels`` attribute:
+    for clients that decode no Zarr string type."""
+    values = np.arange(len(labels), dtype="<i4")
+    attrs = {"labels": list(labels)}
+    meta = _coordinate_meta(len(labels), 1, "int32", 0, _BYTES_LE_JSON, "window", attrs)
+    return FabricatedArray(meta, 1, lambda start, stop, _: values[start:stop].tobytes())
+
+
+def window_names(window: Any) -> list[str]:
+    """The labels of a level's ``window`` array (a zarr array of either form: the strings,
+    or the positions with the labels in its ``labels`` attribute). Reads it whole."""
+    labels = window.attrs.get("labels")
+    return [str(x) for x in (window[:] if labels is None else labels)]
 
 
 def window_instants(instants: list[datetime]) -> FabricatedArray:

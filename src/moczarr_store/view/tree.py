@@ -25,7 +25,8 @@ from .arrays import (
     grid_mapping,
     leaves_per_chunk,
     window_instants,
-    window_labels,
+    window_positions,
+    window_strings,
 )
 from .computed import ComputedArray, computed_attrs
 
@@ -162,14 +163,15 @@ class View:
 
     def __init__(
         self, hive: Hive, options: dict[str, Any], chunking: str | int = "leaf",
-        geometry: str = "covered", centres: int | None = None,
+        geometry: str = "covered", centres: int | None = None, window_labels: str = "text",
     ) -> None:
         """The hierarchy of every level read so far; ``options`` is recorded in the root's
         ``morton_hive_store`` attribute. ``geometry="sphere"``: arrays span every node of
         the sphere at their order (uncovered ones read as the fill value); ``centres``:
         with the cells' centres (``lon``, ``lat``), keeping the pairs computed last up to
-        this many bytes per level (``None``: without them)."""
-        self.chunking, self.centres = chunking, centres
+        this many bytes per level (``None``: without them); ``window_labels="index"``:
+        a windowed level's ``window`` holds positions, its labels in an attribute."""
+        self.chunking, self.centres, self.window_labels = chunking, centres, window_labels
         self.sphere = geometry == "sphere"
         self.levels: dict[str, Level] = {}
         self.groups: dict[str, Group] = {}
@@ -330,7 +332,8 @@ class View:
                                                None if kind == "cell_ids" else centres)
             arrays["healpix"] = grid_mapping(grid_mapping_attrs(level.cell_order, attrs))
         if level.windows:
-            arrays["window"] = window_labels(level.windows)
+            arrays["window"] = (window_positions(level.windows) if self.window_labels == "index"
+                                else window_strings(level.windows))
             spans = level.window_bounds()
             known = [span for span in spans if span is not None]
             if len(known) == len(spans):
