@@ -11,7 +11,8 @@ order 29 (xdggs's ``"ranges"`` layout) from the open store, without a request, a
   decimal id),
 
 both O(runs) in memory and time. Their coordinates, and the CF ``healpix_index``, are
-``ComputedIds``: computed from the runs whenever their values are asked for, never
+``ComputedIds``, and the CF centres ``lon`` / ``lat`` (``centres=True``)
+``ComputedCentres``: computed from the runs whenever their values are asked for, never
 held, so ``.load()`` and ``.compute()`` read the fields alone.
 """
 
@@ -26,6 +27,7 @@ from xarray.core.indexes import IndexSelResult
 
 from .errors import HiveFormatError
 from .hive.ids import DECIMAL_RE, decimal_to_word, shift
+from .view.arrays import cell_centres
 
 if TYPE_CHECKING:
     from .store import MocHiveStore
@@ -108,7 +110,7 @@ class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
     row asked for."""
 
     ndim = 1
-    dtype = np.dtype(_U64)
+    dtype: np.dtype[Any] = np.dtype(_U64)
 
     def __init__(self, runs: Runs, nested: bool) -> None:
         self.runs, self.nested = runs, nested
@@ -126,7 +128,7 @@ class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
     def __len__(self) -> int:
         return self.size
 
-    def _ids(self, ranks: np.ndarray) -> np.ndarray:
+    def _from_ranks(self, ranks: np.ndarray) -> np.ndarray:
         order = self.runs.order
         if self.nested:  # a NESTED id is its rank less the order's leading one
             ranks -= _U64(4**order)
@@ -136,7 +138,7 @@ class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
         return ranks
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        values = self._ids(self.runs.ranks(0, self.size))
+        values = self._from_ranks(self.runs.ranks(0, self.size))
         return values if dtype is None else values.astype(dtype, copy=False)
 
     def __getitem__(self, key: Any) -> Any:
@@ -144,13 +146,13 @@ class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
             key = key[0]
         if isinstance(key, slice) and key.indices(self.size)[2] == 1:
             start, stop, _ = key.indices(self.size)
-            return self._ids(self.runs.ranks(start, max(start, stop)))
+            return self._from_ranks(self.runs.ranks(start, max(start, stop)))
         rows = np.asarray(key) if not isinstance(key, slice) else None
         if rows is None or rows.dtype.kind not in "iu" or rows.ndim > 1:
             return np.asarray(self)[key]  # a stepped slice, a mask, anything else
         if rows.size and (rows.min() < -self.size or rows.max() >= self.size):
             raise IndexError(f"row {int(rows.max())} is out of {self.size} rows")
-        picked = self._ids(self.runs.ranks_at(np.where(rows < 0, rows + self.size, rows)))
+        picked = self._from_ranks(self.runs.ranks_at(np.where(rows < 0, rows + self.size, rows)))
         return picked[()] if rows.ndim == 0 else picked
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -170,6 +172,33 @@ class ComputedIds(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __repr__(self) -> str:
         return f"ComputedIds({self._repr_inline_(80)}, size={self.size})"
+
+
+class ComputedCentres(ComputedIds):
+    """A level's cell centres, ``lon`` or ``lat`` (``axis``) in degrees, computed from its
+    ``Runs`` whenever values are asked for and never held, as ``ComputedIds``;
+    ``latitude``: mortie's convention (``view.arrays.cell_centres``). Cost:
+    ``cell_centres`` per row asked for (both halves of a pair asked: twice)."""
+
+    dtype: np.dtype[Any] = np.dtype(np.float64)
+
+    def __init__(self, runs: Runs, axis: str, latitude: str) -> None:
+        super().__init__(runs, nested=True)
+        self.axis, self.latitude = axis, latitude
+
+    def _from_ranks(self, ranks: np.ndarray) -> np.ndarray:
+        ids = super()._from_ranks(ranks)
+        return cell_centres(self.runs.order, ids, self.latitude)[self.axis == "lat"]
+
+    def __dask_tokenize__(self) -> object:
+        return ("ComputedCentres", self.axis, self.latitude, super().__dask_tokenize__())
+
+    def _repr_inline_(self, max_width: int) -> str:
+        what = "longitudes" if self.axis == "lon" else "latitudes"
+        return f"cell {what} computed from {self.runs.starts.size} runs"[:max_width]
+
+    def __repr__(self) -> str:
+        return f"ComputedCentres({self._repr_inline_(80)}, size={self.size})"
 
 
 def _values(value: Any) -> Any:
@@ -378,7 +407,8 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
     indexes built from ``ranges`` (``cell_ranges``): ``cell_ids`` gets xdggs's
     healpix MOC index (needs ``xdggs``) and ``morton`` a ``MortonIndex``. Reads no
     coordinate: theirs, and the CF ``healpix_index`` (the same ids), become
-    ``ComputedIds``, which ``.load()`` leaves unread."""
+    ``ComputedIds``, and the CF ``lon`` / ``lat`` where present ``ComputedCentres``,
+    which ``.load()`` leaves unread."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"decode_cells takes a Dataset, got {type(ds).__name__}")
     if "cell_ids" not in ds.variables:
@@ -409,10 +439,18 @@ def decode_cells(ds: xr.Dataset, ranges: np.ndarray,
         coords = xr.Coordinates.from_xindex(MortonIndex(runs, dim, "morton"))
         out = out.drop_vars("morton").assign_coords(coords)
         out["morton"].attrs.update(old.attrs)
+    computed: dict[str, ComputedIds] = {}
     if "healpix_index" in ds.variables:  # CF's name for the cell ids, no index of its own
-        old = ds["healpix_index"].variable
-        out = out.assign_coords(healpix_index=xr.Variable(
-            dim, ComputedIds(runs, nested=True), attrs=old.attrs, encoding=old.encoding))
+        computed["healpix_index"] = ComputedIds(runs, nested=True)
+    wgs84 = cell_ids.attrs.get("ellipsoid") == "WGS84"  # as the store's centres
+    for axis in ("lon", "lat"):
+        if axis in ds.coords:  # the CF centres (centres=True): a field is never a coordinate
+            computed[axis] = ComputedCentres(runs, axis,
+                                             "authalic" if wgs84 else "geodetic-spherical")
+    for name, data in computed.items():
+        old = ds[name].variable
+        out = out.assign_coords(
+            {name: xr.Variable(dim, data, attrs=old.attrs, encoding=old.encoding)})
     return out
 
 

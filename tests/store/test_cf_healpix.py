@@ -21,6 +21,7 @@ from support.hives import FIXTURES, fixture_roots
 from support.hostile import pristine
 
 from moczarr_store import MocHiveStore
+from moczarr_store.cells import ComputedCentres, open_cells
 
 FIXTURE_NAMES = [root.name for root in fixture_roots()]
 GROUPS = [(name, g.path) for name in FIXTURE_NAMES for g in pristine(name).groups]
@@ -94,8 +95,9 @@ def test_sphere_centres_cover_every_cell():
     np.testing.assert_allclose((ds.lon.values - lon + 180) % 360 - 180, 0, rtol=0, atol=1e-7)
 
 
-def test_centres_are_computed_per_chunk_when_read(monkeypatch):
-    """Opening computes no centre; reading one chunk computes that chunk's rows only."""
+@pytest.fixture
+def kernel_calls(monkeypatch) -> list[int]:
+    """The rows of each call of the centres' kernel (mortie's ``pix2ang``) from here on."""
     import mortie._healpix
 
     rows: list[int] = []
@@ -106,6 +108,12 @@ def test_centres_are_computed_per_chunk_when_read(monkeypatch):
         return real(depth, pixels)
 
     monkeypatch.setattr(mortie._healpix, "pix2ang", counted)
+    return rows
+
+
+def test_centres_are_computed_per_chunk_when_read(kernel_calls):
+    """Opening computes no centre; reading one chunk computes that chunk's rows only."""
+    rows = kernel_calls
     ds = _open("paged", "atl06/o8", geometry="sphere", chunking=64)
     assert rows == []
     first = ds.lat.chunks[0][0]
@@ -113,6 +121,43 @@ def test_centres_are_computed_per_chunk_when_read(monkeypatch):
     assert rows == [first]
     assert ds.lon[:10].values.size == 10  # the other half of the pair: kept
     assert rows == [first]
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_open_cells_computes_the_centres_when_asked(name):
+    """``open_cells`` of a ``centres=True`` store: ``lon`` / ``lat`` are the oracle's,
+    computed from the runs, whole or picked."""
+    path = pristine(name).groups[0].path
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = open_cells(MocHiveStore(FIXTURES / name, centres=True), path)
+    order = int(path.rsplit("/o", 1)[1])
+    wgs84 = ds.attrs.get("dggs", {}).get("latitude") == "authalic-wgs84"
+    lon, lat = _centres(ds.cell_ids.values, order, wgs84)
+    for axis, want in (("lon", lon), ("lat", lat)):
+        assert isinstance(ds[axis].variable._data, ComputedCentres), axis
+        got = ds[axis].values
+        np.testing.assert_allclose((got - want + 180) % 360 - 180, 0, rtol=0, atol=1e-7)
+        rows = np.array([0, ds.sizes["cells"] - 1, ds.sizes["cells"] // 2])
+        picked = ds.isel(cells=rows)[axis].values
+        np.testing.assert_allclose((picked - want[rows] + 180) % 360 - 180, 0, atol=1e-7)
+    assert ds.lon.attrs["standard_name"] == "longitude"
+
+
+def test_open_cells_loads_a_field_without_computing_a_centre(kernel_calls):
+    """``.load()`` of a field, or of the whole dataset, computes no centre; the centres
+    stay computed and are still there when asked for."""
+    calls = kernel_calls
+    ds = open_cells(MocHiveStore(FIXTURES / "sharded", centres=True), "atl06/o7")
+    field, loaded = ds["h_mean"].load(), ds.load()
+    assert calls == []
+    for axis in ("lon", "lat"):
+        assert isinstance(field[axis].variable._data, ComputedCentres)
+        assert isinstance(loaded[axis].variable._data, ComputedCentres)
+    wgs84 = ds.attrs.get("dggs", {}).get("latitude") == "authalic-wgs84"
+    _, want = _centres(ds.cell_ids.values, 7, wgs84)
+    np.testing.assert_allclose(loaded.lat.values, want, rtol=0, atol=1e-7)
+    assert calls == [want.size]  # asked for: computed, once
 
 
 def test_cf_xarray_finds_the_grid_mapping_and_coordinates():

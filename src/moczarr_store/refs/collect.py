@@ -12,7 +12,8 @@ nothing (the fill value).
 - a leaf encoded otherwise than the view declares (e.g. a mixed writer run), any kind:
   the bytes the store serves, re-encoded as declared, inline. A reference cannot carry a
   re-encoding, and refusing would make mixed-writer hives unexportable.
-- ``Fabricate`` (``morton``, ``cell_ids``, windows): the computed bytes, inline; the
+- ``Fabricate`` (``morton``, ``cell_ids``, ``healpix_index``, windows, and the centres
+  ``lon`` / ``lat`` with ``centres=True``): the computed bytes, inline; the
   per-cell coordinates ``morton`` and ``cell_ids``, when unsharded in chunks of at least
   ``COMPRESS_MIN_ROWS``, published with Blosc (zstd, byte shuffle) after their ``bytes``
   codec: far smaller, compressed quickly (computed, they would otherwise be most of an

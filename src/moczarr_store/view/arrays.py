@@ -472,14 +472,29 @@ def rows_into(level: Level, sphere: bool, out: np.ndarray, start: int, stop: int
                              level.cell_order, nested).size
 
 
+def cell_centres(order: int, nested: np.ndarray, latitude: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(lon, lat)`` in degrees (longitudes in [-180, 180)) of the NESTED cells ``nested``
+    at ``order``, under mortie's ``latitude`` convention: ``"authalic"`` (cells on WGS84's
+    authalic sphere, latitudes made geodetic) or ``"geodetic-spherical"``.
+    Cost: mortie's HEALPix kernel, ~0.3 µs a cell (0.1 µs more for geodetic latitudes)."""
+    # mortie's HEALPix kernel, the one its public uniq2geo runs per order: called
+    # directly, one order skips uniq2geo's grouping (4x its cost)
+    from mortie import authalic_to_geodetic
+    from mortie._healpix import pix2ang
+
+    lon, lat = pix2ang(order, np.ascontiguousarray(nested, dtype="<u8").view(np.int64))
+    lon = (lon + 180.0) % 360.0 - 180.0
+    if latitude == "authalic":
+        lat = authalic_to_geodetic(lat)
+    return lon, lat
+
+
 class Centres:
-    """The cells' centres of a level's rows in degrees (longitudes in [-180, 180)), under
-    mortie's ``latitude`` convention: ``"authalic"`` (cells on WGS84's authalic sphere,
-    latitudes made geodetic) or ``"geodetic-spherical"``. ``lon`` and ``lat`` of a chunk
-    are computed together; the pairs computed last are kept, up to ``kept`` bytes
-    (``config["cache.centre_bytes"]``, read when the session is created), so the other
-    half and a read again cost nothing.
-    Cost: mortie's HEALPix kernel, ~0.3 µs a row (0.1 µs more for geodetic latitudes)."""
+    """The cells' centres of a level's rows (:func:`cell_centres`, under mortie's
+    ``latitude`` convention). ``lon`` and ``lat`` of a chunk are computed together; the
+    pairs computed last are kept, up to ``kept`` bytes (``config["cache.centre_bytes"]``,
+    read when the session is created), so the other half and a read again cost nothing.
+    Cost: :func:`cell_centres` per row not kept."""
 
     def __init__(self, level: Level, sphere: bool, latitude: str, kept: int) -> None:
         self.level, self.sphere, self.latitude, self.kept = level, sphere, latitude, kept
@@ -494,18 +509,9 @@ class Centres:
         if pair is not None:
             self._pairs.move_to_end(key)
             return pair
-        # mortie's HEALPix kernel, the one its public uniq2geo runs per order: called
-        # directly, a level's single order skips uniq2geo's grouping (4x its cost)
-        from mortie import authalic_to_geodetic
-        from mortie._healpix import pix2ang
-
         nested = np.empty(stop - start, "<u8")
         done = rows_into(self.level, self.sphere, nested, start, stop, True)
-        lon, lat = pix2ang(self.level.cell_order, nested[:done].view(np.int64))
-        lon = (lon + 180.0) % 360.0 - 180.0
-        if self.latitude == "authalic":
-            lat = authalic_to_geodetic(lat)
-        pair = (lon, lat)
+        pair = cell_centres(self.level.cell_order, nested[:done], self.latitude)
         size = 16 * done
         if size <= self.kept:
             self._pairs[key], self._bytes = pair, self._bytes + size
