@@ -92,6 +92,14 @@ def test_a_windowed_hive_is_a_collection_with_an_item_per_window(tmp_path):
                                                     centres[:, 1]).all()
 
 
+def test_numbered_windows_keep_their_labels_in_the_items(tmp_path):
+    """Opened with ``--window-labels index`` (``window`` holds positions), the Items are
+    still named by the window labels."""
+    path = write(tmp_path, "windowed", "--window-labels", "index")
+    items = pystac.Collection.from_file(str(path)).get_items()
+    assert {item.id for item in items} == {"atl06-2019", "atl06-2020"}
+
+
 def test_pystac_client_opens_the_root_catalog(tmp_path):
     """pystac-client starts from a Catalog: ``catalog.json`` holds the collection."""
     import pystac_client
