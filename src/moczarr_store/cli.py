@@ -38,7 +38,7 @@ from .store import MocHiveStore
 from .tunables import check_settings
 from .verify import report_lines, verify_hive
 from .view.arrays import FabricatedArray, FieldArray
-from .view.computed import ComputedArray
+from .view.computed import ComputedArray, region_reads
 
 EXIT_OK = 0
 EXIT_DIFFERS = 1  # verify: an array differs from its stamp or cannot be read
@@ -379,8 +379,9 @@ def describe(store: MocHiveStore) -> list[str]:
             windows = f", windows=[{_first(list(level.windows), 8)}]" if level.windows else ""
             if level.source is not None:  # computed: no objects of its own
                 folds = ", ".join(f"{n} {f.method}" for n, f in sorted(level.folds.items()))
+                orders = ", ".join(f"o{s.cell_order}" for s in (level.source, *level.regions))
                 lines.append(
-                    f"  /{level.path}  computed from o{level.source.cell_order}"
+                    f"  /{level.path}  computed from {orders}"
                     f"{' (all windows)' if level.fold else ''}: {level.n_nodes} nodes x"
                     f" {level.cells_per_node} cells at order {level.node_order}; {folds}")
                 lines.append("    one chunk per node, folded from the source leaves beneath it")
@@ -391,6 +392,9 @@ def describe(store: MocHiveStore) -> list[str]:
                     f" coverage={level.coverage_source}{windows}"
                 )
                 lines.append(f"    {chunking_line(store, view, level.path)}")
+            if regions := region_reads(level):
+                lines.append("    regions by source order: " + ", ".join(
+                    f"{order} {how}" for order, how in regions.items()))
             if level.dropped:
                 lines.append(f"    {len(level.dropped):,} debris/dangling objects dropped: "
                              f"{_first(level.dropped)}")

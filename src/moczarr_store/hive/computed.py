@@ -28,15 +28,21 @@ below the source's (stored overviews are not read: a check of a sweep), or none.
 
 
 def computed_levels(source: Level, stored: list[Level], mode: str,
-                    declared: tuple[dict[str, Fold], bool]) -> list[Level]:
+                    declared: tuple[dict[str, Fold], bool],
+                    regions: tuple[Level, ...] = ()) -> list[Level]:
     """The computed levels of the product whose source level is ``source`` and whose
     declared stored levels are ``stored``: per window (or the scoped one) every order from
     0 to the source's own that ``mode`` computes and ``stored`` does not hold; where
     ``declared`` (``(folds, all_time)``: :func:`product_folds`) has the all-time fold of a
     windowed product, ``all_time/`` levels down from the source's order too. Fields
-    without an exact fold are absent; a product with none has no computed levels. No
-    I/O; each order's nodes come from the next finer order's (one pass over the source's
-    node ranks, then over ever fewer)."""
+    without an exact fold are absent; a product with none has no computed levels.
+
+    ``regions``: the source levels at coarser cell orders of a product whose leaves sit at
+    several (D24). A level at order ``k`` composes every source level at ``k`` or finer:
+    those finer folded, the one at ``k`` passed through (a fold of one cell); a region
+    coarser than ``k`` is absent from it, never upsampled. No I/O; each order's nodes come
+    from the next finer order's and those of the regions at that order (one pass over the
+    source's node ranks, then over ever fewer)."""
     folds, all_time = declared
     fields = {name: fold for name, fold in folds.items() if _foldable(source, name)}
     if mode == "none" or not fields or source.artifact != "source":
@@ -51,11 +57,15 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
         ranks, node_order = source.node_ranks, source.node_order
         for order in range(top - 1, -1, -1):  # each order's nodes from the finer one's
             coarser = max(0, order - source.depth)
-            if coarser != node_order:
-                ranks = distinct_sorted(ancestor_ranks(ranks, node_order - coarser))
+            joining = [r for r in regions if r.cell_order == order]  # a region joins at its own
+            if coarser != node_order or joining:
+                ranks = distinct_sorted(np.concatenate([
+                    ancestor_ranks(ranks, node_order - coarser),
+                    *(ancestor_ranks(r.node_ranks, r.node_order - coarser) for r in joining)]))
                 node_order = coarser
             if (fold, order) not in kept:
-                levels.append(_level(source, order, ranks, fields, fold))
+                sources = (source, *(r for r in regions if r.cell_order >= order))
+                levels.append(_level(sources, order, ranks, fields, fold))
     return levels
 
 
@@ -80,10 +90,12 @@ def _foldable(source: Level, name: str) -> bool:
             and meta.dtype is not None)
 
 
-def _level(source: Level, order: int, ranks: np.ndarray, folds: dict[str, Fold],
-           fold: bool) -> Level:
-    """The computed level at cell ``order`` whose nodes are ``ranks`` (distinct, ascending,
-    at node order ``max(0, order - source.depth)``)."""
+def _level(sources: tuple[Level, ...], order: int, ranks: np.ndarray,
+           folds: dict[str, Fold], fold: bool) -> Level:
+    """The computed level at cell ``order`` composing ``sources`` (the source level, then
+    the regions it reads too) whose nodes are ``ranks`` (distinct, ascending, at node order
+    ``max(0, order - source.depth)``)."""
+    source = sources[0]
     return Level(
         source.product, source.root, source.manifest, order, max(0, order - source.depth), ranks,
         source.coverage_source, artifact="computed", fold=fold,
@@ -92,4 +104,5 @@ def _level(source: Level, order: int, ranks: np.ndarray, folds: dict[str, Fold],
         arrays={name: source.arrays[name] for name in folds},
         template=source.template, template_run=source.template_run,
         template_data=source.template_data, source=source, folds=folds,
+        regions=sources[1:],
     )

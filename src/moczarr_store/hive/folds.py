@@ -162,8 +162,11 @@ class Accumulator:
         folded = self.ufunc.reduce(groups, axis=1)
         present = ~gone.reshape(-1, factor).all(axis=1)
         stop = at + folded.size
-        self.values[at:stop] = self.ufunc(self.values[at:stop], folded)
-        self.seen[at:stop] |= present
+        seen = self.seen[at:stop]
+        # a target's first value is taken as it is (a cell passed through keeps its bits:
+        # 0 + -0.0 would not)
+        self.values[at:stop] = np.where(seen, self.ufunc(self.values[at:stop], folded), folded)
+        seen |= present
 
     def result(self) -> np.ndarray:
         """The folded values; a target no present cell reached holds the fill value."""

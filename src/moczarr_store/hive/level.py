@@ -82,6 +82,9 @@ class Level:
     # a computed level (artifact "computed"): the source level it folds, and each field's fold
     source: Level | None = None
     folds: dict[str, Fold] = field(default_factory=dict)
+    # and, on a product whose leaves sit at several cell orders (D24), the source levels at
+    # coarser orders it composes too (order <= theirs), finest first
+    regions: tuple[Level, ...] = ()
     # object paths by (node rank, window), computed once: every field of a leaf, every scan
     _paths: dict[tuple[int, str | None], str] = field(
         default_factory=dict, init=False, repr=False)

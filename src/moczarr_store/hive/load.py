@@ -60,12 +60,15 @@ def _warn(message: str) -> None:
 
 
 async def _coverage(
-    backend: HiveIO, root: str, manifest: Manifest
+    backend: HiveIO, root: str, manifest: Manifest, name: str = COVERAGE_NAME
 ) -> tuple[np.ndarray, dict[str, Any]] | None:
-    """The root MOC's node ranks and envelope; ``None`` (with a warning) if unusable.
+    """The node ranks and envelope of coverage document ``name`` (the root MOC, or a
+    source order's); ``None`` (with a warning) if the root MOC is unusable. A source
+    order's document has no walk to fall back on (a walk cannot tell the orders apart
+    without every stamp): missing or unusable, it raises :class:`HiveFormatError`.
 
     Cost: one ranged GET of at most the coverage byte cap (plus one byte)."""
-    where = _join(root, COVERAGE_NAME)
+    where = _join(root, name)
     payload = await read_document(backend, where, _coverage_module.DEFAULT_MAX_COVERAGE_BYTES)
     if payload is None:
         reason = "is missing"
@@ -74,6 +77,9 @@ async def _coverage(
             return parse_root_coverage(payload, manifest.shard_order, where)
         except ValueError as err:  # UnusableCoverage and MalformedMetadataError included
             reason = f"is unusable ({err})"
+    if name != COVERAGE_NAME:
+        raise HiveFormatError(f"coverage {where}, which {manifest.where} names for a source "
+                              f"order, {reason}")
     _warn(f"root coverage {where} {reason}; discovering nodes with the digit-tree walk")
     return None
 
@@ -178,12 +184,16 @@ async def load_source(
     verify: str,
     window: str | None = None,
     aoi: Cells | None = None,
+    order: tuple[int, str] | None = None,
 ) -> tuple[Level, np.ndarray | None]:
     """The product's source level, loaded and settled, and the root MOC's node ranks
-    (``None``: walked)."""
+    (``None``: walked). ``order``: ``(cell order, coverage document)`` of one source order
+    of a product whose leaves sit at several (``Manifest.source_orders``): the level of
+    the shards that document lists, at that order."""
     windowed = schedule(manifest) is not None
     scoped = window if windowed else None
-    coverage = await _coverage(backend, root, manifest)
+    cell_order, coverage_name = order or (manifest.cell_order, COVERAGE_NAME)
+    coverage = await _coverage(backend, root, manifest, coverage_name)
     walked = None
     if coverage is None:
         walked = await _walk(
@@ -194,7 +204,7 @@ async def load_source(
     else:
         (ranks, envelope), source = coverage, "moc"
     level = Level(
-        name, root, manifest, manifest.cell_order, manifest.shard_order, ranks, source,
+        name, root, manifest, cell_order, manifest.shard_order, ranks, source,
         window=scoped,
     )
     if scoped is not None:
@@ -209,7 +219,7 @@ async def load_source(
     drop_outside_aoi(level, aoi)
     if verify == "open" or scoped is not None:
         await drop_unstamped(backend, leaves, level)
-    if verify == "open" and source == "moc":
+    if verify == "open" and source == "moc" and order is None:
         await warn_if_stale(backend, leaves, level, ranks)
     return level, (ranks if source == "moc" else None)
 

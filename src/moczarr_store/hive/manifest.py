@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,9 @@ class Manifest:
     dataset: dict[str, Any] | None
     raw: dict[str, Any]
     where: str = MANIFEST_NAME
+    # D24 regional resolution: ``(cell order, coverage document)`` per source order, the
+    # finest (``cell_order``) first; empty for a product whose leaves share one order
+    source_orders: tuple[tuple[int, str], ...] = ()
 
     @property
     def depth(self) -> int:
@@ -90,7 +94,47 @@ def parse_manifest(payload: BytesLike, where: str) -> Manifest:
         raise MalformedMetadataError(
             f"{where}: field 'dataset' is not a JSON object ({type(dataset).__name__})"
         )
-    return Manifest(spec, cell, shard, grouping, dataset, raw, where)
+    return Manifest(spec, cell, shard, grouping, dataset, raw, where,
+                    _source_orders(raw.get("source_orders"), cell, shard, where))
+
+
+SOURCE_ORDERS = "source_orders"
+"""PROVISIONAL (D24 regional resolution; zagg 0.61 writes no such product): the manifest key
+listing each cell order the product's leaves sit at, and the coverage document (at the
+product root) listing the shards whose leaves are at that order. The guide's page on
+computed orders describes the layout; this function is the only code that reads it."""
+_COVERAGE_FILE = re.compile(r"^coverage(\.[A-Za-z0-9_-]+)*\.moc$")
+
+
+def _source_orders(given: object, cell: int, shard: int,
+                   where: str) -> tuple[tuple[int, str], ...]:
+    """``((cell order, coverage document), ...)`` of manifest key :data:`SOURCE_ORDERS`,
+    finest first; ``()`` when absent. Orders are distinct ints from ``shard_order`` to
+    ``cell_order`` (which is among them), each document a ``coverage*.moc`` file name at
+    the product root; anything else raises :class:`MalformedMetadataError`. No I/O."""
+    if given is None:
+        return ()
+    field = f"{where}: field {SOURCE_ORDERS!r}"
+    if not isinstance(given, list) or not 0 < len(given) <= cell - shard + 1:
+        raise MalformedMetadataError(
+            f"{field} {short(given)} is not a list of 1 to {cell - shard + 1} entries "
+            f"(one per cell order from shard_order {shard} to cell_order {cell})")
+    found: dict[int, str] = {}
+    for i, entry in enumerate(given):
+        order = entry.get("cell_order") if isinstance(entry, dict) else None
+        name = entry.get("coverage") if isinstance(entry, dict) else None
+        if not (is_int(order) and shard <= order <= cell) or order in found:
+            raise MalformedMetadataError(
+                f"{field}[{i}].cell_order {short(order)} is not a new int from shard_order "
+                f"{shard} to cell_order {cell}")
+        if not (isinstance(name, str) and _COVERAGE_FILE.match(name)):
+            raise MalformedMetadataError(
+                f"{field}[{i}].coverage {short(name)} is not a coverage*.moc file name at "
+                "the product root")
+        found[order] = name
+    if cell not in found:
+        raise MalformedMetadataError(f"{field} does not list cell_order {cell}, the finest")
+    return tuple(sorted(found.items(), reverse=True))
 
 
 def _check_temporal(temporal: object, where: str) -> None:

@@ -7,6 +7,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import (
     HiveFormatError,
     HiveWarning,
@@ -17,10 +19,11 @@ from ..errors import (
 )
 from .aoi import Cells
 from .computed import computed_levels, product_folds
+from .ids import rank_to_decimal
 from .jsonio import read_document
 from .leaves import LeafCache
 from .level import Level, Product
-from .load import load_source
+from .load import load_source, warn_if_stale
 from .manifest import MANIFEST_NAME, Manifest, parse_manifest
 from .paths import BASE_RE, is_product_name, validate_window
 from .pyramid import declare_pyramid, resolve_level
@@ -147,14 +150,37 @@ async def load_hive(
 async def _open_product(backend: HiveIO, leaves: LeafCache, name: str, root: str,
                         manifest: Manifest, verify: str, window: str | None,
                         aoi: Cells | None, computed: str = "missing") -> Product:
-    (source, moc_ranks), declared = await asyncio.gather(
-        load_source(backend, leaves, name, root, manifest, verify, window, aoi),
+    orders = manifest.source_orders or ((manifest.cell_order, None),)
+    loaded, declared = await asyncio.gather(
+        asyncio.gather(*(load_source(backend, leaves, name, root, manifest, verify, window, aoi,
+                                     None if document is None else (order, document))
+                         for order, document in orders)),
         product_folds(backend, root, manifest, computed),
     )
+    (source, moc_ranks), regions = loaded[0], tuple(level for level, _ in loaded[1:])
+    if manifest.source_orders:
+        moc_ranks = _disjoint(manifest, [source, *regions])
+        if verify == "open":
+            await warn_if_stale(backend, leaves, source, moc_ranks)
     stored = [] if computed == "all" else declare_pyramid(source, moc_ranks)
-    folded = computed_levels(source, stored, computed, declared)
+    folded = computed_levels(source, stored, computed, declared, regions)
     product = Product(name, root, manifest, [source, *folded], stored)
     if verify == "open":
         for level in list(product.pending):
             await settle(backend, leaves, product, level, verify, aoi)
     return product
+
+
+def _disjoint(manifest: Manifest, levels: list[Level]) -> np.ndarray:
+    """Every node of a product whose leaves sit at several cell orders (``levels``: one
+    per source order), ascending; a node two source orders list raises
+    :class:`HiveFormatError` naming it (its leaf is at one order: which is not known). No
+    I/O."""
+    ranks: np.ndarray = np.sort(np.concatenate([level.node_ranks for level in levels]))
+    twice = ranks[1:][ranks[1:] == ranks[:-1]]
+    if twice.size:
+        node = rank_to_decimal(int(twice[0]), manifest.shard_order)
+        raise HiveFormatError(
+            f"{manifest.where}: shard {node} is listed by the coverage of two source orders "
+            f"({', '.join(doc for _, doc in manifest.source_orders)}); a leaf is at one order")
+    return ranks

@@ -59,28 +59,32 @@ async def computed_chunk(session: HiveSession, plan: Compute,
 
 async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[int, ...],
                      run: Executor) -> tuple[bytes | None, Under | None]:
-    """Chunk ``coords`` folded from its source leaves, and the stamps it was folded from
-    (``None``: a leaf read in place, whose bytes may change under its stamp: not kept)."""
-    windows, first, stop, offsets = array.beneath(coords)
-    level, source = array.level, array.source
-    base = source.level
-    cells = base.cells_per_node
-    factor = 4 ** (base.cell_order - level.cell_order)
+    """Chunk ``coords`` folded from its source leaves (of every source level it composes:
+    a leaf at the chunk's own order passes through, a fold of one cell), and the stamps it
+    was folded from (``None``: a leaf read in place, whose bytes may change under its
+    stamp: not kept)."""
+    level = array.level
     accumulator = Accumulator(array.fold, level.cells_per_node)
-    jobs = [(w, i, int(offset)) for w in windows
-            for i, offset in zip(range(first, stop), offsets.tolist(), strict=True)]
+    jobs = []
+    for source in array.sources:
+        windows, first, stop, offsets = array.beneath(coords, source.level)
+        jobs += [(source, w, i, int(offset)) for w in windows
+                 for i, offset in zip(range(first, stop), offsets.tolist(), strict=True)]
     at_once = max(1, setting("compute.leaves_at_once"))
     under: list[tuple[str, Leaf]] = []
     kept = True
     for start in range(0, len(jobs), at_once):
         batch = jobs[start : start + at_once]
         read = await asyncio.gather(*(leaf_values(session, source, w, i, run)
-                                     for w, i, _ in batch))
-        for (_, _, offset), (path, leaf, values, immutable) in zip(batch, read, strict=True):
+                                     for source, w, i, _ in batch))
+        for (source, _, _, offset), (path, leaf, values, immutable) in zip(batch, read,
+                                                                           strict=True):
             # the stamp as the cache keeps it (a slim copy of the one read): what get() sees
             under.append((path, session.leaves.hit(path) or leaf))
             kept = kept and immutable
             if values is not None:
+                cells = source.level.cells_per_node
+                factor = 4 ** (source.level.cell_order - level.cell_order)
                 _add(accumulator, values, min(factor, cells), offset * cells // factor, path,
                      array)
     if not accumulator.seen.any():

@@ -19,13 +19,14 @@ class ComputedArray:
     that node (every window's, on an all-time level). Values are little-endian, unencoded;
     an all-missing chunk is absent (the fill value).
 
-    ``source`` is the source field presented one chunk per leaf: what a chunk's leaves are
-    read as."""
+    ``sources``: the field of each source level the level composes (``level.source``, then
+    its ``regions`` that hold the field), presented one chunk per leaf: what a chunk's
+    leaves are read as."""
 
-    def __init__(self, level: Level, fold: Fold, source: FieldArray, cell_attrs: dict[str, Any],
-                 sphere: bool = False) -> None:
+    def __init__(self, level: Level, fold: Fold, sources: tuple[FieldArray, ...],
+                 cell_attrs: dict[str, Any], sphere: bool = False) -> None:
         assert level.source is not None
-        self.level, self.fold, self.source, self.sphere = level, fold, source, sphere
+        self.level, self.fold, self.sources, self.sphere = level, fold, sources, sphere
         self.name = fold.name
         self.path = f"{level.path}/{fold.name}"
         cells = level.cells_per_node
@@ -34,12 +35,11 @@ class ComputedArray:
         dims = ["cells"]
         if self.windowed:
             shape, chunks, dims = [len(level.windows), *shape], [1, *chunks], ["window", *dims]
-        base = level.source
-        attrs = dict(source.source_meta.attributes)
+        attrs = dict(sources[0].source_meta.attributes)
         attrs.update(cell_attrs)  # its coordinates and grid mapping, as a field's
         attrs["morton_hive_store"] = {"computed": {
             "role": "computed",
-            "source_orders": [base.cell_order],
+            "source_orders": [s.level.cell_order for s in sources],
             "all_time": level.fold,
             "fold": fold.declaration(),
             "declared_in": fold.declared_in,
@@ -66,14 +66,14 @@ class ComputedArray:
     def chunk_nbytes(self) -> int:
         return self.level.cells_per_node * self.fold.dtype.itemsize
 
-    def beneath(self, coords: tuple[int, ...]) -> tuple[list[str | None], int, int, np.ndarray]:
-        """What chunk ``coords`` folds: ``(windows, first, stop, offsets)``: the source
-        leaves ``[first, stop)`` (indices of the source level) in each of ``windows``
-        (``[None]``: the source's own), and each leaf's position among the source nodes
-        beneath the chunk's node. ``first == stop``: none (an uncovered sphere node).
-        Cost: two binary searches."""
-        level, base = self.level, self.level.source
-        assert base is not None
+    def beneath(self, coords: tuple[int, ...],
+                base: Level) -> tuple[list[str | None], int, int, np.ndarray]:
+        """What chunk ``coords`` folds from source level ``base``: ``(windows, first, stop,
+        offsets)``: its leaves ``[first, stop)`` (indices of ``base``) in each of
+        ``windows`` (``[None]``: the source's own), and each leaf's position among
+        ``base``'s nodes beneath the chunk's node. ``first == stop``: none (an uncovered
+        sphere node). Cost: two binary searches."""
+        level = self.level
         node = coords[-1]
         if self.sphere:
             node = covered_index(level, node)  # type: ignore[assignment]
@@ -96,11 +96,27 @@ class ComputedArray:
 
 def computed_attrs(level: Level) -> dict[str, Any]:
     """What a computed level's group says of itself (its ``morton_hive_store.computed``):
-    its role, the order it is folded from, whether it folds every window, each field's
-    fold (fields the hive declares no exact fold for are absent) and the document that
-    declares them (the manifest, or the writer's ``aggregation.yaml``)."""
+    its role, the orders it is composed from (finer: folded; its own: passed through),
+    whether it folds every window, each field's fold (fields the hive declares no exact
+    fold for are absent) and the document that declares them (the manifest, or the
+    writer's ``aggregation.yaml``)."""
     assert level.source is not None
-    return {"role": "computed", "source_orders": [level.source.cell_order],
+    return {"role": "computed",
+            "source_orders": [s.cell_order for s in (level.source, *level.regions)],
             "all_time": level.fold,
             "fields": {name: fold.declaration() for name, fold in sorted(level.folds.items())},
             "declared_in": next(iter(level.folds.values())).declared_in}
+
+
+def region_reads(level: Level) -> dict[str, str]:
+    """On a product whose leaves sit at several cell orders (D24), how ``level`` (its source
+    level or a computed one) reads the region of each source order, by ``o{order}``: ``as
+    stored`` (its own source), ``folded`` (finer), ``passed through`` (a computed level's
+    own order) or ``absent`` (coarser: never upsampled); ``{}`` on any other product."""
+    orders = [order for order, _ in level.manifest.source_orders]
+    if level.artifact not in ("source", "computed") or len(orders) < 2:
+        return {}
+    own = "as stored" if level.artifact == "source" else "passed through"
+    return {f"o{order}": ("folded" if order > level.cell_order else own
+                          if order == level.cell_order else "absent")
+            for order in orders}

@@ -28,7 +28,7 @@ from .arrays import (
     window_positions,
     window_strings,
 )
-from .computed import ComputedArray, computed_attrs
+from .computed import ComputedArray, computed_attrs, region_reads
 
 Array = FieldArray | FabricatedArray | ComputedArray
 INDEX_RE = re.compile(r"^(0|[1-9][0-9]{0,18})\Z")
@@ -183,7 +183,7 @@ class View:
             root_attrs["morton_hive_store"]["skipped"] = hive.skipped
         self.groups[""] = Group(root_attrs, [])
         self._documents: dict[str, bytes] = {}
-        self._leaf_sources: dict[tuple[str, str], FieldArray] = {}
+        self._leaf_source_arrays: dict[tuple[str, str], FieldArray] = {}
         for product in hive.products:
             manifest = product.manifest
             product_attrs: dict[str, Any] = {"morton_hive": manifest.summary()}
@@ -251,7 +251,7 @@ class View:
             cell_attrs["grid_mapping"] = "healpix"
         fields: dict[str, FieldArray | ComputedArray]
         if level.artifact == "computed":
-            fields = {name: ComputedArray(level, level.folds[name], self._leaf_source(
+            fields = {name: ComputedArray(level, level.folds[name], self._leaf_sources(
                 level, name, cell_attrs), cell_attrs, self.sphere) for name in sorted(level.folds)}
         else:
             span = leaves_per_chunk(level, self.chunking)
@@ -284,6 +284,8 @@ class View:
         }
         if level.source is not None:
             described["computed"] = computed_attrs(level)
+        if regions := region_reads(level):
+            described["regions"] = regions
         self._add_group(level.path, {**level.group_attrs, "morton_hive": level.summary(),
                                      "morton_hive_store": described})
         self.groups[level.path].children.extend(arrays)
@@ -292,16 +294,23 @@ class View:
             self.arrays[array.path] = array
         self.levels[level.path] = level
 
-    def _leaf_source(self, level: Level, name: str, cell_attrs: dict[str, Any]) -> FieldArray:
-        """Field ``name`` of the level a computed level folds, one chunk per leaf (how its
-        leaves are read), made once per view."""
-        source = level.source
-        assert source is not None
-        key = (source.path, name)
-        if key not in self._leaf_sources:
-            self._leaf_sources[key] = FieldArray(source, name, source.arrays[name], cell_attrs,
-                                                 "leaf")
-        return self._leaf_sources[key]
+    def _leaf_sources(self, level: Level, name: str,
+                      cell_attrs: dict[str, Any]) -> tuple[FieldArray, ...]:
+        """Field ``name`` of each source level a computed level composes (its ``source``,
+        then the ``regions`` whose leaves hold it), one chunk per leaf (how their leaves
+        are read), each made once per view."""
+        assert level.source is not None
+        found = []
+        for source in (level.source, *level.regions):
+            meta = source.arrays.get(name)
+            if meta is None or meta.shape != (source.cells_per_node,):
+                continue  # a region without the field (or not one value per cell): fill
+            key = (source.path, name)
+            if key not in self._leaf_source_arrays:
+                self._leaf_source_arrays[key] = FieldArray(source, name, meta, cell_attrs,
+                                                           "leaf")
+            found.append(self._leaf_source_arrays[key])
+        return tuple(found)
 
     def cell_ranges(self, path: str) -> np.ndarray | None:
         """Level ``path``'s rows as ``[start, stop)`` NESTED ranges at order 29 (``None``:
