@@ -87,7 +87,8 @@ def test_gdalmdimtranslate_copies_a_group_and_the_root(tmp_path):
     """``gdalmdimtranslate -group /atl06/o5`` and a whole-root translate write every array
     (to local Zarr, read back by GDAL) equal to the in-process reads; the root's ``window``
     (strings) is left out with GDAL's reason. A group holding ``window`` is refused
-    whole by GDAL 3.12 ("Cannot find array window", after the reason)."""
+    whole by GDAL 3.12 ("Cannot find array window", after the reason); served with
+    ``window_labels="index"`` it copies (``test_gdal_messages``)."""
     g = gdal()
     for fixture, group in (("pyramid1", "atl06/o5"), ("windowed", "atl06/o7")):
         local = MocHiveStore(FIXTURES / fixture)
