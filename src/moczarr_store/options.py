@@ -295,8 +295,8 @@ OPTIONS: tuple[Option, ...] = (
         lambda v: flag("centres", v), _text_bool, lambda v: "1" if v else "0", view=True,
         flag="--centres",
         more="Off by default: xarray loads every coordinate of a field with it, and a "
-             "centre costs 0.3-0.8 µs a cell to compute, far more than reading a value "
-             "(measured: a field's .load() 2-4x as long). open_cells computes them only "
+             "centre costs 0.2-0.8 µs a cell to compute, far more than reading a value "
+             "(measured: a field's .load() 1.3-4x as long). open_cells computes them only "
              "when their values are asked for."),
     Option(
         "window_labels", "text",

@@ -75,3 +75,15 @@ def test_the_harness_imports_form_no_cycle():
 
     for module in graph:
         visit(module, ())
+
+
+def test_centres_bench_on_the_fixture():
+    """``centres_bench`` on a small fixture: the field checked against moczarr inside, a
+    row per read, each timed for the three ways of opening."""
+    status, out = run_benchmark("centres_bench", f"{FIXTURES / 'sharded'}:atl06/o7",
+                                "--rounds", "1")
+    assert status == 0, out
+    timed = {line.split("  ")[0]: line.count(" ms") for line in out.splitlines()
+             if " ms" in line}
+    assert timed == {"open": 3, "first [field].values": 3, "first [field].load()": 3,
+                     "first ds.load()": 3, "first lon.values": 2}, out
