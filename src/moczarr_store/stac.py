@@ -204,7 +204,8 @@ def _cube(target, levels: list[Level], window: tuple[datetime, datetime] | None 
             "type": "dggs", "reference_system": HEALPIX_DGGRS, "extent": [min(firsts),
                                                                         max(lasts)],
             "description": f"HEALPix cells at order {order} (NESTED ids, the cell_ids "
-                           "coordinate; lon / lat are their centres)"})
+                           "coordinate; their centres are lon / lat with the store's "
+                           "centres option)"})
     spans = [(s, e) for lv in levels for _, s, e in lv.windows]
     if window or spans:
         start, end = window or (min(s for s, _ in spans), max(e for _, e in spans))
