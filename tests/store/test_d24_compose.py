@@ -88,14 +88,29 @@ def test_a_composed_order_is_moczarrs_fold_per_region(order, field):
 
 
 def test_the_region_at_a_composed_order_is_passed_through_bit_for_bit():
+    """Every field, ``h_mean`` (no exact fold) too: its order-6 leaves as stored."""
     level = _open()["atl06/o6"]
     words = level["morton"][:]
     for shard in REGIONS[6]:
         leaf = _leaves()[shard][1]
         at = np.searchsorted(words, leaf["6/morton"][0])
-        for field in FOLDS:
+        for field in (*FOLDS, "h_mean"):
             stored = leaf[f"6/{field}"][:]
             assert level[field][at:at + stored.size].tobytes() == stored.tobytes(), field
+
+
+def test_a_field_without_an_exact_fold_is_read_only_where_a_region_is_at_the_order():
+    """``h_mean`` (a mean: class none) at order 6 is the order-6 region's, and the fill
+    value (NaN) wherever only order-7 leaves lie beneath; it is absent below order 6."""
+    group = _open()
+    level = group["atl06/o6"]
+    said = level["h_mean"].attrs["morton_hive_store"]["computed"]
+    assert said["source_orders"] == [6] and said["fold"]["method"] == "pass"
+    coarse = set(np.concatenate([_leaves()[s][1]["6/morton"][:] for s in REGIONS[6]]).tolist())
+    for word, value in zip(level["morton"][:].tolist(), level["h_mean"][:], strict=True):
+        if word not in coarse:
+            assert np.isnan(value), word
+    assert all("h_mean" not in group[f"atl06/o{k}"] for k in range(6))
 
 
 def test_a_region_coarser_than_an_order_is_absent_from_it_never_upsampled():
@@ -127,12 +142,6 @@ def test_the_metadata_says_how_each_region_is_read():
     assert "/atl06/o6  computed from o7, o6" in text
     assert "regions by source order: o7 as stored, o6 absent" in text
     assert "regions by source order: o7 folded, o6 passed through" in text
-
-
-def test_a_field_without_an_exact_fold_is_absent_from_composed_orders():
-    group = _open()
-    assert "h_mean" in group["atl06/o7"]
-    assert all("h_mean" not in group[f"atl06/o{k}"] for k in range(7))
 
 
 def test_with_computed_orders_off_only_the_finest_order_is_presented():

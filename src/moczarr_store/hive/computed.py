@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .aggregation import read_writer_folds
-from .folds import Fold, declared_folds
+from .folds import PASS, Fold, declared_folds
 from .ids import ancestor_ranks, distinct_sorted
 from .level import Level
 from .manifest import Manifest
@@ -40,9 +40,10 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
     ``regions``: the source levels at coarser cell orders of a product whose leaves sit at
     several (D24). A level at order ``k`` composes every source level at ``k`` or finer:
     those finer folded, the one at ``k`` passed through (a fold of one cell); a region
-    coarser than ``k`` is absent from it, never upsampled. No I/O; each order's nodes come
-    from the next finer order's and those of the regions at that order (one pass over the
-    source's node ranks, then over ever fewer)."""
+    coarser than ``k`` is absent from it, never upsampled. A field without an exact fold
+    that the regions at ``k`` hold is read there as stored (``folds.PASS``). No I/O; each
+    order's nodes come from the next finer order's and those of the regions at that order
+    (one pass over the source's node ranks, then over ever fewer)."""
     folds, all_time = declared
     fields = {name: fold for name, fold in folds.items() if _foldable(source, name)}
     if mode == "none" or not fields or source.artifact != "source":
@@ -65,7 +66,8 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
                 node_order = coarser
             if (fold, order) not in kept:
                 sources = (source, *(r for r in regions if r.cell_order >= order))
-                levels.append(_level(sources, order, ranks, fields, fold))
+                levels.append(_level(sources, order, ranks,
+                                     {**fields, **_passed(joining, fields)}, fold))
     return levels
 
 
@@ -90,6 +92,21 @@ def _foldable(source: Level, name: str) -> bool:
             and meta.dtype is not None)
 
 
+def _passed(regions: list[Level], folded: dict[str, Fold]) -> dict[str, Fold]:
+    """The fields without an exact fold (not in ``folded``) that ``regions`` (at a computed
+    level's own order) hold one value per cell: read there as stored, in the dtype and
+    fill value of the first region's template array."""
+    passed: dict[str, Fold] = {}
+    for region in regions:
+        for name, meta in region.arrays.items():
+            if name not in folded and name not in passed and _foldable(region, name):
+                assert meta.dtype is not None
+                where = f"{region.template_data}/{region.cell_order}/{name}/zarr.json"
+                passed[name] = Fold(name, PASS, meta.dtype, meta.fill_value,
+                                    declared_in=where.lstrip("/"))
+    return passed
+
+
 def _level(sources: tuple[Level, ...], order: int, ranks: np.ndarray,
            folds: dict[str, Fold], fold: bool) -> Level:
     """The computed level at cell ``order`` composing ``sources`` (the source level, then
@@ -101,7 +118,8 @@ def _level(sources: tuple[Level, ...], order: int, ranks: np.ndarray,
         source.coverage_source, artifact="computed", fold=fold,
         windows=() if fold else source.windows, window=source.window,
         group_attrs={k: v for k, v in source.group_attrs.items() if k != "zagg_objects"},
-        arrays={name: source.arrays[name] for name in folds},
+        arrays={name: next(s.arrays[name] for s in sources if name in s.arrays)
+                for name in folds},
         template=source.template, template_run=source.template_run,
         template_data=source.template_data, source=source, folds=folds,
         regions=sources[1:],

@@ -30,6 +30,9 @@ from .arraymeta import fill_number
 from .paths import short
 
 METHODS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+PASS = "pass"
+"""The method of a field with no exact fold at the order a region of a D24 product's leaves
+sit at: that region's cells as stored, nothing from finer leaves (no fold reaches them)."""
 NAN_POLICIES = ("skip",)
 CLASSES = ("exact", "approximate", "packed", "none")
 
@@ -55,6 +58,8 @@ class Fold:
     @property
     def identity(self) -> np.generic:
         """The value a missing cell contributes (changes nothing under ``method``)."""
+        if self.method == PASS:
+            return self.dtype.type(self.fill)
         if self.method == "sum":
             return self.dtype.type(0)
         if self.dtype.kind == "f":
@@ -65,7 +70,10 @@ class Fold:
         return self.dtype.type(info.max if self.method == "min" else info.min)
 
     def declaration(self) -> dict[str, Any]:
-        """The field's fold as the manifest declares it (the computed arrays' metadata)."""
+        """The field's fold as the manifest declares it (the computed arrays' metadata);
+        :data:`PASS`: no class (the hive declares no exact fold)."""
+        if self.method == PASS:
+            return {"method": PASS, "dtype": self.dtype.name, "fill_value": self.fill_value}
         return {"class": "exact", "method": self.method, "nan_policy": self.nan_policy,
                 "dtype": self.dtype.name, "fill_value": self.fill_value}
 
@@ -147,7 +155,7 @@ class Accumulator:
 
     def __init__(self, fold: Fold, size: int) -> None:
         self.fold = fold
-        self.ufunc = METHODS[fold.method]
+        self.ufunc = METHODS.get(fold.method)  # None: PASS
         self.values = np.full(size, fold.identity, dtype=fold.dtype)
         self.seen = np.zeros(size, dtype=bool)
 
@@ -158,6 +166,11 @@ class Accumulator:
         part = np.asarray(part)
         gone = missing(part, fold)
         part = part.astype(fold.dtype, casting="safe")
+        if self.ufunc is None:  # PASS: one cell per target, as stored; nothing else meets it
+            assert factor == 1
+            self.values[at:at + part.size] = np.where(gone, fold.identity, part)
+            self.seen[at:at + part.size] |= ~gone
+            return
         groups = np.where(gone, fold.identity, part).reshape(-1, factor)
         folded = self.ufunc.reduce(groups, axis=1)
         present = ~gone.reshape(-1, factor).all(axis=1)

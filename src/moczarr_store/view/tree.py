@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import HiveFormatError, HiveWarning
 from ..hints import ROOT_HINT
+from ..hive.folds import PASS
 from ..hive.ids import distinct_sorted
 from ..hive.level import Level, Product, ranks_to_runs
 from ..hive.roster import Hive
@@ -301,7 +302,10 @@ class View:
         are read), each made once per view."""
         assert level.source is not None
         found = []
+        passed = level.folds[name].method == PASS  # read only where at the level's order
         for source in (level.source, *level.regions):
+            if passed and source.cell_order != level.cell_order:
+                continue
             meta = source.arrays.get(name)
             if meta is None or meta.shape != (source.cells_per_node,):
                 continue  # a region without the field (or not one value per cell): fill
