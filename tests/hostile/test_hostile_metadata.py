@@ -38,7 +38,7 @@ from moczarr_store import (
     NoCoverageError,
     UnusableCoverage,
 )
-from moczarr_store.hive import coverage, template, windows
+from moczarr_store.hive import coverage, jsonio, template, windows
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 from moczarr_store.hive.jsonio import MAX_DEPTH, load_json
 from moczarr_store.hive.paths import validate_node_name
@@ -136,13 +136,25 @@ BAD_JSON = {
 }
 
 
+@pytest.fixture(params=["msgspec", "standard library"])
+def decoder(request, monkeypatch):
+    """Each decoder the reader may decode with first: msgspec where installed (zarr 3.4 on
+    requires it), the standard library alone where not."""
+    if request.param == "msgspec" and jsonio._FAST is None:
+        pytest.skip("msgspec is not installed here (zarr < 3.4): the reader decodes with "
+                    "the standard library alone, tested beside")
+    if request.param != "msgspec":
+        monkeypatch.setattr(jsonio, "_FAST", None)
+    return request.param
+
+
 @pytest.mark.parametrize("case", BAD_JSON)
-def test_the_json_reader_refuses_naming_the_object(case):
+def test_the_json_reader_refuses_naming_the_object(case, decoder):
     with pytest.raises(MalformedMetadataError, match=r"^some/zarr\.json: "):
         load_json(BAD_JSON[case], "some/zarr.json")
 
 
-def test_the_json_reader_takes_plain_json_and_refuses_a_document_over_its_cap():
+def test_the_json_reader_takes_plain_json_and_refuses_a_document_over_its_cap(decoder):
     doc = b'{"a": [1.5, -2, "x", null, true], "b": ' + b"[" * (MAX_DEPTH - 1) + b"]" * (
         MAX_DEPTH - 1) + b"}"
     assert load_json(doc, "x")["a"] == [1.5, -2, "x", None, True]
@@ -154,8 +166,10 @@ def test_the_json_reader_takes_plain_json_and_refuses_a_document_over_its_cap():
     '{"a": 1}', '{"a": 1}\n', '{"a": 1} \t\r\n ', ' {"a": 1}', '{"a": 1}}', '{"a": 1} x',
     '{"a": 1}\x0b', '{"a": 1}\u3000', '{"a": 1}\x00', '{"a": 1} {"b": 2}', '{"a": 1,}',
     '{"a" 1}', "{", "{}", '{"a": [1, 2}', "{'a': 1}", '{"a": "\\ud800"}', '{"a": 1e5}',
+    '{"a": 1}\ufeff', '\ufeff{"a": 1}', '{"a": "\\ud83d\\ude00"}', '{"a": 12345678901234567890123}',
+    '{"a": -0.0, "b": 2.5e-324, "c": 1.7976931348623157e308, "a": 3}', '{"a": "x\ny"}',
 ], ids=repr)
-def test_the_json_reader_answers_as_the_standard_decoder(doc):
+def test_the_json_reader_answers_as_the_standard_decoder(doc, decoder):
     """A document is what Python's decoder (with the reader's number checks) makes of it,
     value or refusal, whatever follows its object: the reader scans an object at once and
     leaves anything but JSON whitespace after it to that decoder."""
@@ -167,6 +181,18 @@ def test_the_json_reader_answers_as_the_standard_decoder(doc):
             load_json(doc.encode("utf-8", "surrogatepass"), "x")
     else:
         assert load_json(doc.encode("utf-8", "surrogatepass"), "x") == expected
+
+
+def test_the_json_reader_keeps_the_digit_limit_set_now(decoder):
+    """An integer past Python's digit limit, as set when read, is refused by either
+    decoder (the standard library's words)."""
+    digits = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)  # the least Python allows
+    try:
+        with _raises(MalformedMetadataError, "x: not valid JSON (Exceeds the limit (640"):
+            load_json(b'{"a": ' + b"7" * 700 + b"}", "x")
+    finally:
+        sys.set_int_max_str_digits(digits)
 
 
 @pytest.mark.parametrize("kind", ["manifest", "stamp", "group", "array"])

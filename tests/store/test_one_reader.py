@@ -10,10 +10,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "moczarr_store"
 
-DECODERS = {"loads", "load", "JSONDecoder", "raw_decode"}
+DECODERS = {"loads", "load", "JSONDecoder", "raw_decode", "Decoder"}
 """What decodes JSON: ``json``'s functions and its decoder class (and the same names of
-``simplejson``, ``orjson``, ``ujson``)."""
-JSON_MODULES = {"json", "simplejson", "orjson", "ujson"}
+``simplejson``, ``orjson``, ``ujson``, and msgspec's decoder class)."""
+JSON_MODULES = {"json", "simplejson", "orjson", "ujson", "msgspec"}
 
 ALLOWED = {
     "hive/jsonio.py": "the reader itself",
@@ -49,8 +49,8 @@ def test_the_scan_finds_decoder_calls(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("import json\nfrom json import loads as parse\n"
                       "json.loads(b'1')\nparse('1')\njson.load(f)\njson.JSONDecoder()\n"
-                      "json.dumps(1)\n")
-    assert decoder_calls(source) == [3, 4, 5, 6]
+                      "json.dumps(1)\nfrom msgspec.json import Decoder\nDecoder()\n")
+    assert decoder_calls(source) == [3, 4, 5, 6, 9]
     assert decoder_calls(PACKAGE / "hive" / "jsonio.py")  # the reader is seen decoding
 
 

@@ -257,8 +257,9 @@ class InPlace:
         """``leaf`` as read from hive ``origin`` (``None``: no hive to remember it by),
         remembered when it is stamped in place (``bound`` leaves kept); a
         :class:`LeafMovedError` naming it when it was seen so and has no stamp now. Cost:
-        a dict look-up."""
-        if origin is None or leaf.state == "linked" or not _is_leaf(leaf.path):
+        a dict look-up (none for a versioned leaf: it is never rewritten in place)."""
+        if leaf.current is not None or origin is None or leaf.state == "linked" or (
+                not _is_leaf(leaf.path)):
             return leaf  # overviews and columns: deleted ones are debris (not yet swept)
         key = (origin, leaf.path)
         with self._lock:

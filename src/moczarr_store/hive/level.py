@@ -124,18 +124,20 @@ class Level:
         """Hive-relative path of the ``index``-th object (in ``window``). Cost: a dict
         lookup once computed (up to ``config["cache.object_paths"]`` paths kept per
         level, all let go when full)."""
-        return self._kept_path(int(self.node_ranks[index]), window or self.window)
+        return self._kept_path(int(self.node_ranks[index]), window or self.window,
+                               setting("cache.object_paths"))
 
     def object_paths(self, start: int, stop: int, window: str | None = None) -> list[str]:
         """``object_path(i, window)`` for ``i`` in ``[start, stop)``, the ranks read in one
-        slice (a span's leaves)."""
-        window = window or self.window
-        return [self._kept_path(rank, window) for rank in self.node_ranks[start:stop].tolist()]
+        slice and the bound once (a span's leaves)."""
+        window, bound = window or self.window, setting("cache.object_paths")
+        return [self._kept_path(rank, window, bound)
+                for rank in self.node_ranks[start:stop].tolist()]
 
-    def _kept_path(self, rank: int, window: str | None) -> str:
+    def _kept_path(self, rank: int, window: str | None, bound: int) -> str:
         path = self._paths.get((rank, window))
         if path is None:
-            if len(self._paths) >= setting("cache.object_paths"):
+            if len(self._paths) >= bound:
                 self._paths.clear()
             path = self._paths[rank, window] = self._object_path(rank, window)
         return path
