@@ -80,6 +80,8 @@ PAGES = [
     ("pyramid2", {"product": "atl06", "field": "count"}, 4.0, {}),
     ("pyramid2", {"product": "atl06", "field": "h_max"}, None, {"chunking": "shard"}),
     ("windowed", {"product": "atl06", "field": "h_mean", "window": "1"}, None, {}),
+    ("windowed", {"product": "atl06", "field": "h_mean", "window": "1"}, None,
+     {"window_labels": "index"}),
     ("multiproduct", {"product": "atl06_b", "field": "h_min"}, 8.0, {"chunking": "inner"}),
     ("sharded", {}, None, {"chunking": "span"}),
     ("paged", {"max_cells": "1024"}, 16.0, {"chunking": "inner"}),
@@ -212,6 +214,10 @@ def test_viewer_draws_the_stores_values(fixture, query, zoom, options, tmp_path)
         assert (report["before"]["order"] or 0) <= state["order"]  # None: the coverage
     window = int(query.get("window", 0))
     assert state["window"] == window
+    if "window" in query:  # the labels shown, read as strings whatever the serving options
+        labels = zarr.open_array(MocHiveStore(FIXTURES / fixture), mode="r",
+                                 path=f"{product}/o{state['order']}/window")
+        assert state["labels"] == [str(s) for s in labels[:]]
     ids, values = _shown(local, state, window)
     valid = np.isfinite(values)
     assert 0 < state["drawn"] <= int(valid.sum())

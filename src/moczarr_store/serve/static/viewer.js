@@ -679,8 +679,10 @@ async function choose(product, field, window = 0) {
     $("window").max = String(Math.max(0, levels[0].meta.shape[0] - 1));
     $("window").value = String(window);
     const labels = `${product}/o${orders[0]}/window`;
-    if (nodes.get(labels)?.node_type === "array") {
-      state.labels = Array.from((await zarr.get(await zarr.open.v3(root.resolve(labels), { kind: "array" }))).data);
+    const node = nodes.get(labels);
+    if (node?.node_type === "array") { // numbered windows (window_labels="index") name theirs in an attribute
+      state.labels = node.attributes?.labels
+        ?? Array.from((await zarr.get(await zarr.open.v3(root.resolve(labels), { kind: "array" }))).data);
     }
     $("window-label").textContent = String(state.labels[window] ?? window);
   }
