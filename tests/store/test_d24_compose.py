@@ -189,3 +189,13 @@ def test_a_shard_two_source_orders_list_is_refused(hive_copy):
 
     with pytest.raises(HiveFormatError, match="shard 444111 is listed by the coverage of two"):
         zarr.open_group(_damaged(hive_copy, change), mode="r")
+
+
+def test_verify_open_reads_every_region_and_finds_no_stale_coverage():
+    """``verify="open"`` reads every stamp of each source order, and its check for leaves
+    the coverage does not list counts both orders' documents (the order-6 leaves are not
+    stale to the order-7 level)."""
+    opened, default = _open(verify="open"), _open()
+    for order in (7, 6, 0):
+        path = f"atl06/o{order}/count"
+        assert opened[path][:].tobytes() == default[path][:].tobytes()
