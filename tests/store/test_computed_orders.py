@@ -9,6 +9,7 @@ source rows, each group folded here (sum / min / max skipping NaN and the fill v
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -336,6 +337,63 @@ def test_a_kept_fold_costs_no_request_and_a_recommitted_leaf_folds_anew(hive_cop
     want = _moczarr_fold(root, 6, "count")
     np.testing.assert_array_equal(again, [want.get(w, 0) for w in words.tolist()])
     assert (again != first).any()
+
+
+def test_the_orders_above_the_shard_order_share_one_pass_over_the_leaves(hive_copy):
+    """pyramid1 (shard order 5, cell order 7): o0, o1 and o2 keep their nodes at order 0,
+    so o0 and o1 are folded from o2's chunk (count: an integer sum, fill 0; h_max: a max),
+    and the leaves are read once for all three; a leaf committed again folds them anew."""
+    from types import SimpleNamespace
+
+    from support.hives import repoint
+
+    root = hive_copy("pyramid1")
+    store = MocHiveStore(root)
+    arrays = {(k, f): zarr.open_array(store, path=f"atl06/o{k}/{f}", mode="r")
+              for k in (0, 1, 2) for f in ("count", "h_max")}
+    words = {k: zarr.open_array(store, path=f"atl06/o{k}/morton", mode="r")[:]
+             for k in (0, 1, 2)}
+    arrays[0, "count"][:]  # folds o2's chunk from the leaves, then o0's from it
+    before = store.request_stats.total
+    got = {(k, f): a[:] for (k, f), a in arrays.items() if f == "count"}
+    assert store.request_stats.total == before  # o1 and o2 from o2's kept chunk
+    arrays[1, "h_max"][:]
+    between = store.request_stats.total
+    assert between > before  # another field: its leaves are read once ...
+    got.update({(k, "h_max"): arrays[k, "h_max"][:] for k in (0, 2)})
+    assert store.request_stats.total == between  # ... for every coarse order
+    for (k, f), values in got.items():
+        want = _moczarr_fold(root, k, f)
+        fill = _fill(arrays[k, f])
+        np.testing.assert_array_equal(values, [want.get(w, fill) for w in words[k].tolist()])
+    rel = "4/4/4/1/1/1/444111.zarr"
+    current = json.loads((root / rel / "zarr.json").read_text())[
+        "attributes"]["morton_hive_commit"]["current"]
+    repoint(root, SimpleNamespace(leaf=rel, meta=f"{rel}/{current}/7/count/zarr.json"), 1)
+    store.refresh()
+    want = _moczarr_fold(root, 0, "count")
+    again = arrays[0, "count"][:]
+    np.testing.assert_array_equal(again, [want.get(w, 0) for w in words[0].tolist()])
+    assert (again != got[0, "count"]).any()
+
+
+def test_requests_for_one_computed_chunk_met_while_it_is_folded_share_the_fold():
+    from zarr.core.buffer import default_buffer_prototype
+
+    async def read(store: MocHiveStore, times: int) -> list:
+        return await asyncio.gather(*(store.get("atl06/o6/count/c/0",
+                                                 default_buffer_prototype())
+                                      for _ in range(times)))
+
+    alone, shared = MocHiveStore(FIXTURES / "pyramid1"), MocHiveStore(FIXTURES / "pyramid1")
+    for store in (alone, shared):  # opened: only the fold's requests are counted below
+        zarr.open_array(store, path="atl06/o6/count", mode="r")
+    before = alone.request_stats.total, shared.request_stats.total
+    one = asyncio.run(read(alone, 1))
+    three = asyncio.run(read(shared, 3))
+    assert alone.request_stats.total - before[0] > 0
+    assert shared.request_stats.total - before[1] == alone.request_stats.total - before[0]
+    assert {bytes(b.to_bytes()) for b in three} == {bytes(one[0].to_bytes())}
 
 
 def test_computed_orders_on_the_sphere_are_the_covered_ones_in_place():

@@ -7,15 +7,22 @@ arrives (``hive/folds.Accumulator``): memory is that many leaves' values beside 
 chunk. A chunk folded from immutable ``run-*`` versions only is kept (``ComputedChunks``)
 under the stamps it was folded from, and used again while each is still the one the
 session's stamp cache holds: a leaf committed again (a stamp re-read, a new ``serve``
-generation) makes it folded anew.
+generation) makes it folded anew. Requests for one chunk met while it is being folded
+share that fold.
+
+The orders coarser than the shard order keep their nodes at order 0 (one per base cell),
+so each of their chunks folds every leaf of its base cell. Where the fold gives exactly
+the same values folded again (``min``, ``max``; an integer ``sum`` with fill value 0), such
+a chunk is folded from the chunk of the same node at the finest of those orders (kept, or
+folded once for all of them): one pass over the leaves serves every coarse order.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -35,6 +42,7 @@ if TYPE_CHECKING:
     from ..session import HiveSession
 
 Under = tuple[tuple[str, Leaf], ...]  # the stamps a chunk was folded from, by leaf path
+T = TypeVar("T")
 Executor = tuple[Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]]
 
 
@@ -43,18 +51,71 @@ async def computed_chunk(session: HiveSession, plan: Compute,
     """The bytes of computed chunk ``plan`` (little-endian values), ``None`` when no cell
     beneath it holds a value (the fill value). ``run``: the executor's ``(execute,
     read_leaf)``, which its leaves are read with. Cost: kept, a look at each of its
-    leaves' cached stamps; else every leaf beneath it read (:func:`fold_chunk`)."""
+    leaves' cached stamps; else every leaf beneath it read (:func:`fold_chunk`), or the
+    chunk it is folded from again (:func:`refolded`)."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, ComputedArray)
-    key = (plan.array, plan.coords)
-    found = session.computed.get(key, session.leaves)
-    if found is None:
-        data, under = await fold_chunk(session, array, plan.coords, run)
-        if under is not None:
-            session.computed.put(key, under, data)
-        found = (data,)
-    data = found[0]
+    data, _ = await _chunk(session, array, plan.coords, run)
     return None if data is None else slice_bytes(data, plan.byte_range)
+
+
+async def _chunk(session: HiveSession, array: ComputedArray, coords: tuple[int, ...],
+                 run: Executor) -> tuple[bytes | None, Under | None]:
+    """Chunk ``coords`` of ``array`` and the stamps it was folded from: kept, or folded
+    (once for every request that meets it being folded) and kept where it may be."""
+    key = (array.path, coords)
+    found = session.computed.get(key, session.leaves)
+    if found is not None:
+        return found
+    finer = refold_source(session, array)
+
+    async def fold() -> tuple[bytes | None, Under | None]:
+        if finer is not None:
+            made = refolded(array, await _chunk(session, finer, coords, run))
+        else:
+            made = await fold_chunk(session, array, coords, run)
+        if made[1] is not None:
+            session.computed.put(key, made[1], made[0])
+        return made
+
+    return await session.computed.once(key, fold)
+
+
+def refold_source(session: HiveSession, array: ComputedArray) -> ComputedArray | None:
+    """The computed array whose chunks ``array``'s are folded from (the same field and
+    node, at the finest order whose nodes are at order 0), or ``None``: folded from the
+    leaves. Only where folding a folded cell again gives exactly what the leaves give:
+    ``min`` and ``max`` (a folded cell with a value is never the fill value), an integer
+    ``sum`` whose fill value is 0 (a skipped cell adds 0). No I/O."""
+    level, fold = array.level, array.fold
+    source = level.source
+    assert source is not None
+    exact = fold.method in ("min", "max") or (
+        fold.dtype.kind in "iub" and not fold.fill.any())
+    if not exact or level.node_order or level.cell_order >= source.depth:
+        return None
+    path = f"{level.path.rsplit('/', 1)[0]}/o{source.depth}/{array.name}"
+    finer = session.view.arrays.get(path)
+    if not isinstance(finer, ComputedArray) or finer.level.source is not source \
+            or finer.level.node_order or finer.fold != fold:
+        return None
+    return finer
+
+
+def refolded(array: ComputedArray, finer: tuple[bytes | None, Under | None]
+             ) -> tuple[bytes | None, Under | None]:
+    """``array``'s chunk folded from ``finer``, the chunk of the same node at a finer
+    order (:func:`refold_source`), under the same stamps. Cost: one pass over its cells."""
+    data, under = finer
+    if data is None:
+        return None, under
+    fold = array.fold
+    values = np.frombuffer(data, dtype=fold.dtype.newbyteorder("<"))
+    cells = array.level.cells_per_node
+    accumulator = Accumulator(fold, cells)
+    accumulator.add(values, values.size // cells, 0)
+    out = accumulator.result().astype(fold.dtype.newbyteorder("<"), copy=False)
+    return out.tobytes(), under
 
 
 async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[int, ...],
@@ -142,18 +203,20 @@ async def _values(source: FieldArray, data: BytesLike | None) -> np.ndarray:
 class ComputedChunks:
     """The computed chunks a session keeps: up to ``limit`` bytes of them, least recently
     used let go first (``config["cache.computed_bytes"]``), each with the stamps it was
-    folded from."""
+    folded from; and the folds under way, so that requests for one chunk share one."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._kept: OrderedDict[tuple[str, tuple[int, ...]], tuple[Under, bytes | None]] = (
             OrderedDict())
         self._bytes = 0
+        self._folding: dict[tuple[str, tuple[int, ...]],
+                            tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
 
     def get(self, key: tuple[str, tuple[int, ...]],
-            leaves: LeafCache) -> tuple[bytes | None] | None:
-        """``(bytes,)`` of a kept chunk whose every stamp is still the one ``leaves``
-        holds, else ``None``. Cost: a cache look per leaf beneath it."""
+            leaves: LeafCache) -> tuple[bytes | None, Under] | None:
+        """``(bytes, stamps)`` of a kept chunk whose every stamp is still the one
+        ``leaves`` holds, else ``None``. Cost: a cache look per leaf beneath it."""
         found = self._kept.get(key)
         if found is None:
             return None
@@ -162,7 +225,27 @@ class ComputedChunks:
             self._drop(key)
             return None
         self._kept.move_to_end(key)
-        return (data,)
+        return data, under
+
+    async def once(self, key: tuple[str, tuple[int, ...]],
+                   fold: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """``fold()``'s result, run once for every caller that asks for ``key`` while it
+        runs (on one event loop); a caller cancelled leaves it running for the others."""
+        loop = asyncio.get_running_loop()
+        found = self._folding.get(key)
+        if found is None or found[0] is not loop:
+            task: asyncio.Task[T] = loop.create_task(fold())
+            self._folding[key] = loop, task
+            task.add_done_callback(lambda done: self._finished(key, done))
+        else:
+            task = found[1]
+        return await asyncio.shield(task)
+
+    def _finished(self, key: tuple[str, tuple[int, ...]], task: asyncio.Task[Any]) -> None:
+        if self._folding.get(key, (None, None))[1] is task:
+            del self._folding[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: a failure is its callers' to raise
 
     def put(self, key: tuple[str, tuple[int, ...]], under: Under, data: bytes | None) -> None:
         self._drop(key)
