@@ -291,6 +291,25 @@ def test_generations_expire_on_the_clock():
     assert second.max_age(now[0]) == 10
 
 
+def test_a_new_generation_uses_the_computed_chunks_its_predecessor_kept():
+    """pyramid1's o6 computes: the next generation reads each leaf's stamp again, and
+    nothing else, to serve the chunks the first one folded."""
+    now = [0.0]
+    generations = Generations(lambda: MocHiveStore(FIXTURES / "pyramid1"), 10,
+                              clock=lambda: now[0])
+    first = generations.current().store
+    values = zarr.open_array(first, path="atl06/o6/count", mode="r")[:]
+    now[0] = 10.0
+    second = generations.current().store
+    assert second is not first
+    array = zarr.open_array(second, path="atl06/o6/count", mode="r")
+    before = second.request_stats.total
+    np.testing.assert_array_equal(array[:], values)
+    leaves = np.unique(moczarr.parent_cells(moczarr.open_hive(
+        str(FIXTURES / "pyramid1"))["morton"].values, 5)).size  # its shard order
+    assert second.request_stats.total - before == leaves
+
+
 @pytest.mark.parametrize("ttl", [0, -1, float("inf"), float("nan"), "soon"])
 def test_bad_stamp_ttl(ttl):
     with pytest.raises(ValueError, match="stamp_ttl"):

@@ -377,6 +377,21 @@ def test_the_orders_above_the_shard_order_share_one_pass_over_the_leaves(hive_co
     assert (again != got[0, "count"]).any()
 
 
+def test_a_kept_fold_is_used_again_after_a_refresh_once_its_stamps_are_read_unchanged():
+    store = MocHiveStore(FIXTURES / "pyramid1")
+    array = zarr.open_array(store, path="atl06/o6/count", mode="r")
+    before = store.request_stats.total
+    first = array[:]
+    folded = store.request_stats.total - before
+    store.refresh()
+    before = store.request_stats.total
+    np.testing.assert_array_equal(array[:], first)
+    # each leaf's stamp read again, nothing else: 5 is pyramid1's shard order
+    leaves = np.unique(moczarr.parent_cells(moczarr.open_hive(
+        str(FIXTURES / "pyramid1"))["morton"].values, 5)).size
+    assert store.request_stats.total - before == leaves < folded
+
+
 def test_requests_for_one_computed_chunk_met_while_it_is_folded_share_the_fold():
     from zarr.core.buffer import default_buffer_prototype
 

@@ -6,8 +6,9 @@ chunk per leaf (``read_leaf``: checked, re-encoded where a leaf is encoded other
 arrives (``hive/folds.Accumulator``): memory is that many leaves' values beside the
 chunk. A chunk folded from immutable ``run-*`` versions only is kept (``ComputedChunks``)
 under the stamps it was folded from, and used again while each is still the one the
-session's stamp cache holds: a leaf committed again (a stamp re-read, a new ``serve``
-generation) makes it folded anew. Requests for one chunk met while it is being folded
+session's stamp cache holds; a stamp read again (``refresh()``, a new ``serve``
+generation, which takes the chunks its predecessor kept) is compared, and a leaf committed
+again makes the chunk folded anew. Requests for one chunk met while it is being folded
 share that fold.
 
 The orders coarser than the shard order keep their nodes at order 0 (one per base cell),
@@ -30,7 +31,7 @@ from ..chunkbytes import plain_bytes
 from ..errors import EncodingError
 from ..hive.arraymeta import fill_number
 from ..hive.folds import Accumulator
-from ..hive.leaves import Leaf, LeafCache
+from ..hive.leaves import Leaf, LeafCache, Read
 from ..io.ranges import BytesLike, slice_bytes
 from ..transcode import decode_chunk
 from ..tunables import setting
@@ -64,7 +65,7 @@ async def _chunk(session: HiveSession, array: ComputedArray, coords: tuple[int, 
     """Chunk ``coords`` of ``array`` and the stamps it was folded from: kept, or folded
     (once for every request that meets it being folded) and kept where it may be."""
     key = (array.path, coords)
-    found = session.computed.get(key, session.leaves)
+    found = await session.computed.get(key, session.leaves, session.backend.get)
     if found is not None:
         return found
     finer = refold_source(session, array)
@@ -213,19 +214,37 @@ class ComputedChunks:
         self._folding: dict[tuple[str, tuple[int, ...]],
                             tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
 
-    def get(self, key: tuple[str, tuple[int, ...]],
-            leaves: LeafCache) -> tuple[bytes | None, Under] | None:
-        """``(bytes, stamps)`` of a kept chunk whose every stamp is still the one
-        ``leaves`` holds, else ``None``. Cost: a cache look per leaf beneath it."""
+    async def get(self, key: tuple[str, tuple[int, ...]], leaves: LeafCache,
+                  read: Read) -> tuple[bytes | None, Under] | None:
+        """``(bytes, stamps)`` of a kept chunk whose every leaf's stamp is still the one it
+        was folded from, else ``None``. Cost: a cache look per leaf beneath it; a stamp
+        ``leaves`` does not hold (a new ``serve`` generation, ``refresh()``) read with
+        ``read`` and compared."""
         found = self._kept.get(key)
         if found is None:
             return None
         under, data = found
         if not all(leaves.hit(path) is leaf for path, leaf in under):
-            self._drop(key)
-            return None
+            try:
+                now = await asyncio.gather(*(leaves.resolve(path, read) for path, _ in under))
+            except Exception:  # the fold reads them again, and says what is wrong
+                now = []
+            if len(now) != len(under) or any(
+                    new.slim() != old for (_, old), new in zip(under, now, strict=False)):
+                self._drop(key)
+                return None
+            under = tuple((path, leaves.hit(path) or new.slim())
+                          for (path, _), new in zip(under, now, strict=True))
+            self._kept[key] = (under, data)
         self._kept.move_to_end(key)
         return data, under
+
+    def adopt(self, other: ComputedChunks) -> None:
+        """Take the chunks ``other`` keeps (a new ``serve`` generation takes its
+        predecessor's): each is used again once its leaves' stamps, read anew, are the
+        ones it was folded from."""
+        self._kept, other._kept = other._kept, OrderedDict()
+        self._bytes, other._bytes = other._bytes, 0
 
     async def once(self, key: tuple[str, tuple[int, ...]],
                    fold: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -22,7 +22,8 @@ empty caches) once ``stamp_ttl`` seconds have passed since the generation began.
 
 Cost: the first generation opens the hive (a constant number of requests); each later one
 copies its structure (no request) and reads each leaf stamp again the first time one of
-its chunks is asked for.
+its chunks is asked for. It takes the computed chunks its predecessor kept: one is used
+again once the stamps of the leaves it was folded from are read again and unchanged.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ class Generations:
             shown = self._current.store.session.snapshot()
             if shown is not None:  # what clients were shown stays: only the stamps renew
                 fresh.session.adopt(copy.deepcopy(shown))
+                # computed chunks too, each used again once its leaves' stamps are re-read
+                fresh.session.computed.adopt(self._current.store.session.computed)
             self._current = Generation(fresh, now + self.stamp_ttl)
             self.count += 1
         return self._current
