@@ -373,6 +373,7 @@ def docstring_parameters() -> str:
 # -- serve's own options ------------------------------------------------------------------------
 
 DEFAULT_STAMP_TTL = 60.0
+DEFAULT_WARM_LEAVES = 20_000  # serve's warm-up (serve/warm.py): ~15 s of one core at most
 """Seconds a served leaf's stamp is trusted by default (``serve --stamp-ttl``)."""
 MAX_STAMP_TTL = 365 * 86400.0  # a year
 MAX_WORKERS = 256
@@ -468,6 +469,12 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "Seconds a leaf's commit stamp is trusted before it is read again, and the longest "
         "max-age sent (max-age only with geometry sphere, else no-cache).",
         check_stamp_ttl, _text_number, repr, flag="--stamp-ttl", metavar="SECONDS"),
+    Option(
+        "warm_leaves", DEFAULT_WARM_LEAVES,
+        "Leaf reads the server may make at start to fold the coarse computed orders before "
+        "a client asks (the map viewer's first picture); 0: none.",
+        lambda v: _within("warm_leaves", v, 0, 10**9), _text_integer, repr,
+        flag="--warm-leaves", metavar="N"),
     Option(
         "tiles", False,
         "Also serve map tiles of every field under /.tiles/ (OGC API Tiles, XYZ PNG; the "

@@ -46,6 +46,8 @@ BAD = [  # flag, value, what the message says is allowed
     ("--stamp-ttl", "inf", "more than 0 and at most 31,536,000"),
     ("--stamp-ttl", "nan", "more than 0 and at most 31,536,000"),
     ("--stamp-ttl", "soon", "expected a number of seconds"),
+    ("--warm-leaves", "-1", "from 0 to 1,000,000,000"),
+    ("--warm-leaves", "lots", "expected an integer"),
 ]
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from ..chunkbytes import plain_bytes
 from ..errors import EncodingError
 from ..hive.arraymeta import fill_number
-from ..hive.folds import Accumulator
+from ..hive.folds import Accumulator, Fold
 from ..hive.leaves import Leaf, LeafCache, Read
 from ..io.ranges import BytesLike, slice_bytes
 from ..transcode import decode_chunk
@@ -41,6 +41,7 @@ from .plan import Absent, Compute, plan_chunk
 
 if TYPE_CHECKING:
     from ..session import HiveSession
+    from ..view.tree import View
 
 Under = tuple[tuple[str, Leaf], ...]  # the stamps a chunk was folded from, by leaf path
 T = TypeVar("T")
@@ -91,9 +92,7 @@ def refold_source(session: HiveSession, array: ComputedArray) -> ComputedArray |
     level, fold = array.level, array.fold
     source = level.source
     assert source is not None
-    exact = fold.method in ("min", "max") or (
-        fold.dtype.kind in "iub" and not fold.fill.any())
-    if not exact or level.node_order or level.cell_order >= source.depth:
+    if not _refolds(fold) or level.node_order or level.cell_order >= source.depth:
         return None
     path = f"{level.path.rsplit('/', 1)[0]}/o{source.depth}/{array.name}"
     finer = session.view.arrays.get(path)
@@ -101,6 +100,21 @@ def refold_source(session: HiveSession, array: ComputedArray) -> ComputedArray |
             or finer.level.node_order or finer.fold != fold:
         return None
     return finer
+
+
+def coarse_sources(view: View) -> list[ComputedArray]:
+    """The computed arrays that coarser orders are folded from again (the finest order
+    whose nodes are at order 0, each field whose fold :func:`refold_source` allows), in
+    path order. No I/O."""
+    found = []
+    for path in sorted(view.arrays):
+        array = view.arrays[path]
+        if isinstance(array, ComputedArray) and not array.level.node_order:
+            source = array.level.source
+            assert source is not None
+            if array.level.cell_order == source.depth and _refolds(array.fold):
+                found.append(array)
+    return found
 
 
 def refolded(array: ComputedArray, finer: tuple[bytes | None, Under | None]
@@ -117,6 +131,11 @@ def refolded(array: ComputedArray, finer: tuple[bytes | None, Under | None]
     accumulator.add(values, values.size // cells, 0)
     out = accumulator.result().astype(fold.dtype.newbyteorder("<"), copy=False)
     return out.tobytes(), under
+
+
+def _refolds(fold: Fold) -> bool:
+    """Whether a cell folded by ``fold`` folds again to what its cells fold to."""
+    return fold.method in ("min", "max") or (fold.dtype.kind in "iub" and not fold.fill.any())
 
 
 async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[int, ...],

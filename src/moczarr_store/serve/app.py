@@ -23,12 +23,14 @@ those lines with ``--access-log``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import platform
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,6 +59,7 @@ from .representation import (
 )
 from .resource import Found, find, leaf_tag, read_range, whole
 from .streamed import Streamed
+from .warm import warm
 
 logger = logging.getLogger("moczarr_store.serve")
 access_logger = logging.getLogger("moczarr_store.serve.access")
@@ -350,6 +353,25 @@ def _index(static_dir: Path | None,
     return index
 
 
+def _warming(generations: Generations, warm_leaves: int) -> Callable[[Any], Any]:
+    """The app's lifespan: the warm-up (:func:`.warm.warm`) runs in the background while it
+    serves, and is cancelled when it stops."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        task = asyncio.get_running_loop().create_task(warm(generations, warm_leaves)) \
+            if warm_leaves else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    return lifespan
+
+
 def create_app(
     source_or_store: Any,
     *,
@@ -357,6 +379,7 @@ def create_app(
     stamp_ttl: float = DEFAULT_STAMP_TTL,
     static_dir: Path | None = STATIC_DIR,
     tiles: bool = False,
+    warm_leaves: int = 0,
     **store_options: Any,
 ) -> HiveApp:
     """An ASGI app serving one hive as a Zarr v3 hierarchy over HTTP.
@@ -367,8 +390,10 @@ def create_app(
     generation).
     ``cors``: origins allowed to read (``"*"`` for any). ``stamp_ttl``: seconds a
     generation's stamps are trusted and the longest ``max-age`` sent. ``static_dir``: the
-    viewer's files. Nothing is read until the first request; ``app.state.generations``
-    holds the current store. Create one app per process (each worker its own).
+    viewer's files. ``warm_leaves``: leaf reads allowed at start to fold the coarse
+    computed orders (:mod:`.warm`; 0, the default here: none, and nothing is read until
+    the first request). ``app.state.generations`` holds the current store. Create one app
+    per process (each worker its own).
     """
     make, first = store_factory(source_or_store, store_options)
     generations = Generations(make, stamp_ttl, first)
@@ -384,6 +409,6 @@ def create_app(
         prefixes += (made.TILES_PREFIX,)
     routes.append(Route("/{path:path}/", keys.index, methods=["GET"]))
     routes.append(Route("/{key:path}", keys.handle, methods=["GET"]))  # 405 for others
-    pages = Starlette(routes=routes)
+    pages = Starlette(routes=routes, lifespan=_warming(generations, warm_leaves))
     pages.state.generations = generations
     return HiveApp(keys, pages, prefixes=prefixes, cors=list(check_origins(cors)))

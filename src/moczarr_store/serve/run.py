@@ -47,9 +47,10 @@ def log_config(access_log: bool) -> dict[str, Any]:
 def serve(source: str, **options: Any) -> None:
     """Serve ``source`` until interrupted. ``options``: serve's own
     (``options.SERVE_OPTIONS``: ``host``, ``port``, ``workers``, ``cors``, ``stamp_ttl``,
-    ``tiles``, ``access_log``), checked before anything is opened, and the store's, checked as the
-    store is made, before the port is bound. One worker runs the app in this process;
-    more start ``workers`` processes, each building its own app from the environment."""
+    ``warm_leaves``, ``tiles``, ``access_log``), checked before anything is opened, and the
+    store's, checked as the store is made, before the port is bound. One worker runs the
+    app in this process; more start ``workers`` processes, each building its own app from
+    the environment."""
     served = check_serve({k: options.pop(k) for k in list(options) if k in SERVE_BY_NAME})
     if served["tiles"]:
         tiles_module()  # an ImportError naming the extra before anything is opened

@@ -66,6 +66,14 @@ class ComputedArray:
     def chunk_nbytes(self) -> int:
         return self.level.cells_per_node * self.fold.dtype.itemsize
 
+    @property
+    def leaves_folded(self) -> int:
+        """The leaf reads that folding every chunk makes, at most: each leaf of every
+        source level once per window folded."""
+        windowed = self.level.fold or self.windowed
+        return sum(s.level.n_nodes * (max(1, len(s.level.windows)) if windowed else 1)
+                   for s in self.sources)
+
     def beneath(self, coords: tuple[int, ...],
                 base: Level) -> tuple[list[str | None], int, int, np.ndarray]:
         """What chunk ``coords`` folds from source level ``base``: ``(windows, first, stop,
