@@ -96,9 +96,9 @@ def refold_source(session: HiveSession, array: ComputedArray) -> ComputedArray |
         return None
     path = f"{level.path.rsplit('/', 1)[0]}/o{source.depth}/{array.name}"
     finer = session.view.arrays.get(path)
-    if not isinstance(finer, ComputedArray) or finer.level.source is not source \
-            or finer.level.node_order or finer.fold != fold:
-        return None
+    if not isinstance(finer, ComputedArray) or finer.level.node_order or finer.fold != fold \
+            or [s.level for s in finer.sources] != [s.level for s in array.sources]:
+        return None  # (a D24 region coarser than the finer order: not in its chunks)
     return finer
 
 
