@@ -101,10 +101,12 @@ def establishing(hive: Path, group: str, field: str, rounds: int) -> tuple[float
 
 class StoreCalls:
     """A new store whose ``_open`` (the hive's, at zarr's first use), ``get``, ``exists``
-    and ``getsize`` add up the seconds they take."""
+    and ``getsize`` add up the seconds they take; its ``get``s are counted, with the bytes
+    they answer and the chunk keys among them (``chunks``)."""
 
     def __init__(self, hive: Path) -> None:
         self.store, self.seconds = MocHiveStore(hive), 0.0
+        self.gets, self.nbytes, self.chunks = 0, 0, []
         for name in ("_open", "get", "exists", "getsize"):
             setattr(self.store, name, self._timed(getattr(self.store, name)))
 
@@ -112,16 +114,26 @@ class StoreCalls:
         async def timed(*args, **kwargs):
             start = time.perf_counter()
             try:
-                return await call(*args, **kwargs)
+                got = await call(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - start
+            if call.__name__ == "get":
+                self._count(args[0], got)
+            return got
         return timed
 
+    def _count(self, key: str, got) -> None:
+        self.gets += 1
+        self.nbytes += 0 if got is None else len(got)
+        if got is not None and "/c/" in key:
+            self.chunks.append(key)
 
-def open_cost(hive: Path, group: str, rounds: int) -> tuple[float, float]:
+
+def open_cost(hive: Path, group: str, rounds: int) -> tuple[float, float, dict]:
     """Seconds of ``xr.open_zarr(store, group=g)`` on a new store, no field read, and of
-    the store's calls in it (documents, consolidated metadata, coordinates read at open);
-    the best of ``rounds``."""
+    the store's calls in it (documents, consolidated metadata, coordinates read at open),
+    the best of ``rounds``; and what it read: ``{"store_gets", "store_bytes",
+    "chunks_read"}`` (the arrays whose chunks xarray reads at open: index coordinates)."""
     took: dict[str, list[float]] = {"open": [], "store": []}
     for _ in range(rounds):
         calls = StoreCalls(hive)
@@ -130,7 +142,10 @@ def open_cost(hive: Path, group: str, rounds: int) -> tuple[float, float]:
         open_xr(calls.store, group)
         took["open"].append(time.perf_counter() - start)
         took["store"].append(calls.seconds)
-    return min(took["open"]), min(took["store"])
+    read = {"store_gets": calls.gets, "store_bytes": calls.nbytes,
+            "chunks_read": sorted({k.rsplit("/c/", 1)[0].rsplit("/", 1)[-1]
+                                   for k in calls.chunks})}
+    return min(took["open"]), min(took["store"]), read
 
 
 def _timed(hive: Path, group: str, field: str, fields: list[str], want: dict,
@@ -173,7 +188,7 @@ def measure_targets(hive: Path, group: str, field: str = "h_mean", rounds: int =
     full, chunk, leaves = floors(hive, group, field)
     t, array = _timed(hive, group, field, fields, want, rounds)
     per_leaf, raw_per_leaf = establishing(hive, group, field, rounds)
-    opened, store_part = open_cost(hive, group, rounds)
+    opened, store_part, read_at_open = open_cost(hive, group, rounds)
     rows = [target_row(name, label, t[key], floor, base, limit)
             for label, key, floor, base, limit in (
         ("first scan (new store), zarr [:]", "first zarr", "full floor", full, 2),
@@ -195,7 +210,7 @@ def measure_targets(hive: Path, group: str, field: str = "h_mean", rounds: int =
         "scan less second", per_leaf, "raw read of those documents", raw_per_leaf, 1.5))
     rows.append(target_row(
         name, "xr.open_zarr(store, group=g), new store, no field read", opened,
-        "the store's calls in it", store_part, None))
+        "the store's calls in it", store_part, None, **read_at_open))
     # random reads against the "leaf" mode
     leaf = zarr.open_array(MocHiveStore(hive, chunking="leaf"), path=f"{group}/{field}", mode="r")
     per = random_reads(want[field], leaves and want[field].size // leaves,
