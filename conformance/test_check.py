@@ -25,7 +25,13 @@ PEER_HIVES = ["moczarr/serc_hive", "moczarr/serc_hive_pg3", "moczarr/multiproduc
 SERC = str(OWN / "bare_versioned")
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in OWN.iterdir() if p.is_dir()))
+# _d24: moczarr 0.10 reads no product whose leaves sit at several cell orders (it looks for
+# every leaf's arrays at the manifest's order); tests/store/test_d24_compose.py checks it
+# against moczarr leaf by leaf
+SWEPT = sorted(p.name for p in OWN.iterdir() if p.is_dir() and p.name != "_d24")
+
+
+@pytest.mark.parametrize("name", SWEPT)
 @pytest.mark.parametrize(
     "options",
     [["--verify", "lazy"], ["--verify", "open"], ["--chunking", "shard"], ["--chunking", "inner"]],
