@@ -130,3 +130,27 @@ def test_a_document_that_cannot_be_read_gives_no_computed_orders(hive_copy, monk
     assert said == ["aggregation.yaml: cannot be read (PermissionError); the product has no "
                     "computed orders"]
     assert list(group["atl06"].group_keys()) == ["o7"]
+
+
+def test_a_new_store_of_the_product_parses_its_config_once(hive_copy, monkeypatch):
+    """The folds derived from a document are kept by its bytes and the hash they matched: a
+    second store of the product parses no YAML; a changed document is parsed and checked
+    again (and refused here: it no longer hashes to the manifest's)."""
+    from moczarr_store.hive import aggregation
+
+    root, parsed, real = hive_copy("sharded"), [], aggregation._load
+
+    def counted(payload, manifest):
+        parsed.append(payload)
+        return real(payload, manifest)
+
+    monkeypatch.setattr(aggregation, "_load", counted)
+    first, _ = _open(root)
+    second, said = _open(root)
+    assert len(parsed) == 1 and not said
+    assert sorted(second["atl06/o5"].array_keys()) == sorted(first["atl06/o5"].array_keys())
+    config = root / "aggregation.yaml"
+    config.write_text(config.read_text().replace("function: max", "function: min"))
+    third, said = _open(root)
+    assert len(parsed) == 2 and len(said) == 1 and "does not hash" in said[0]
+    assert list(third["atl06"].group_keys()) == ["o7"]
