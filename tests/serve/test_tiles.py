@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from support.jsclients import JS, chromium, run_node, version
 from support.serving import FIXTURES, Served, fetch
-from support.tiles import QUAD, colour, pixels, spots
+from support.tiles import QUAD, cells_under, colour, pixels, spots
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
@@ -143,6 +143,44 @@ def test_the_order_drawn_suits_the_zoom(warmed):
 
         assert [level("atl06", z) for z in (0, 1, 2, 7)] == ["o5", "o6", "o7", "o7"]
         assert level("atl06.o3", 7) == "o3"
+
+
+@needs_tiles
+def test_a_field_without_a_fold_is_drawn_from_its_stored_order_at_every_zoom(sharded):
+    """``h_mean`` (a mean: no exact fold) is absent from the computed orders, so at zoom 1,
+    where ``h_max`` is drawn from computed order 6, it is drawn from stored order 7: each
+    cell in the colour of its stored value. (2,048 pixels square, so that order-7 cells
+    span pixels while the zoom still picks order 6.)"""
+    found = spots(FIXTURES / "sharded", "h_mean", 7, 1, 4, size=2048)
+    lo, hi = scale(found)
+    for field, order in (("h_max", "o6"), ("h_mean", "o7")):
+        status, headers, body = fetch(sharded, tile_path(
+            "atl06", found[0], variables=field, colorscalerange=f"{lo},{hi}"))
+        assert status == 200, body[:300]
+        assert headers["x-multiscale-level"] == order
+    assert_coloured(sharded, "atl06", found, lo, hi, width=2048, height=2048)
+
+
+@needs_tiles
+def test_where_cells_are_smaller_than_pixels_each_pixel_shows_a_stored_value(sharded):
+    """At zoom 0 (156 km pixels, order-7 cells about 50 km), each pixel drawn shows the
+    value of the cell under its centre, never one made from its neighbours."""
+    import moczarr
+
+    opened = moczarr.open_hive(str(FIXTURES / "sharded"))
+    values = dict(zip(np.asarray(opened["cell_ids"].values).tolist(),
+                      np.asarray(opened["h_mean"].values, dtype="float64").tolist(),
+                      strict=True))
+    lo, hi = np.nanmin(list(values.values())), np.nanmax(list(values.values()))
+    status, _, body = fetch(sharded, "/.tiles/datasets/atl06/tiles/WebMercatorQuad/0/0/0?"
+                            f"variables=h_mean&colorscalerange={lo},{hi}")
+    assert status == 200, body[:300]
+    drawn, under = pixels(body), cells_under(0, 0, 0, 7)
+    shown = np.argwhere(drawn[..., 3] > 0)
+    assert len(shown) > 20
+    for y, x in shown:
+        expected = colour(values[int(under[y, x])], lo, hi)
+        assert np.abs(drawn[y, x, :3] - expected).max() <= 1, (y, x, drawn[y, x])
 
 
 @needs_tiles

@@ -32,10 +32,10 @@ class Spot:
 
 
 def spots(hive, field: str, order: int, z: int, count: int, window: str | None = None,
-          quad: str = QUAD, where=None) -> list[Spot]:
+          quad: str = QUAD, where=None, size: int = TILE) -> list[Spot]:
     """``count`` cells of ``field`` at ``order`` holding a value (spread over the rows; those
     whose latitudes pass ``where`` only), as moczarr reads them, placed on tiles of zoom
-    ``z`` of the tile matrix set ``quad``."""
+    ``z`` of the tile matrix set ``quad``, ``size`` pixels square."""
     import cdshealpix.nested
     import moczarr
     import morecantile
@@ -56,8 +56,8 @@ def spots(hive, field: str, order: int, z: int, count: int, window: str | None =
         tile = tms.tile(x, y, z)
         box = tms.xy_bounds(tile)
         mx, my = tms.xy(x, y)
-        px = int((mx - box.left) / (box.right - box.left) * TILE)
-        py = int((box.top - my) / (box.top - box.bottom) * TILE)
+        px = int((mx - box.left) / (box.right - box.left) * size)
+        py = int((box.top - my) / (box.top - box.bottom) * size)
         found.append(Spot(int(ids[row]), float(x), float(y), float(values[row]), z, tile.y,
                           tile.x, px, py))
     return found
@@ -76,3 +76,21 @@ def pixels(png: bytes) -> np.ndarray:
     from PIL import Image
 
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def cells_under(z: int, y: int, x: int, order: int, size: int = TILE) -> np.ndarray:
+    """The order-``order`` cell under each pixel centre of WebMercatorQuad tile ``z/y/x``
+    (rows first; from morecantile, pyproj and cdshealpix)."""
+    import astropy.units as u
+    import cdshealpix.nested
+    import morecantile
+    from astropy.coordinates import Latitude, Longitude
+    from pyproj import Transformer
+
+    box = morecantile.tms.get(QUAD).xy_bounds(morecantile.Tile(x, y, z))
+    centres = (np.arange(size) + 0.5) / size
+    mx, my = np.meshgrid(box.left + centres * (box.right - box.left),
+                         box.top - centres * (box.top - box.bottom))
+    lon, lat = Transformer.from_crs(3857, 4326, always_xy=True).transform(mx, my)
+    return cdshealpix.nested.lonlat_to_healpix(
+        Longitude(lon, u.deg), Latitude(lat, u.deg), order).astype("uint64")

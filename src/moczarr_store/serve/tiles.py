@@ -10,7 +10,9 @@ dataset ``/datasets/{id}/tiles/`` (its tilesets), ``.../tiles/{tms}/tilejson.jso
 pixels square unless ``width``/``height`` say otherwise).
 
 Dataset ids name groups of the hierarchy: ``{product}`` holds every order of the product,
-and each tile is drawn from the order whose cell size is nearest the tile's pixel size;
+and each tile is drawn from the order, among those holding the tile's fields, whose cell
+size is nearest the tile's pixel size (a field without a fold, absent from the computed
+orders, is drawn from its stored orders at every zoom);
 ``{product}.o{N}`` holds order ``N`` alone; ``{product}.all_time`` and
 ``{product}.all_time.o{N}`` the same for a windowed product's all-time folds. A windowed
 field is drawn for ``?window=LABEL`` (the last window without it).
@@ -33,6 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -57,6 +60,9 @@ DEFAULTS = {"width": "256", "height": "256", "f": "png"}
 # a cell's side, in degrees, at order 0: sqrt(4 pi / 12) radians
 ORDER0_DEGREES = math.degrees(math.sqrt(math.pi / 3))
 _ORDER = re.compile(r"o(\d{1,2})")
+# the fields the request being answered draws (its ``variables``): xpublish-tiles picks a
+# tree's order by zoom alone, so the dataset provider answers with the orders holding them
+_DRAWN: ContextVar[frozenset[str]] = ContextVar("moczarr_tiles_drawn", default=frozenset())
 
 
 def order_attrs(order: int) -> dict[str, Any]:
@@ -73,7 +79,8 @@ class _Datasets:
     def __init__(self, store: MocHiveStore, shown: Hive | None, lineage: str) -> None:
         self.store, self.shown, self.lineage = store, shown, lineage
         self._groups: dict[str, list[str]] | None = None  # id -> its order groups
-        self._trees: dict[str, xr.DataTree] = {}
+        self._nodes: dict[str, xr.Dataset] = {}  # group path -> its order's dataset
+        self._trees: dict[tuple[str, tuple[str, ...]], xr.DataTree] = {}  # (id, groups)
         self._lock = threading.Lock()
 
     def groups(self) -> dict[str, list[str]]:
@@ -97,28 +104,33 @@ class _Datasets:
     def _children(self, path: str) -> list[str]:
         return sorted(zarr.open_group(self.store, path=path, mode="r").group_keys())
 
-    def tree(self, dataset_id: str) -> xr.DataTree | None:
-        """The tree of ``dataset_id`` (``None`` for an unknown id): one node per order, its
-        fields lazy. Cost: each order's metadata, once."""
+    def tree(self, dataset_id: str, fields: frozenset[str] = frozenset()) -> xr.DataTree | None:
+        """The tree of ``dataset_id`` (``None`` for an unknown id): one node per order
+        holding every one of ``fields`` (every order if none holds them), its fields lazy.
+        Cost: each order's metadata, once."""
         with self._lock:
-            if dataset_id in self._trees:
-                return self._trees[dataset_id]
             paths = self.groups().get(dataset_id)
             if paths is None:
                 return None
-            nodes = {}
-            for path in paths:
-                ds = xr.open_zarr(self.store, group=path, chunks=None, consolidated=False)
-                order = int(path.rsplit("/o", 1)[1])
-                nodes[path.rsplit("/", 1)[1]] = ds.assign_attrs(order_attrs(order))
-            tree = xr.DataTree.from_dict(nodes)
-            # xpublish-tiles keeps each node's grid (its cell ids) under this id, in one
-            # cache for the process: unique to this app's tile stores, whose structure
-            # never changes
-            tree.attrs["_xpublish_id"] = f"{self.lineage}:{dataset_id}"
-            assign_leaf_xpublish_ids(tree)
-            self._trees[dataset_id] = tree
-            return tree
+            holding = tuple(p for p in paths if fields <= set(self._node(p).data_vars))
+            key = (dataset_id, holding or tuple(paths))
+            if key not in self._trees:
+                tree = xr.DataTree.from_dict({p.rsplit("/", 1)[1]: self._node(p) for p in key[1]})
+                # xpublish-tiles keeps each node's grid (its cell ids) under this id, in
+                # one cache for the process: unique to this app's tile stores, whose
+                # structure never changes
+                tree.attrs["_xpublish_id"] = f"{self.lineage}:{dataset_id}"
+                assign_leaf_xpublish_ids(tree)
+                self._trees[key] = tree
+            return self._trees[key]
+
+    def _node(self, path: str) -> xr.Dataset:
+        """The order group at ``path`` as a lazy dataset with its cell size. Cost: its
+        metadata, once."""
+        if path not in self._nodes:
+            ds = xr.open_zarr(self.store, group=path, chunks=None, consolidated=False)
+            self._nodes[path] = ds.assign_attrs(order_attrs(int(path.rsplit("/o", 1)[1])))
+        return self._nodes[path]
 
 
 def tile_store(store: MocHiveStore, shown: Hive | None) -> MocHiveStore:
@@ -168,13 +180,14 @@ class HiveDatasets(Plugin):
     def get_datatree(self, dataset_id: str, group: str) -> xr.DataTree | None:
         if group:
             return None
-        return self.current().tree(dataset_id)
+        return self.current().tree(dataset_id, _DRAWN.get())
 
 
 class Mounted:
     """ASGI middleware for the app mounted at :data:`TILES_PREFIX`: adds
     :data:`DEFAULTS` to a query that lacks them, and makes the mount point the app's root
-    (xpublish-tiles writes its tile URLs from it)."""
+    (xpublish-tiles writes its tile URLs from it); the fields a request names (its
+    ``variables``) choose the orders its dataset's tree holds."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -187,6 +200,12 @@ class Mounted:
             missing = [(k, v) for k, v in DEFAULTS.items() if k not in given]
             scope = {**scope, "app_root_path": scope.get("root_path", ""),
                      "query_string": urlencode(query + missing).encode()}
+            drawn = _DRAWN.set(frozenset(v for k, v in query if k == "variables"))
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _DRAWN.reset(drawn)
+            return
         await self.app(scope, receive, send)
 
 
