@@ -296,8 +296,8 @@ OPTIONS: tuple[Option, ...] = (
         flag="--centres",
         more="Off by default: xarray loads every coordinate of a field with it, and a "
              "centre costs 0.2-0.8 µs a cell to compute, far more than reading a value "
-             "(measured: a field's .load() 1.3-4x as long). open_cells computes them only "
-             "when their values are asked for."),
+             "(measured: a field's .load() 3.3x as long on 2,100 leaves of 4,096 cells). "
+             "open_cells computes them only when their values are asked for."),
     Option(
         "window_labels", "text",
         "How a windowed level's window coordinate holds its labels. text: the labels "
