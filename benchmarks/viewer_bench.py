@@ -6,11 +6,11 @@
 Starts ``moczarr-store serve PATH SERVE_ARGS`` (a subprocess on loopback), opens the page
 with ``clients/js/viewer_steps.mjs`` (Debian's Chromium through puppeteer-core, ``npm ci``
 in ``clients/js``) and prints one JSON line: the time from the page's start to its first
-picture, the requests and chunk bytes sent by then, and for the first view and after each
-of ``--steps`` zooms by ``--zoom`` (about the first cell with a value) the order shown,
-the cells drawn, how long the view took to read and draw whole, and the requests, Range
-requests and bytes it sent (the page's counts); the most requests in flight. The
-screenshots go to ``--out``. Times are printed, never asserted.
+picture, the requests and chunk bytes sent by then, and to its first view drawn whole; for
+the first view and after each of ``--steps`` zooms by ``--zoom`` (about the first cell
+with a value) the order shown, the cells drawn, how long the view took to read and draw
+whole, and the requests, Range requests and bytes it sent (the page's counts); the most
+requests in flight. The screenshots go to ``--out``. Times are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def summary(report: dict) -> dict:
     return {
         "first_picture_ms": first.get("ms"), "first_picture_requests": first.get("requests"),
         "first_picture_bytes": first.get("bytes"),
+        "first_view_complete_ms": (views[0].get("complete") or {}).get("ms"),
         "views": [one(v, views[i - 1].get("complete") if i else None)
                   for i, v in enumerate(views)],
         "max_in_flight": max(v["stats"]["maxInFlight"] for v in views),
