@@ -2,6 +2,8 @@
 
     python -m benchmarks.damage_bench rss [--shards 600000]
     python -m benchmarks.damage_bench cold [--leaves 256] [--rev REV]...
+    python -m benchmarks.damage_bench absent [--shards 1000000] [--leaves 1000]
+        [--window 4096] [--rev REV]...
 
 ``rss``: peak RSS of a scan of one field over a hive whose root MOC lists ``--shards``
 shards of which only the first has a leaf (every other read meets a missing leaf), against
@@ -14,6 +16,13 @@ cache keyed by its own path) without 600,000 directories on disk.
 real leaves (hard-linked copies of ``fixtures/bare_versioned``'s template leaf, a zagg
 0.61 write), in requests and wall milliseconds per leaf, for this tree's code and for each
 ``--rev`` (its ``src/`` exported with ``git archive``). Best of 3; the page cache is warm.
+
+``absent``: requests and wall time of a read of the first ``--window`` leaves' rows of a
+hive whose root MOC lists ``--shards`` shards of which the first ``--leaves`` have a leaf
+(the rest were never written), in every chunking, for this tree's code and each ``--rev``:
+a read over listed-but-absent leaves costs what exists, not what is listed. zarr asks for
+each chunk, so one-leaf chunkings over a million leaves take minutes whatever the store
+does: the window keeps them short.
 
 Every measure runs in a fresh subprocess (``VmHWM`` after ``clear_refs``, Linux only).
 """
@@ -45,6 +54,7 @@ _SCAN = textwrap.dedent("""
             return next(int(l.split()[1]) for l in lines if l.startswith(key)) * 1024
 
     root, field, alias, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    chunking, window = json.loads(sys.argv[5]), int(sys.argv[6])  # window: rows (0: all)
     if alias:  # every leaf path read as the one real leaf
         import re
         from moczarr_store.io import local as b
@@ -59,13 +69,14 @@ _SCAN = textwrap.dedent("""
         with open("/proc/self/clear_refs", "w") as reset:
             reset.write("5")
         before = status("VmRSS:")
-        store = MocHiveStore(root)
+        store = MocHiveStore(root, chunking=chunking)
         with warnings.catch_warnings(action="ignore"):
             array = zarr.open_group(store, mode="r")[f"atl06/o11/{field}"]
             store.request_stats.reset()
-            step, total, start = 65_536, array.shape[0], time.perf_counter()
+            total = min(array.shape[0], window or array.shape[0])
+            step, start = 65_536, time.perf_counter()
             for at in range(0, total, step):
-                array[at : at + step]
+                array[at : min(at + step, total)]
             wall = time.perf_counter() - start
         got = {"wall_s": wall, "requests": store.request_stats.total, "rows": total,
                "peak_mib": (status("VmHWM:") - before) / 2**20,
@@ -111,9 +122,10 @@ def make_hive(root: Path, n_nodes: int, leaves: int) -> str:
 
 
 def _scan(root: Path, field: str, alias: str = "", src: Path | None = None,
-          repeat: int = 1) -> dict:
+          repeat: int = 1, chunking: str | int = "auto", rows: int = 0) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src or REPO / "src")}
-    done = subprocess.run([sys.executable, "-c", _SCAN, str(root), field, alias, str(repeat)],
+    done = subprocess.run([sys.executable, "-c", _SCAN, str(root), field, alias, str(repeat),
+                           json.dumps(chunking), str(rows)],
                           capture_output=True, text=True, env=env, timeout=3600)
     if done.returncode:
         raise SystemExit(f"scan failed:\n{done.stderr[-3000:]}")
@@ -153,20 +165,42 @@ def measure_cold(leaves: int, field: str, revs: list[str]) -> None:
                   f"{got['wall_s'] * 1e3 / leaves:.2f} ms/leaf |", flush=True)
 
 
+def measure_absent(shards: int, leaves: int, window: int, field: str,
+                   revs: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "hive"
+        make_hive(root, shards, leaves)
+        codes = {"this tree": None, **{rev: _export(rev, Path(tmp) / rev) for rev in revs}}
+        rows = window * 4 ** (11 - 9)  # cells of a shard: cell order 11, shard order 9
+        for chunking in ("auto", "leaf", "shard", "inner", 2):
+            for label, src in codes.items():
+                got = _scan(root, field, src=src, chunking=chunking, rows=rows)
+                print(f"| {field}, first {window:,} of {shards:,} listed nodes ({leaves:,} "
+                      f"written), chunking={chunking!r}, {label} | {got['requests']:,} "
+                      f"requests | {got['wall_s']:.2f} s |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.damage_bench",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("measure", choices=("rss", "cold"))
-    parser.add_argument("--shards", type=int, default=600_000)
-    parser.add_argument("--leaves", type=int, default=256)
+    parser.add_argument("measure", choices=("rss", "cold", "absent"))
+    parser.add_argument("--shards", type=int, default=None,
+                        help="rss: listed shards (600,000); absent: (1,000,000)")
+    parser.add_argument("--leaves", type=int, default=None,
+                        help="cold: leaves (256); absent: leaves written (1,000)")
+    parser.add_argument("--window", type=int, default=4096, help="absent: leaves read")
     parser.add_argument("--field", default="h_mean")
-    parser.add_argument("--rev", action="append", default=[], help="cold: other code to time")
+    parser.add_argument("--rev", action="append", default=[],
+                        help="cold, absent: other code to time")
     args = parser.parse_args(argv)
     if args.measure == "rss":
-        measure_rss(args.shards, args.field)
+        measure_rss(args.shards or 600_000, args.field)
+    elif args.measure == "cold":
+        measure_cold(args.leaves or 256, args.field, args.rev)
     else:
-        measure_cold(args.leaves, args.field, args.rev)
+        measure_absent(args.shards or 1_000_000, args.leaves or 1000, args.window, args.field,
+                       args.rev)
     return 0
 
 

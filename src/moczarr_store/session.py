@@ -32,6 +32,7 @@ from .options import OpenOptions
 from .read.compute import ComputedChunks
 from .read.execute import remember_template
 from .read.plan import SpanPlans
+from .read.presence import Presence
 from .tunables import check_settings
 from .view.tree import View
 
@@ -64,9 +65,8 @@ class HiveSession:
         self.problems = Problems()
         self.span_plans = SpanPlans(bound["span_parts"])
         self.computed = ComputedChunks(bound["computed_bytes"])
-        # level path -> its leaves are mostly absent (True) or it cannot be listed (False):
-        # how a scan learns which leaves of a chunk exist (read/plan._absent_parts)
-        self.sparse: dict[str, bool] = {}
+        # which listed leaves of sparse levels exist, learned from listings
+        self.presence = Presence(bound["listed_runs"])
         self.centre_bytes: int = bound["centre_bytes"]  # each level's kept cell centres
         # what coordinate chunks are computed into: the local reader's pool, else a new one
         self.coordinate_buffers = backend.buffers or BufferPool()
@@ -134,10 +134,12 @@ class HiveSession:
         """Read every leaf's stamp afresh from the next request on: a leaf a writer has
         committed again is read from its new version. The structure opened stays (its
         levels and nodes: a key names the node it named), and so does what was learned
-        of immutable versions. A new token: dask names what is served from now on anew.
+        of immutable versions; what listings said of which leaves exist is let go, as
+        the stamps are. A new token: dask names what is served from now on anew.
         No request."""
         self.leaves = LeafCache(self._bounds["stamps"], self.backend.url)
         self.span_plans = SpanPlans(self._bounds["span_parts"])
+        self.presence = Presence(self._bounds["listed_runs"])
         self.token = uuid.uuid4().hex
 
     async def ensure_levels(self, path: str | None = "") -> View:

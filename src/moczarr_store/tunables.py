@@ -88,6 +88,9 @@ SETTINGS: dict[str, Setting] = {
     "cache.absences": Setting(65_536, "Keys a run-* version was confirmed not to hold."),
     "cache.span_parts": Setting(
         1 << 17, "Parts of the span plans kept (about 470 bytes each: about 60 MB)."),
+    "cache.listed_runs": Setting(
+        1 << 18, "Nodes' presence a session learned from listings of sparse levels: runs "
+        "listed and the leaves found in them (about 8 bytes each)."),
     "cache.object_paths": Setting(
         1 << 16, "Object paths a level remembers (about 150 bytes each: about 10 MB)."),
     "cache.centre_bytes": Setting(

@@ -52,6 +52,18 @@ def test_damage_rss_on_a_small_synthetic_hive():
     assert "{'atl06/o11 absent': 299}" in missing, out
 
 
+def test_damage_absent_on_a_small_synthetic_hive():
+    """``damage_bench absent`` on 2,000 listed shards, the first 10 with a leaf: a row per
+    chunking, each read costing what exists, not a request per listed shard."""
+    status, out = run_benchmark("damage_bench", "absent", "--shards", "2000", "--leaves",
+                                "10", "--window", "256")
+    assert status == 0, out
+    rows = [line for line in out.splitlines() if line.startswith("| h_mean, first 256")]
+    assert len(rows) == 5, out
+    for row in rows:  # 10 leaves: a stamp, metadata and a chunk each, and a few listings
+        assert int(row.split(" | ")[1].removesuffix(" requests").replace(",", "")) < 100, out
+
+
 def test_the_harness_imports_form_no_cycle():
     """Each ``benchmarks`` module imports only modules below it (read from the sources:
     nothing is imported)."""

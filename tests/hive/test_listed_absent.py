@@ -1,17 +1,19 @@
-"""A root coverage listing a million leaves of which a thousand exist.
+"""A root coverage listing a million leaves of which a thousand exist, in every chunking.
 
 zagg wrote the one-cell leaves of ``fixtures/_onecell``; its root ``coverage.moc`` is
 replaced by one listing 1,000,000 consecutive nodes, and 1,000 of them (every 1,000th;
 100 for the loopback S3 server) get a copy of its first leaf (``copy_leaf``: its stamp
-names its node). A scan of a field learns which leaves of each chunk exist from listings
-of the digit tree, so its requests are bounded by the leaves that exist, not by the
-million listed; it reads moczarr's values there, the fill value elsewhere, with one
-warning saying how many are missing.
+names its node). A read of a field learns which of its leaves exist from listings of the
+digit tree once the level's stamps read mostly absent, so its requests are bounded by the
+leaves that exist, not by the million listed, whatever the chunking; it reads moczarr's
+values there, the fill value elsewhere, with one warning saying how many listed leaves a
+listing found missing. A leaf written later is found after ``refresh()``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import warnings
 
@@ -32,29 +34,29 @@ FIRST = "11111111111"  # the first leaf zagg wrote, and the first node listed
 GROUP = "atl06/o10"
 
 
-def _hive(tmp_path_factory, every: int):
-    """The hive (a copy every ``every`` rows), by row the values moczarr reads from the
-    leaves that exist, and how many exist."""
+def _hive(tmp_path_factory, every: int, listed: int = LISTED):
+    """The hive (``listed`` nodes, a copy every ``every`` rows), by row the values moczarr
+    reads from the leaves that exist, and how many exist."""
     root = tmp_path_factory.mktemp("listed") / "_onecell"
     shutil.copytree(FIXTURES / "_onecell", root)
     first = decimal_to_rank(FIRST)
     moc = json.loads((root / "coverage.moc").read_text())
-    moc["ranges"] = [[FIRST, rank_to_decimal(first + LISTED - 1, ORDER)]]
+    moc["ranges"] = [[FIRST, rank_to_decimal(first + listed - 1, ORDER)]]
     (root / "coverage.moc").write_text(json.dumps(moc))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clean = moczarr.open_hive(str(FIXTURES / "_onecell")).load()
     ranks = [decimal_to_rank(moczarr.morton_decimal(int(w))) for w in clean["morton"].values]
-    want = np.zeros(LISTED, dtype=clean["count"].dtype)  # count's fill value
-    has = np.zeros(LISTED, dtype=bool)
+    want = np.zeros(listed, dtype=clean["count"].dtype)  # count's fill value
+    has = np.zeros(listed, dtype=bool)
     for rank, value in zip(ranks, clean["count"].values, strict=True):
-        if first <= rank < first + LISTED:  # zagg's leaves listed (all but one)
+        if first <= rank < first + listed:  # zagg's leaves listed (all but one)
             want[rank - first], has[rank - first] = value, True
     source = root / leaf_path(FIRST)
-    for row in range(every, LISTED, every):
+    for row in range(every, listed, every):
         copy_leaf(source, root / leaf_path(rank_to_decimal(first + row, ORDER)))
         want[row], has[row] = want[0], True
-    return root, want, int(has.sum())
+    return root, want, has
 
 
 @pytest.fixture(scope="module")
@@ -62,33 +64,63 @@ def hive(tmp_path_factory):
     return _hive(tmp_path_factory, EVERY)
 
 
-def _scan(store: MocHiveStore) -> tuple[np.ndarray, list[str]]:
+def _scan(store: MocHiveStore, rows: slice = slice(None)) -> tuple[np.ndarray, list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = zarr.open_array(store, path=f"{GROUP}/count", mode="r")[:]
+        got = zarr.open_array(store, path=f"{GROUP}/count", mode="r")[rows]
     return got, [str(w.message) for w in caught if issubclass(w.category, HiveWarning)]
 
 
-def _check(store: MocHiveStore, want: np.ndarray, existing: int) -> None:
-    got, said = _scan(store)
-    np.testing.assert_array_equal(got, want)
-    assert len(said) == 1 and "no commit stamp" in said[0], said
-    missing = store.problems()[(GROUP, "absent")].count
-    assert missing == LISTED - existing
+def _check(store: MocHiveStore, want: np.ndarray, has: np.ndarray,
+           rows: slice = slice(None)) -> None:
+    got, said = _scan(store, rows)
+    np.testing.assert_array_equal(got, want[rows])
     # bounded by the leaves that exist (their stamps, metadata, chunks and the directories
     # on their way), never a request per listed leaf
+    existing = int(has[rows].sum())
     assert store.request_stats.total < 40 * existing, store.request_stats.counts
+    # one warning, saying how many listed leaves a listing found missing
+    assert len(said) == 1 and "no commit stamp" in said[0], said
+    assert re.search(r"one listing found [\d,]+ of the [\d,]+ listed leaves", said[0]), said
+    assert store.problems()[(GROUP, "absent")].count == has[rows].size - existing
 
 
 def test_a_scan_of_a_million_listed_leaves_costs_what_exists(hive):
-    root, want, existing = hive
-    _check(MocHiveStore(root), want, existing)
+    root, want, has = hive
+    _check(MocHiveStore(root), want, has)
+
+
+WINDOW = slice(0, 4096)  # zarr asks for each chunk: a million one-cell chunks take minutes
+
+
+@pytest.mark.parametrize("chunking", ["leaf", "shard", "inner", 2])
+def test_a_read_one_leaf_a_chunk_costs_what_exists(hive, chunking):
+    """Chunks of one leaf (or a few) learn absence from the same listings."""
+    root, want, has = hive
+    _check(MocHiveStore(root, chunking=chunking), want, has, WINDOW)
+
+
+@pytest.mark.parametrize("chunking", ["auto", "leaf"])
+def test_a_leaf_written_later_is_found_after_refresh(tmp_path_factory, chunking):
+    """What listings said is kept as the stamps read are: a leaf written into a node
+    they found absent is read after ``refresh()``, never as the fill value."""
+    root, want, has = _hive(tmp_path_factory, EVERY, 4 * EVERY)
+    store = MocHiveStore(root, chunking=chunking)
+    _check(store, want, has)
+    row = EVERY + EVERY // 2  # listed absent, in a run listed before
+    copy_leaf(root / leaf_path(FIRST), root / leaf_path(rank_to_decimal(
+        decimal_to_rank(FIRST) + row, ORDER)))
+    store.refresh()
+    got, _ = _scan(store)
+    want = want.copy()
+    want[row] = want[0]
+    np.testing.assert_array_equal(got, want)
 
 
 def test_the_same_scan_from_s3(tmp_path_factory, s3_server):  # noqa: F811
     """The same million listed leaves, 100 of them existing: moto answers each LIST by
     looking through every key it holds, so fewer copies keep the test short."""
-    root, want, existing = _hive(tmp_path_factory, 10 * EVERY)
+    root, want, has = _hive(tmp_path_factory, 10 * EVERY)
     s3_server.upload_tree(root, "listed/_onecell")
     store = MocHiveStore("s3://hive/listed/_onecell", storage_options=s3_options(s3_server.url))
-    _check(store, want, existing)
+    _check(store, want, has)

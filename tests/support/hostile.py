@@ -764,8 +764,8 @@ ABSENT_REQUESTS = 40  # requests per object that exists and pass of reads, at mo
 
 def _absence_cost(case: Case, store: MocHiveStore, root: Path) -> list[Read]:
     """A scan over listed-but-absent leaves asks in proportion to the objects that exist,
-    not to the nodes listed (joined chunks learn absence in bulk)."""
-    if case.kind != "mass-absent" or case.chunking != "auto":
+    not to the nodes listed, in every chunking (absence is learned in bulk)."""
+    if case.kind != "mass-absent":
         return []
     objects, passes = len(_objects(root)), 1 + case.xarray  # zarr's reads, xarray's
     total = store.request_stats.total
@@ -1485,7 +1485,7 @@ def examples() -> tuple[Case, ...]:
         *(_case("legacy" if i % 2 else "mixed", "clear-after-read", ("444113.zarr",),
                 chunking=chunking, template=bool(i % 2))
           for i, chunking in enumerate(CHUNKINGS)),
-        # a coverage listing thousands of nodes, a few written: bounded under auto
+        # a coverage listing thousands of nodes, a few written: bounded in every chunking
         _case("legacy", "mass-absent", ("coverage.moc",), chunking="auto"),
         _case("multiproduct", "mass-absent", ("atl06_a/coverage.moc",), chunking="auto",
               xarray=True),

@@ -22,16 +22,15 @@ from ..errors import (
     HiveFormatError,
     HiveReadError,
     LeafMovedError,
-    MocHiveError,
     ObjectReadError,
     OutsideRootError,
     TruncatedChunkError,
 )
 from ..hive.leaves import Leaf, LeafCache
-from ..hive.walk import existing_nodes
 from ..io.slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 from ..view.computed import ComputedArray
+from .presence import SAMPLE, Found, listable
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -279,8 +278,26 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
     located, path = array.located_object(coords)
     if path is None:
         return _UNCOVERED
-    leaf = await session.leaves.resolve(path, session.backend.get)
-    return plan_chunk(array, coords, leaf, byte_range, located)
+    leaf = session.leaves.hit(path)
+    node, presence = located.node, session.presence
+    if leaf is None and node is not None:  # a listing may know it absent: no stamp read
+        listed = await presence.absent(session, array, node)
+        if listed is not None:
+            return _listed_absent(array, path, listed)
+        leaf = await session.leaves.resolve(path, session.backend.get)
+        presence.tally(array.level.path, 1, leaf.state == "absent")
+        if leaf.state == "absent" and (probed := await presence.probe(session, array, node)):
+            return _listed_absent(array, path, probed)
+    return plan_chunk(array, coords, leaf or await session.leaves.resolve(
+        path, session.backend.get), byte_range, located)
+
+
+def _listed_absent(array: FieldArray, path: str, found: Found) -> Absent:
+    """The plan of a chunk of leaf ``path`` (absent from a source level), its problem
+    saying how many listed leaves the listing ``found`` found missing around it."""
+    level = array.level
+    return Absent(f"leaf {path}: absent", "absent", level.path, path, level.coverage_source,
+                  what=found.what)
 
 
 _UNCOVERED = Absent("no object covers this node (geometry='sphere')")
@@ -305,15 +322,16 @@ async def _span(
     missing: dict[int, tuple[tuple[int, ...], LeafChunk, str]] = {}
     under: list[tuple[str, Leaf]] = []  # the stamps each part was planned under
     resolve_now, backend = session.leaves.resolve_now, session.backend
-    listed = await _absent_parts(session, array, coords)  # no directory: no stamp read
+    answer = await _absent_parts(session, array, coords)  # no directory: no stamp read
+    listed = None if answer is None else answer[0]
     absent: LeafPlan | None = None  # one plan for every part the listing found absent
     for at, found in enumerate(_located(array, coords, listed)):
         if found is None:  # past the domain's end
             parts.append(None)
             continue
         part, located, path = found
-        if listed is not None and listed[at]:
-            absent = absent or plan_chunk(array, part, Leaf(str(path), "absent"), None, located)
+        if answer is not None and answer[0][at]:
+            absent = absent or _listed_absent(array, str(path), answer[1])
             parts.append(absent)
             continue
         try:
@@ -342,17 +360,33 @@ async def _span(
         for (at, (part, located, path)), stamp in zip(missing.items(), read, strict=True):
             parts[at] = (plan_chunk(array, part, stamp, None, located)
                          if isinstance(stamp, Leaf) else unreadable(array, path, stamp))
-    elif listed is None:  # every stamp was cached: the plan holds while they are
-        session.span_plans.put(key, _KeptSpan(array, tuple(parts), tuple(under)))
+    if listed is None:  # read from stamps: what they say of the level
+        await _learn(session, array, coords, parts)
+        if not missing:  # every stamp was cached: the plan holds while they are
+            session.span_plans.put(key, _KeptSpan(array, tuple(parts), tuple(under)))
     return Span(array.path, coords, tuple(parts), byte_range)
 
 
+async def _learn(session: HiveSession, array: FieldArray, coords: tuple[int, ...],
+                 parts: list[LeafPlan | None]) -> None:
+    """A span planned from its stamps: they are tallied (:meth:`~.presence.Presence.tally`),
+    and the level's first leaf without a stamp has the run from it listed, its plan then
+    saying how many listed leaves are missing there (:meth:`~.presence.Presence.probe`)."""
+    gone = [at for at, part in enumerate(parts)
+            if isinstance(part, Absent) and part.problem == "absent"]
+    presence = session.presence
+    presence.tally(array.level.path, sum(p is not None for p in parts), len(gone))
+    if gone:
+        node = array.span_parts(coords)[gone[0]]
+        first = parts[gone[0]]
+        assert node is not None and isinstance(first, Absent)
+        if probed := await presence.probe(session, array, node[array.windowed]):
+            parts[gone[0]] = _listed_absent(array, first.obj, probed)
+
+
 BULK_PARTS = 64
-"""Parts of a joined chunk whose stamps are unknown from which on a scan of a level whose
-leaves are mostly absent asks listings which of them exist (:func:`_absent_parts`)."""
-SAMPLE = 8
-"""Stamps of such a chunk read first, while a level is not known to be sparse: most of
-them absent, the rest of the chunk is learned from listings."""
+"""Parts of a joined chunk whose stamps are unknown from which, while its level is not
+known sparse, a sample of them is read first (:func:`_absent_parts`)."""
 
 
 def _located(array: FieldArray, coords: tuple[int, ...], listed: list[bool] | None,
@@ -376,49 +410,32 @@ def _located(array: FieldArray, coords: tuple[int, ...], listed: list[bool] | No
 _NOWHERE = LeafChunk(None, None, "")  # a part the listing found absent, not located
 
 
-async def _absent_parts(session: HiveSession, array: FieldArray,
-                        coords: tuple[int, ...]) -> list[bool] | None:
-    """For each part of span ``coords`` (:meth:`FieldArray.span_parts`), whether its
-    leaf has no directory in the digit tree (it is absent: no stamp is read for it);
-    ``None`` when the stamps are read one by one: fewer than ``BULK_PARTS`` parts, a
-    sphere, windowed or pyramid level, leaves that mostly exist, or a backend that
-    cannot list. A level is known sparse once a listing found most of a chunk's leaves
-    absent (a listing that finds most present makes the next chunk sample again). Cost:
-    ``SAMPLE`` stamps (read anyway) until a level is known sparse, then one LIST of the
-    chunk's deepest common directory and one per existing directory below it that holds
-    its leaves (:func:`~moczarr_store.hive.walk.existing_nodes`): bounded by what
-    exists."""
-    level = array.level
-    if (array.sphere or array.gaps_by_design or level.artifact != "source"
-            or array.span < BULK_PARTS):
-        return None
-    state = session.sparse.get(level.path)
-    if state is False:  # a backend that cannot list
-        return None
+async def _absent_parts(session: HiveSession, array: FieldArray, coords: tuple[int, ...],
+                        ) -> tuple[list[bool], Found] | None:
+    """For each part of span ``coords`` (:meth:`FieldArray.span_parts`), whether a
+    listing found its leaf absent (:meth:`~.presence.Presence.gone`), with what that
+    listing found; ``None`` when the stamps are read one by one. A chunk of at least
+    ``BULK_PARTS`` parts in a level not known sparse reads ``SAMPLE`` of its stamps first,
+    spread over it (read anyway), which may show the level sparse; if not, all its
+    stamps are read and tallied, so a level is sparse by its next chunk at the latest."""
     spans = array.span_parts(coords)
     nodes = [part[array.windowed] for part in spans if part is not None]
-    if len(nodes) < BULK_PARTS:
+    if not nodes:
         return None
-    if state is None:  # a sample of stamps the scan reads anyway says whether to list
-        sample = await asyncio.gather(*(
+    presence, level = session.presence, array.level
+    if (len(nodes) >= BULK_PARTS and presence.sparse(level.path) is None
+            and listable(array)):
+        step = len(nodes) // SAMPLE
+        sample = await asyncio.gather(*(  # one from the middle of each SAMPLE-th
             _stamp(session.leaves, level.object_path(node), session.backend.get,
-                   on_disk(session)) for node in nodes[:SAMPLE]))
-        if 2 * sum(isinstance(leaf, Leaf) and leaf.state == "absent"
-                   for leaf in sample) <= len(sample):
-            return None
-    ranks = level.node_ranks[nodes[0] : nodes[-1] + 1]
-    try:
-        exists = await existing_nodes(session.backend, level.root, ranks, level.node_order,
-                                      level.manifest.path_grouping)
-    except MocHiveError:  # cannot list (plain HTTP): stamps one by one from now on
-        session.sparse[level.path] = False
+                   on_disk(session)) for node in nodes[step // 2 :: step][:SAMPLE]))
+        presence.tally(level.path, len(sample), sum(
+            isinstance(leaf, Leaf) and leaf.state == "absent" for leaf in sample))
+    answer = await presence.gone(session, array, nodes[0], nodes[-1])
+    if answer is None:
         return None
-    if 2 * int(exists.sum()) < exists.size:
-        session.sparse[level.path] = True
-    else:
-        session.sparse.pop(level.path, None)
-    gone: list[bool] = (~exists).tolist()
-    return gone + [False] * (len(spans) - len(gone))
+    gone, found = answer
+    return gone.tolist() + [False] * (len(spans) - len(gone)), found
 
 
 async def _stamp(leaves: LeafCache, path: str, get: Callable[..., Any],
