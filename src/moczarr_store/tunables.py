@@ -125,6 +125,12 @@ SETTINGS: dict[str, Setting] = {
     "cache.computed_bytes": Setting(
         64 << 20, "Bytes of computed-order chunks a session keeps (read/compute.py).",
         most=MOST_BYTES),
+    # serve --tiles (serve/tiles.py): a field with no fold is drawn from its stored order
+    # at every zoom, where a zoom-0 tile of a 2,100-leaf hive holds 8.6 million cells
+    # (20-40 s); a 256-pixel tile of the order nearest its zoom holds about 65,536
+    "tiles.cells": Setting(
+        1 << 20, "Cells one map tile may draw (the tile's area in cells of the order "
+        "drawn, at most the order's cells); past it, the tile is refused (413: zoom in)."),
     # computed orders (read/compute.py): a chunk's memory is this many leaves' values
     "compute.leaves_at_once": Setting(
         64, "Source leaves one computed-order chunk reads at once (0: one at a time).",

@@ -184,6 +184,25 @@ def test_where_cells_are_smaller_than_pixels_each_pixel_shows_a_stored_value(sha
 
 
 @needs_tiles
+def test_a_tile_of_more_cells_than_tiles_cells_is_refused(sharded):
+    """A tile that would draw more than ``tiles.cells`` cells is refused (413: zoom in):
+    ``h_mean`` at zoom 0 draws all 192 cells of stored order 7; ``h_max`` there, from
+    computed order 5, draws its 128 cells."""
+    (spot,) = spots(FIXTURES / "sharded", "h_mean", 7, 0, 1)
+    with moczarr_store.config.set({"tiles.cells": 150}):
+        status, _, body = fetch(sharded, tile_path(
+            "atl06", spot, variables="h_mean", colorscalerange="0,1"))
+        assert status == 413, body[:300]
+        assert b"192 cells of order 7" in body and b"choose a higher zoom level" in body
+        status, headers, body = fetch(sharded, tile_path(
+            "atl06", spot, variables="h_max", colorscalerange="0,1"))
+        assert status == 200, body[:300]
+        assert headers["x-multiscale-level"] == "o5"
+    assert fetch(sharded, tile_path("atl06", spot, variables="h_mean",
+                                    colorscalerange="0,1"))[0] == 200
+
+
+@needs_tiles
 def test_bad_requests_name_their_cause(sharded):
     (spot,) = spots(FIXTURES / "sharded", "h_mean", 7, 7, 1)
     cases = [

@@ -21,7 +21,8 @@ Tiles are read through a second store of the hive with ``centres=True`` (xpublis
 finds a HEALPix grid by its ``lon``/``lat``); it presents the structure the first one
 opened for the process's lifetime, and reads the leaves of the serving generation's
 stamps. Cost: a dataset's first tile opens its orders' metadata and reads its cell ids
-once (kept by xpublish-tiles); a tile reads the chunks of the cells it covers.
+once (kept by xpublish-tiles); a tile reads the chunks of the cells it covers, and one
+that would draw more than ``config["tiles.cells"]`` cells is refused (413).
 """
 
 from __future__ import annotations
@@ -36,19 +37,22 @@ import time
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
+import morecantile
 import numpy as np
 import xarray as xr
 import xpublish
 import zarr
+from starlette.exceptions import HTTPException
 from xpublish import Plugin, hookimpl
-from xpublish_tiles.multiscale import assign_leaf_xpublish_ids
+from xpublish_tiles.multiscale import assign_leaf_xpublish_ids, get_resolution_level
 from xpublish_tiles.xpublish.tiles import TilesPlugin
 
 from ..hive.roster import Hive
 from ..store import MocHiveStore
+from ..tunables import setting
 from .generations import Generation, Generations
 
 logger = logging.getLogger("moczarr_store.serve")
@@ -60,9 +64,19 @@ DEFAULTS = {"width": "256", "height": "256", "f": "png"}
 # a cell's side, in degrees, at order 0: sqrt(4 pi / 12) radians
 ORDER0_DEGREES = math.degrees(math.sqrt(math.pi / 3))
 _ORDER = re.compile(r"o(\d{1,2})")
-# the fields the request being answered draws (its ``variables``): xpublish-tiles picks a
-# tree's order by zoom alone, so the dataset provider answers with the orders holding them
-_DRAWN: ContextVar[frozenset[str]] = ContextVar("moczarr_tiles_drawn", default=frozenset())
+_TILE = re.compile(r"/tiles/([^/]+)/(\d{1,2})/(\d{1,9})/(\d{1,9})$")
+
+
+class _Asked(NamedTuple):
+    """What the request being answered asks of the dataset provider: the fields it draws
+    (its ``variables``; xpublish-tiles picks a tree's order by zoom alone, so the provider
+    answers with the orders holding them) and its tile, ``(tms, z, y, x)``, if it is one."""
+
+    fields: frozenset[str] = frozenset()
+    tile: tuple[str, int, int, int] | None = None
+
+
+_ASKED: ContextVar[_Asked | None] = ContextVar("moczarr_tiles_asked", default=None)
 
 
 def order_attrs(order: int) -> dict[str, Any]:
@@ -180,14 +194,41 @@ class HiveDatasets(Plugin):
     def get_datatree(self, dataset_id: str, group: str) -> xr.DataTree | None:
         if group:
             return None
-        return self.current().tree(dataset_id, _DRAWN.get())
+        asked = _ASKED.get() or _Asked()
+        tree = self.current().tree(dataset_id, asked.fields)
+        if tree is not None and asked.tile is not None:
+            check_cells(tree, *asked.tile)
+        return tree
+
+
+def check_cells(tree: xr.DataTree, tms_id: str, z: int, y: int, x: int) -> None:
+    """Refuse (413) tile ``z/y/x`` of ``tms_id`` if it would draw more cells than
+    ``config["tiles.cells"]``: its area in cells of the order xpublish-tiles picks from
+    ``tree``, at most that order's cells. Cost: a few arithmetic operations."""
+    if tms_id not in morecantile.tms.list():
+        return  # xpublish-tiles answers 404
+    tms = morecantile.tms.get(tms_id)
+    level = get_resolution_level(tree, zoom=z, tms=tms)
+    if level is None or level.path is None:
+        return
+    order = int(level.path.rsplit("o", 1)[1])
+    box = tms.bounds(morecantile.Tile(x, y, z))
+    area = math.radians(min(box.right - box.left, 360.0)) * (
+        math.sin(math.radians(box.top)) - math.sin(math.radians(box.bottom)))
+    cells = min(level.dataset.sizes["cells"], math.ceil(area / (math.pi / 3 / 4**order)))
+    most = setting("tiles.cells")
+    if cells > most:
+        raise HTTPException(413, f"Tile {tms_id}/{z}/{y}/{x} would draw about {cells:,} "
+                                 f"cells of order {order}, more than tiles.cells ({most:,}): "
+                                 "choose a higher zoom level.")
 
 
 class Mounted:
     """ASGI middleware for the app mounted at :data:`TILES_PREFIX`: adds
     :data:`DEFAULTS` to a query that lacks them, and makes the mount point the app's root
-    (xpublish-tiles writes its tile URLs from it); the fields a request names (its
-    ``variables``) choose the orders its dataset's tree holds."""
+    (xpublish-tiles writes its tile URLs from it); a request's fields (its ``variables``)
+    choose the orders its dataset's tree holds, and its tile is checked by
+    :func:`check_cells`."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -200,11 +241,14 @@ class Mounted:
             missing = [(k, v) for k, v in DEFAULTS.items() if k not in given]
             scope = {**scope, "app_root_path": scope.get("root_path", ""),
                      "query_string": urlencode(query + missing).encode()}
-            drawn = _DRAWN.set(frozenset(v for k, v in query if k == "variables"))
+            tile = _TILE.search(scope.get("path", ""))
+            asked = _ASKED.set(_Asked(
+                frozenset(v for k, v in query if k == "variables"),
+                (tile[1], int(tile[2]), int(tile[3]), int(tile[4])) if tile else None))
             try:
                 await self.app(scope, receive, send)
             finally:
-                _DRAWN.reset(drawn)
+                _ASKED.reset(asked)
             return
         await self.app(scope, receive, send)
 
