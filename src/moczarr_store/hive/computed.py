@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .aggregation import read_writer_folds
+from .coverage import expand_bounds, merge_bounds
 from .folds import PASS, Fold, declared_folds
-from .ids import ancestor_ranks, distinct_sorted
-from .level import Level
+from .ids import ancestor_ranks
+from .level import Level, ranks_to_runs
 from .manifest import Manifest
 
 if TYPE_CHECKING:
@@ -56,14 +57,16 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
     for fold in variants:
         top = source.cell_order + 1 if fold else source.cell_order
         ranks, node_order = source.node_ranks, source.node_order
+        bounds = _bounds(ranks)
         for order in range(top - 1, -1, -1):  # each order's nodes from the finer one's
             coarser = max(0, order - source.depth)
             joining = [r for r in regions if r.cell_order == order]  # a region joins at its own
             if coarser != node_order or joining:
-                ranks = distinct_sorted(np.concatenate([
-                    ancestor_ranks(ranks, node_order - coarser),
-                    *(ancestor_ranks(r.node_ranks, r.node_order - coarser) for r in joining)]))
-                node_order = coarser
+                bounds = merge_bounds(np.concatenate([
+                    ancestor_ranks(bounds, node_order - coarser),
+                    *(ancestor_ranks(_bounds(r.node_ranks), r.node_order - coarser)
+                      for r in joining)]))
+                ranks, node_order = expand_bounds(bounds), coarser
             if (fold, order) not in kept:
                 sources = (source, *(r for r in regions if r.cell_order >= order))
                 levels.append(_level(sources, order, ranks,
@@ -105,6 +108,14 @@ def _passed(regions: list[Level], folded: dict[str, Fold]) -> dict[str, Fold]:
                 passed[name] = Fold(name, PASS, meta.dtype, meta.fill_value,
                                     declared_in=where.lstrip("/"))
     return passed
+
+
+def _bounds(ranks: np.ndarray) -> np.ndarray:
+    """Ascending distinct ``ranks`` as inclusive ``[first, last]`` rows of consecutive ones:
+    a run's ancestors are the run of its ends' ancestors, so coarser orders cost their
+    runs, not their nodes."""
+    starts, lengths = ranks_to_runs(ranks)
+    return np.stack([starts, starts + (lengths - 1).astype(starts.dtype)], axis=1)
 
 
 def _level(sources: tuple[Level, ...], order: int, ranks: np.ndarray,

@@ -61,14 +61,14 @@ def parse_root_coverage(
     if bounds is None:  # something is off: the exact path names the range
         bounds = np.array([_range_ranks(pair, order, where) for pair in ranges], dtype=np.uint64)
     del ranges
-    bounds = _merged(bounds.reshape(-1, 2))
+    bounds = merge_bounds(bounds.reshape(-1, 2))
     total = float((bounds[:, 1] - bounds[:, 0] + np.uint64(1)).sum(dtype=np.float64))
     if total > max_nodes:
         raise UnusableCoverage(
             f"{where}: lists {total:,.0f} nodes, more than the {max_nodes:,} this reader "
             "expands (max_nodes)"
         )
-    return _expand(bounds), env
+    return expand_bounds(bounds), env
 
 
 def _bounds_at_once(ranges: list[Any], order: int) -> np.ndarray | None:
@@ -111,7 +111,7 @@ def _bounds_at_once(ranges: list[Any], order: int) -> np.ndarray | None:
     return bounds
 
 
-def _merged(bounds: np.ndarray) -> np.ndarray:
+def merge_bounds(bounds: np.ndarray) -> np.ndarray:
     """Inclusive ``[lo, hi]`` rows sorted, with overlapping or adjacent rows joined."""
     if not bounds.size:
         return bounds
@@ -122,7 +122,7 @@ def _merged(bounds: np.ndarray) -> np.ndarray:
     return np.stack([bounds[starts, 0], reach[ends]], axis=1)
 
 
-def _expand(bounds: np.ndarray) -> np.ndarray:
+def expand_bounds(bounds: np.ndarray) -> np.ndarray:
     """Every rank of sorted, disjoint inclusive ``[lo, hi]`` rows, ascending.
 
     Cost: one array of 8 bytes per rank, made by one cumulative sum (a step of 1 within
