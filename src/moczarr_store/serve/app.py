@@ -391,7 +391,7 @@ def create_app(
     ``cors``: origins allowed to read (``"*"`` for any). ``stamp_ttl``: seconds a
     generation's stamps are trusted and the longest ``max-age`` sent. ``static_dir``: the
     viewer's files. ``warm_leaves``: leaf reads allowed at start to fold the coarse
-    computed orders (:mod:`.warm`; 0, the default here: none, and nothing is read until
+    computed orders (0, the default here: none, and nothing is read until
     the first request). ``app.state.generations`` holds the current store. Create one app
     per process (each worker its own).
     """
