@@ -17,7 +17,7 @@ from .aggregation import read_writer_folds
 from .coverage import expand_bounds, merge_bounds
 from .folds import PASS, Fold, declared_folds
 from .ids import ancestor_ranks
-from .level import Level, ranks_to_runs
+from .level import Level
 from .manifest import Manifest
 
 if TYPE_CHECKING:
@@ -57,14 +57,14 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
     for fold in variants:
         top = source.cell_order + 1 if fold else source.cell_order
         ranks, node_order = source.node_ranks, source.node_order
-        bounds = _bounds(ranks)
+        bounds = _bounds(source)
         for order in range(top - 1, -1, -1):  # each order's nodes from the finer one's
             coarser = max(0, order - source.depth)
             joining = [r for r in regions if r.cell_order == order]  # a region joins at its own
             if coarser != node_order or joining:
                 bounds = merge_bounds(np.concatenate([
                     ancestor_ranks(bounds, node_order - coarser),
-                    *(ancestor_ranks(_bounds(r.node_ranks), r.node_order - coarser)
+                    *(ancestor_ranks(_bounds(r), r.node_order - coarser)
                       for r in joining)]))
                 ranks, node_order = expand_bounds(bounds), coarser
             if (fold, order) not in kept:
@@ -110,11 +110,11 @@ def _passed(regions: list[Level], folded: dict[str, Fold]) -> dict[str, Fold]:
     return passed
 
 
-def _bounds(ranks: np.ndarray) -> np.ndarray:
-    """Ascending distinct ``ranks`` as inclusive ``[first, last]`` rows of consecutive ones:
-    a run's ancestors are the run of its ends' ancestors, so coarser orders cost their
-    runs, not their nodes."""
-    starts, lengths = ranks_to_runs(ranks)
+def _bounds(level: Level) -> np.ndarray:
+    """``level``'s nodes as inclusive ``[first, last]`` rows of consecutive ranks: a run's
+    ancestors are the run of its ends' ancestors, so coarser orders cost their runs, not
+    their nodes."""
+    starts, lengths = level.runs()
     return np.stack([starts, starts + (lengths - 1).astype(starts.dtype)], axis=1)
 
 

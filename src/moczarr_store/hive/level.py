@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..tunables import setting
-from .ids import rank_to_decimal
+from .ids import distinct_sorted, rank_to_decimal
 from .jsonio import is_int
 from .manifest import Manifest
 from .paths import leaf_path, node_path, short
@@ -32,10 +32,16 @@ COORDINATE_NAMES = ("morton", "cell_ids")
 WINDOW_COORDINATES = ("window", "window_start", "window_end")
 
 
+_BLOCK = 1 << 18  # ranks a pass of ranks_to_runs takes at once (2 MiB of uint64)
+
+
 def ranks_to_runs(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ascending ranks as runs of consecutive ones: ``(starts, lengths)``. A covered
-    region is a few runs however many nodes it has."""
-    breaks = np.flatnonzero(np.diff(ranks) != 1) + 1
+    region is a few runs however many nodes it has. Cost: one pass, a block of ranks at a
+    time (no temporary the size of ``ranks``)."""
+    breaks = np.concatenate([np.zeros(0, dtype=np.intp), *(
+        np.flatnonzero(np.diff(ranks[at:at + _BLOCK + 1]) != 1) + (at + 1)
+        for at in range(0, ranks.size - 1, _BLOCK))])
     starts = ranks[np.concatenate([[0], breaks])] if ranks.size else ranks[:0]
     lengths = np.diff(np.concatenate([[0], breaks, [ranks.size]])) if ranks.size else ranks[:0]
     return starts, lengths.astype(np.int64)
@@ -88,6 +94,9 @@ class Level:
     # object paths by (node rank, window), computed once: every field of a leaf, every scan
     _paths: dict[tuple[int, str | None], str] = field(
         default_factory=dict, init=False, repr=False)
+    # the nodes as runs, and the node_ranks array they were made of (:meth:`runs`)
+    _runs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, init=False, repr=False)
 
     @property
     def path(self) -> str:
@@ -98,9 +107,20 @@ class Level:
     def n_nodes(self) -> int:
         return int(self.node_ranks.size)
 
+    def runs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct nodes as runs of consecutive ranks, ``(starts, lengths)``
+        (:func:`ranks_to_runs`). Cost: one pass over the nodes, once per ``node_ranks``
+        array (a level settled with other nodes makes them again)."""
+        kept = self._runs
+        if kept is None or kept[0] is not self.node_ranks:
+            kept = self._runs = (self.node_ranks,
+                                 *ranks_to_runs(distinct_sorted(self.node_ranks)))
+        return kept[1], kept[2]
+
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the kept paths, node ranks as runs (:func:`ranks_to_runs`)."""
-        state = {**self.__dict__, "_paths": {}}
+        """Pickled without the kept paths and runs, node ranks as runs
+        (:func:`ranks_to_runs`)."""
+        state = {**self.__dict__, "_paths": {}, "_runs": None}
         for name in ("node_ranks", "uncut_ranks"):
             if state[name] is not None:
                 state[name] = ranks_to_runs(state[name])

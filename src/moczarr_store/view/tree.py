@@ -13,8 +13,7 @@ import numpy as np
 from ..errors import HiveFormatError, HiveWarning
 from ..hints import ROOT_HINT
 from ..hive.folds import PASS
-from ..hive.ids import distinct_sorted
-from ..hive.level import Level, Product, ranks_to_runs
+from ..hive.level import Level, Product
 from ..hive.roster import Hive
 from .arrays import (
     Centres,
@@ -137,7 +136,7 @@ def coverage_moc(level: Level) -> dict[str, Any]:
     longer how rows map to cells). Cost: one pass over the nodes (their runs of
     consecutive ones), then O(runs) per order tried."""
     order = level.node_order
-    starts, lengths = ranks_to_runs(distinct_sorted(level.node_ranks))
+    starts, lengths = level.runs()
     firsts = starts.astype(np.int64) - 4**order
     lasts = firsts + lengths - 1
     while True:
