@@ -422,6 +422,67 @@ def test_envelope_of_another_order_is_unusable(case, other):
         _parse(payload, order)
 
 
+def _outcome(payload: bytes, order: int) -> tuple[str, object]:
+    """What ``parse_root_coverage`` gives: its ranks and envelope, or its error."""
+    try:
+        ranks, env = parse_root_coverage(payload, order, "coverage.moc")
+    except ValueError as err:
+        return type(err).__name__, str(err)
+    return "parsed", (ranks.tolist(), str(ranks.dtype), env)
+
+
+LAYOUTS = ["compact", "tabs", "escaped digit", "comma in a string", "three deep", "a triple",
+           "ranges twice", "no ranges", "an empty pair", "a number", "unicode"]
+
+
+def _layout(ranges: list, order: int, how: str) -> bytes:
+    """A root MOC holding ``ranges`` as ``how`` lays it out, well-formed or not."""
+    env = {"spec": "morton-moc/1", "encoding": "ranges", "order": order, "ranges": ranges}
+    text = json.dumps(env)
+    first = json.dumps(ranges[0][0])  # the first endpoint, quoted
+    wrapped = json.dumps(ranges)
+    if how == "tabs":
+        text = json.dumps(env, indent="\t")
+    elif how == "escaped digit":  # its last digit as a \u escape: the same string
+        text = text.replace(first, f'{first[:-2]}\\u003{first[-2]}"', 1)
+    elif how == "comma in a string":
+        text = text.replace(first, f'{first[:-1]},1"', 1)
+    elif how == "three deep":
+        text = text.replace(wrapped, f"[{wrapped}]", 1)
+    elif how == "a triple":
+        text = text.replace(first, f"{first}, {first}", 1)
+    elif how == "ranges twice":  # the last one counts
+        text = text[:-1] + ', "ranges": [["1", "1"]]}'
+    elif how == "no ranges":
+        text = json.dumps({k: v for k, v in env.items() if k != "ranges"})
+    elif how == "an empty pair":
+        text = text.replace(wrapped, "[[], " + wrapped[1:], 1)
+    elif how == "a number":
+        text = text.replace(first, "1", 1)
+    elif how == "unicode":
+        text = text.replace(first, f'{first[:-1]}\u00e9"', 1)
+    return text.encode()
+
+
+@SETTINGS
+@given(coverages(min_size=1), st.sampled_from(LAYOUTS))
+def test_the_bytes_parse_of_a_coverage_agrees_with_the_json_parse(case, how):
+    """A root MOC is read from its bytes where msgspec is installed (its ranges never
+    become strings): for every layout, well-formed or not, the answer — ranks, envelope or
+    error — is the one the JSON path gives alone."""
+    from moczarr_store.hive import jsonio
+
+    if jsonio._FAST is None:
+        pytest.skip("msgspec is not installed here (zarr < 3.4): the JSON path alone reads")
+    order, words = case
+    payload = _layout(_ranges_of(words, order), order, how)
+    fast = _outcome(payload, order)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonio, "_FAST", None)
+        slow = _outcome(payload, order)
+    assert fast == slow
+
+
 @SETTINGS
 @given(st.one_of(st.binary(max_size=64), st.text(max_size=64).map(str.encode),
                  st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),

@@ -53,11 +53,13 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite
 _SCAN = _DECODER.scan_once  # type: ignore[attr-defined]  # ``decode`` less its checks
 _SPACE = " \t\n\r"  # JSON's whitespace (``str.isspace`` takes more)
 try:  # the faster decoder, where installed (a dependency of zarr from 3.4)
+    from msgspec import Raw as _Raw
     from msgspec.json import Decoder as _Decoder
 except ImportError:  # pragma: no cover - zarr < 3.4 without msgspec
-    _FAST = None
+    _FAST = _MEMBERS = None
 else:
     _FAST = _Decoder().decode
+    _MEMBERS = _Decoder(dict[str, _Raw]).decode  # an object, its members left encoded
 _MISS = object()
 
 
@@ -118,6 +120,27 @@ def load_json(
     if max_depth is not None and _may_exceed(text, max_depth) and _depth_exceeds(value, max_depth):
         raise error(f"{where}: JSON nested deeper than {max_depth} levels")
     return value
+
+
+def load_members_but(payload: BytesLike, where: str, key: str, max_bytes: int,
+                     error: type[HiveFormatError] = MalformedMetadataError,
+                     ) -> tuple[dict[str, Any], memoryview | None] | None:
+    """A JSON object's members but ``key``, each read by :func:`load_json`, and ``key``'s
+    value still encoded (its bytes, checked to be JSON but not decoded: the caller parses
+    them, refusing whatever it does not expect), or ``None`` where msgspec is not installed
+    or the document is not a JSON object to it (:func:`load_json` then decides). Cost:
+    one pass over the bytes without building ``key``'s value."""
+    check_size(payload, where, max_bytes, error)
+    if _FAST is None or _MEMBERS is None:
+        return None
+    try:
+        members = _MEMBERS(payload)
+    except Exception:  # msgspec's DecodeError, RecursionError: the standard library's call
+        return None
+    raw = members.pop(key, None)
+    decoded = {name: load_json(memoryview(value), where, max_bytes, max_depth=None,
+                               error=error) for name, value in members.items()}
+    return decoded, None if raw is None else memoryview(raw)
 
 
 def check_size(payload: BytesLike, where: str,
