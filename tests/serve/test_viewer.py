@@ -560,19 +560,23 @@ def test_a_moc_too_long_for_the_group_is_coarsened_to_a_superset():
     their parents at the finest coarser order that fits, every node inside it."""
     from types import SimpleNamespace
 
+    from moczarr_store.hive.level import ranks_to_runs
     from moczarr_store.view.tree import MAX_MOC_CHARS, coverage_moc
+
+    def level_of(nodes: np.ndarray) -> SimpleNamespace:  # what coverage_moc reads of a level
+        ranks = (nodes + 4**10).astype(np.uint64)
+        return SimpleNamespace(node_order=10, node_ranks=ranks, runs=lambda: ranks_to_runs(ranks))
 
     rng = np.random.default_rng(1)
     nodes = np.unique(rng.integers(0, 12 * 4**10, 100_000))
-    level = SimpleNamespace(node_order=10, node_ranks=(nodes + 4**10).astype(np.uint64))
+    level = level_of(nodes)
     text = coverage_moc(level)["coverage_moc"]
     order, runs = text.split("/")
     assert 0 < int(order) < 10 and len(text) <= MAX_MOC_CHARS
     cells = np.concatenate([np.arange(int(a), int(b or a) + 1) for a, _, b in
                             (r.partition("-") for r in runs.split())])
     np.testing.assert_array_equal(cells, np.unique(nodes >> (2 * (10 - int(order)))))
-    exact = SimpleNamespace(node_order=10, node_ranks=(nodes[:100] + 4**10).astype(np.uint64))
-    assert coverage_moc(exact)["coverage_moc"].startswith("10/")
+    assert coverage_moc(level_of(nodes[:100]))["coverage_moc"].startswith("10/")
 
 
 def test_the_first_view_fits_the_selected_windows_cells(tmp_path):
