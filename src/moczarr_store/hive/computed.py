@@ -56,8 +56,8 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
     levels = []
     for fold in variants:
         top = source.cell_order + 1 if fold else source.cell_order
-        ranks, node_order = source.node_ranks, source.node_order
-        bounds = _bounds(source)
+        ranks: np.ndarray | None = source.node_ranks
+        node_order, bounds = source.node_order, _bounds(source)
         for order in range(top - 1, -1, -1):  # each order's nodes from the finer one's
             coarser = max(0, order - source.depth)
             joining = [r for r in regions if r.cell_order == order]  # a region joins at its own
@@ -66,8 +66,10 @@ def computed_levels(source: Level, stored: list[Level], mode: str,
                     ancestor_ranks(bounds, node_order - coarser),
                     *(ancestor_ranks(_bounds(r), r.node_order - coarser)
                       for r in joining)]))
-                ranks, node_order = expand_bounds(bounds), coarser
+                ranks, node_order = None, coarser
             if (fold, order) not in kept:
+                if ranks is None:  # expanded only for a level made, once a node order
+                    ranks = expand_bounds(bounds)
                 sources = (source, *(r for r in regions if r.cell_order >= order))
                 levels.append(_level(sources, order, ranks,
                                      {**fields, **_passed(joining, fields)}, fold))
