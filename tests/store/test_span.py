@@ -177,6 +177,9 @@ class _Queued(Backend):
     def _now(self, *args):
         return None
 
+    def documents_now(self, paths):
+        return []
+
     async def _call(self, kind, coro_fn, *args, **kwargs):
         self.made.append(args[0])
 

@@ -30,7 +30,7 @@ from ..io.backend import NOT_NOW
 from ..io.ranges import BytesLike
 from ..tunables import setting
 from .ids import DECIMAL_RE
-from .jsonio import DOCUMENT_WINDOW, load_json, read_document_now
+from .jsonio import DOCUMENT_WINDOW, load_json, read_document_now, read_documents_now
 from .paths import short, split_leaf_name, validate_current
 
 if TYPE_CHECKING:
@@ -310,16 +310,29 @@ class LeafCache(AsyncCache[Leaf]):
         raises, and is not cached)."""
         return IN_PLACE().judge(self.origin, await _load(path, read), self.max_entries)
 
-    def resolve_now(self, path: str, backend: HiveIO) -> Leaf | None:
+    def stamps_now(self, paths: list[str], backend: HiveIO) -> dict[str, bytes | None]:
+        """The stamp documents of those of ``paths`` neither cached nor being read, as far
+        as one pass reads them from a local page cache (``jsonio.read_documents_now``; one
+        request each, as :meth:`resolve` makes): what :meth:`resolve_now` then parses."""
+        kept, loading = self._done, self.loading
+        unknown = [path for path in paths if path not in kept and not loading(path)]
+        read = read_documents_now(backend, [f"{path}/zarr.json" for path in unknown])
+        return dict(zip(unknown, read, strict=False))  # the first len(read) of them
+
+    def resolve_now(self, path: str, backend: HiveIO,
+                    read: dict[str, bytes | None] | None = None) -> Leaf | None:
         """The leaf at ``path`` as :meth:`resolve` gives it (its cached, slim form), without
-        an await: cached, or read inline when its stamp is local and all in the page cache
-        (``backend.get_now``; one request, as :meth:`resolve` makes). ``None`` when that
-        read would wait or one is under way: :meth:`resolve` it then."""
+        an await: cached, or parsed from ``read`` (:meth:`stamps_now`), or read inline when
+        its stamp is local and all in the page cache (``backend.get_now``; one request, as
+        :meth:`resolve` makes). ``None`` when that read would wait or one is under way:
+        :meth:`resolve` it then."""
         leaf = self.hit(path)
         if leaf is not None or self.loading(path):
             return leaf
+        payload: Any = NOT_NOW if read is None else read.get(path, NOT_NOW)
         try:
-            payload = read_document_now(backend, f"{path}/zarr.json")
+            if payload is NOT_NOW:
+                payload = read_document_now(backend, f"{path}/zarr.json")
         except OutsideRootError:  # that object is refused, not the hive
             payload = _LINKED
         if payload is NOT_NOW:

@@ -206,6 +206,18 @@ class Backend:
             return NOT_NOW if got is None else got[0]
         raise failure
 
+    def documents_now(self, paths: list[str]) -> list[bytes | None]:
+        """What :meth:`get_now` of each document (``jsonio.DOCUMENT_WINDOW``) answers, for
+        the first of ``paths`` that a local hive's page cache holds whole and small, in one
+        pass (:meth:`.local.LocalReader.documents_now`); one ranged GET counted each. The
+        rest (none when the hive is not local): read them with :meth:`get_now`."""
+        if not paths or self.ignores_ranges:
+            return []
+        got = self._reader.documents_now(paths)
+        if got:
+            self._tally("get_range", len(got))
+        return got
+
     @property
     def buffers(self) -> BufferPool | None:
         """The pool local objects are read into (``None``: the hive is not local)."""

@@ -33,8 +33,9 @@ class Reader(Protocol):
     messages). ``whole``: ranges are read from whole GETs (a server that ignores
     ``Range``). ``store``: the obstore store (``None``: not read with obstore).
     ``buffers``: the pool objects are read into (``None``: none). The synchronous reads
-    (``now``, ``read_cached``, ``mapped_span``) never wait: ``None`` when they cannot
-    answer without waiting, or the reader has no such path (the caller reads as usual).
+    (``now``, ``documents_now``, ``read_cached``, ``mapped_span``) never wait: ``None``
+    (or fewer documents) when they cannot answer without waiting, or the reader has no
+    such path (the caller reads as usual).
     """
 
     name: str
@@ -57,6 +58,11 @@ class Reader(Protocol):
     def now(self, path: str, option: RangeOption,
             with_stat: bool) -> tuple[BytesLike, ObjectStat | int] | None:
         """The object's bytes and its stat (or size) if they can be read without waiting."""
+        ...
+
+    def documents_now(self, paths: list[str]) -> list[bytes | None]:
+        """Small documents read whole without waiting (``None``: not there), up to the
+        first that cannot be read so."""
         ...
 
     def read_cached(self, reads: list[tuple[str, list[memoryview]]]

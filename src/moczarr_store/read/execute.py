@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LeafSchemaError, TruncatedChunkError
 from ..hive.arraymeta import ArrayMeta, parse_array
-from ..hive.jsonio import read_document, read_document_now
+from ..hive.jsonio import read_document, read_document_now, read_documents_now
 from ..hive.level import Level
 from ..hive.paths import short
 from ..io.backend import NOT_NOW
@@ -266,27 +266,31 @@ def _meta_of(payload: Bytes | None, plan: LeafRead, array: FieldArray) -> Any:
 
 def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldArray) -> None:
     """The leaf array metadata of a span's leaf chunks of immutable versions established
-    as :func:`_leaf_meta` does, without a task: those the page cache holds, read inline,
-    until one would wait (one request each, as :func:`_leaf_meta` makes; none for those
-    known or being read). Their chunks may then take the fast path. A document
-    byte-identical to the one before it (the leaves of one writer run) is judged as that
-    one was, without a look at the shared memo (``arraymeta.parse_array``)."""
+    as :func:`_leaf_meta` does, without a task: those the page cache holds, read inline
+    (in one pass while they are small, ``jsonio.read_documents_now``), until one would
+    wait (one request each, as :func:`_leaf_meta` makes; none for those known or being
+    read). Their chunks may then take the fast path; one absent or damaged is left to be
+    judged (and warned of) where it is read. A document byte-identical to the one before
+    it (the leaves of one writer run) is judged as that one was, without a look at the
+    shared memo (``arraymeta.parse_array``)."""
     metas, backend = session.leaf_metas, session.backend
+    wanted = [part for part in parts if isinstance(part, LeafRead) and part.immutable
+              and metas.peek(part.meta, _UNKNOWN) is _UNKNOWN and not metas.loading(part.meta)]
+    read = read_documents_now(backend, [part.meta for part in wanted])
     last: tuple[bytes, Any] | None = None  # the document before, and what it made
-    for part in parts:
-        if (not isinstance(part, LeafRead) or not part.immutable
-                or metas.peek(part.meta, _UNKNOWN) is not _UNKNOWN or metas.loading(part.meta)):
-            continue
+    for at, part in enumerate(wanted):
         try:
-            payload = read_document_now(backend, part.meta)
-            if payload is NOT_NOW or payload is None:  # absent: read where it is judged
+            payload = read[at] if at < len(read) else read_document_now(backend, part.meta)
+            if payload is NOT_NOW:
                 return
+            if payload is None:  # absent: judged where it is read
+                continue
             content = bytes(payload)
             if last is None or content != last[0]:  # a defect is never remembered
                 last = (content, _meta_of(content, part, array))
         except Exception as err:
             if damaged(err, on_disk(session)):  # judged (and warned) where it is read
-                return
+                continue
             raise
         metas.put(part.meta, last[1])
 

@@ -325,7 +325,11 @@ async def _span(
     answer = await _absent_parts(session, array, coords)  # no directory: no stamp read
     listed = None if answer is None else answer[0]
     absent: LeafPlan | None = None  # one plan for every part the listing found absent
-    for at, found in enumerate(_located(array, coords, listed)):
+    located_parts = _located(array, coords, listed)
+    read = session.leaves.stamps_now(  # the stamps to read, in one pass where it can
+        [found[2] for at, found in enumerate(located_parts) if found is not None
+         and found[2] is not None and (listed is None or not listed[at])], backend)
+    for at, found in enumerate(located_parts):
         if found is None:  # past the domain's end
             parts.append(None)
             continue
@@ -335,7 +339,7 @@ async def _span(
             parts.append(absent)
             continue
         try:
-            leaf = None if path is None else resolve_now(path, backend)
+            leaf = None if path is None else resolve_now(path, backend, read)
         except Exception as err:
             if not damaged(err, on_disk(session)):
                 raise
