@@ -16,6 +16,7 @@ from support.hives import FIXTURES
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from moczarr_store import MocHiveStore
+from moczarr_store.errors import OutsideRootError
 from moczarr_store.io import local as local_module
 from moczarr_store.io.backend import Backend
 
@@ -240,3 +241,35 @@ def test_a_document_cut_short_at_a_page_boundary_is_not_taken_whole(tmp_path, mo
     monkeypatch.setattr(local_module.os, "preadv", partly_cached)
     got = asyncio.run(Backend(tmp_path).get_sized("doc", RangeByteRequest(0, 10**9)))
     assert got is not None and bytes(got[0]) == want and got[1] == size
+
+
+@pytest.mark.skipif(local_module._OPEN_NO_LINKS is None or local_module._NOWAIT is None,
+                    reason="the one-pass read needs Linux's openat2 and RWF_NOWAIT")
+def test_documents_read_in_one_pass_are_what_get_now_answers(tmp_path):
+    """``documents_now`` answers for each document what ``get_now`` of its window does
+    (bytes, ``None`` when missing), one ranged GET counted each, and stops at the first
+    it cannot read so simply (a page-sized one, a link on its way, a directory): those
+    are left to ``get_now``, which refuses a link out of the root or a path not below
+    it."""
+    from moczarr_store.hive.jsonio import DOCUMENT_WINDOW
+
+    rng = np.random.default_rng(7)
+    for size in (1, 1737, local_module.mapped.PAGE - 1, local_module.mapped.PAGE):
+        (tmp_path / f"doc{size}").write_bytes(rng.integers(0, 256, size, np.uint8).tobytes())
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "inside").symlink_to(tmp_path / "dir")
+    (tmp_path / "dir" / "doc").write_bytes(b"{}")
+    (tmp_path / "out").symlink_to("/etc")
+    backend = Backend(tmp_path)
+    simple = ["doc1", "missing", "doc1737", "dir/missing", f"doc{local_module.mapped.PAGE - 1}"]
+    for stop in (f"doc{local_module.mapped.PAGE}", "inside/doc", "dir", "out/hostname"):
+        backend.stats.reset()
+        got = backend.documents_now([*simple, stop, "doc1"])
+        assert dict(backend.stats.counts) == {"get_range": len(simple)}
+        want = [backend.get_now(path, DOCUMENT_WINDOW) for path in simple]
+        assert got == [None if w is None else bytes(w) for w in want], stop
+        assert want[1] is None and want[3] is None
+    assert bytes(backend.get_now("inside/doc", DOCUMENT_WINDOW)) == b"{}"
+    with pytest.raises(OutsideRootError):
+        backend.get_now("out/hostname", DOCUMENT_WINDOW)
+    assert len(backend.documents_now(["doc1", "../doc1", "doc1"])) == 1

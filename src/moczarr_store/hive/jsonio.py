@@ -201,7 +201,8 @@ def read_documents_now(backend: Any, keys: list[str]) -> list[bytes | None]:
     """:func:`read_document_now` of the first of ``keys`` that a local hive's page cache
     holds whole and small, in one pass (``backend.documents_now``); read the rest one by
     one."""
-    return backend.documents_now(keys)
+    got: list[bytes | None] = backend.documents_now(keys)
+    return got
 
 
 def load_object(payload: BytesLike, where: str,

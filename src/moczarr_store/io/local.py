@@ -409,19 +409,23 @@ class LocalReader:
     def documents_now(self, paths: list[str]) -> list[bytes | None]:
         """The small documents at ``paths`` (each under ``GUESS`` bytes) read whole from the
         page cache in one pass, ``None`` for one that is not there, up to the first that is
-        not so simple (larger, a link on its way, not all in the page cache, unreadable):
-        the rest are read by :meth:`now`, which words any error. Cost: an ``openat2``, one
-        ``preadv`` into one reused buffer and a ``close`` a document (no ``fstat``: one that
-        stops short of a page boundary met its end); nothing where ``openat2`` or
-        ``RWF_NOWAIT`` is missing, or links are followed."""
+        not so simple (larger, a link on its way, not all in the page cache, unreadable, a
+        path not below the root): the rest are read by :meth:`now`, which words any error.
+        Cost: an ``openat2``, one ``preadv`` into one reused buffer and a ``close`` a
+        document (no ``fstat``: one that stops short of a page boundary met its end);
+        nothing where ``openat2`` or ``RWF_NOWAIT`` is missing, or links are followed."""
         opener = _OPEN_NO_LINKS
         if opener is None or _NOWAIT is None or self.follow_links or not paths:
             return []
         self.ready()
         buffer = memoryview(bytearray(GUESS))
-        into, prefix, got = [buffer], self._root_prefix, []
+        into, prefix = [buffer], self._root_prefix
+        got: list[bytes | None] = []
         for path in paths:
-            _check_relative(path)
+            try:
+                _check_relative(path)
+            except ValueError:  # refused by :meth:`now`, naming it
+                break
             full = prefix + path.encode(*_FS_CODEC)
             if b"\0" in full:
                 break
