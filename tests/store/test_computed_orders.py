@@ -425,3 +425,62 @@ def test_computed_orders_on_the_sphere_are_the_covered_ones_in_place():
         np.testing.assert_array_equal(whole.get_coordinate_selection(rows), level["h_max"][:])
         others = np.setdiff1d(np.arange(min(whole.shape[0], 4096)), rows)
         assert np.isnan(whole.get_coordinate_selection(others)).all()
+
+
+@pytest.mark.parametrize("method", ["sum", "min", "max"])
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "float32", "float64"])
+def test_rows_folded_in_one_pass_equal_them_folded_one_by_one(method, dtype):
+    """``Accumulator.add_rows`` (a batch of leaves read in one buffer) against ``add`` of
+    each row in turn: the same bits, with missing cells (NaN, the fill value), -0.0, rows
+    that fold into one target together and rows met again (another window)."""
+    from moczarr_store.hive.folds import Accumulator, Fold
+
+    rng = np.random.default_rng(7)
+    kind = np.dtype(dtype).kind
+    fold = Fold("f", method, np.dtype(dtype), 0 if kind in "iu" else "NaN")
+    for factor, starts in ((4, [0, 4, 8, 0]), (16, [0, 0, 1, 3]), (1, [2, 0])):
+        rows = rng.integers(0, 5, (len(starts), 16)).astype(dtype)
+        if kind == "f":
+            rows[rows == 1] = np.nan
+            rows[rows == 2] = -0.0
+        one, each = Accumulator(fold, 20), Accumulator(fold, 20)
+        one.add_rows(rows, factor, np.array(starts))
+        for row, at in zip(rows, starts, strict=True):
+            each.add(row, factor, at)
+        got, want = one.result(), each.result()
+        assert got.tobytes() == want.tobytes(), (factor, starts, got, want)
+
+
+@pytest.mark.parametrize("name", ["sharded", "windowed", "pyramid1"])
+def test_a_computed_chunk_folded_from_the_page_cache_equals_one_folded_leaf_by_leaf(
+        name, monkeypatch):
+    """Leaves whose stamps, metadata and chunks the page cache holds are folded a batch at
+    a time from one buffer (no task per leaf); every computed field equals what the
+    leaf-by-leaf read folds (at the orders next to the source and the shard order)."""
+    from moczarr_store.read import compute
+
+    root = FIXTURES / name
+    manifest = _manifest(root)
+    near = (f"o{manifest['cell_order'] - 1}", f"o{manifest['shard_order'] - 1}")
+    computed = _levels(_group(root, "all"))
+    paths = [f"{path}/{name}" for path, level in computed.items()
+             if "computed" in level.attrs["morton_hive_store"]
+             and path.rsplit("/", 1)[-1] in near
+             for name, array in level.arrays() if name in _declaration(root)["fields"]
+             and array.dtype.kind in "biuf" and "cells" in (array.metadata.dimension_names
+                                                             or ())]
+    assert paths
+    fast = []
+    folded_now = compute._folded_now
+    monkeypatch.setattr(compute, "_folded_now", lambda *a: fast.append(folded_now(*a))
+                        or fast[-1])
+    with warnings.catch_warnings(action="ignore"):
+        got = {p: zarr.open_array(MocHiveStore(root, computed_orders="all"), path=p,
+                                  mode="r")[:] for p in paths}
+    assert any(fast)
+    monkeypatch.setattr(compute, "_folded_now", lambda *a: False)
+    with warnings.catch_warnings(action="ignore"):
+        for path in paths:
+            want = zarr.open_array(MocHiveStore(root, computed_orders="all"), path=path,
+                                   mode="r")[:]
+            assert got[path].tobytes() == want.tobytes(), path

@@ -69,6 +69,13 @@ class Fold:
             return self.dtype.type(self.method == "min")
         return self.dtype.type(info.max if self.method == "min" else info.min)
 
+    @property
+    def any_order(self) -> bool:
+        """Whether the fold gives the same bits whatever order its cells are met in:
+        ``min``, ``max``, and a sum of integers (or booleans), not a float sum."""
+        return self.method in ("min", "max") or (self.method == "sum"
+                                                  and self.dtype.kind in "iub")
+
     def declaration(self) -> dict[str, Any]:
         """The field's fold as the manifest declares it (the computed arrays' metadata);
         :data:`PASS`: no class (the hive declares no exact fold)."""
@@ -180,6 +187,27 @@ class Accumulator:
         # 0 + -0.0 would not)
         self.values[at:stop] = np.where(seen, self.ufunc(self.values[at:stop], folded), folded)
         seen |= present
+
+    def add_rows(self, rows: np.ndarray, factor: int, starts: np.ndarray) -> None:
+        """:meth:`add` of each row of ``rows`` (2-d) at its entry of ``starts``, in one
+        pass over them all where the fold is the same in any order
+        (:attr:`Fold.any_order`), else row by row."""
+        fold = self.fold
+        if self.ufunc is None or not fold.any_order:
+            for row, at in zip(rows, starts.tolist(), strict=True):
+                self.add(row, factor, at)
+            return
+        n, size = rows.shape
+        gone = missing(rows, fold).reshape(n, -1, factor)
+        values = np.where(gone, fold.identity, rows.astype(fold.dtype, casting="safe")
+                          .reshape(n, -1, factor))
+        folded = self.ufunc.reduce(values, axis=2).reshape(-1)
+        present = ~gone.all(axis=2).reshape(-1)
+        targets = (np.asarray(starts, np.int64)[:, None]
+                   + np.arange(size // factor)).reshape(-1)[present]
+        # the identity changes nothing under these folds: no first value to take apart
+        self.ufunc.at(self.values, targets, folded[present])
+        self.seen[targets] = True
 
     def result(self) -> np.ndarray:
         """The folded values; a target no present cell reached holds the fill value."""

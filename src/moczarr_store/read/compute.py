@@ -21,6 +21,7 @@ folded once for all of them): one pass over the leaves serves every coarse order
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..chunkbytes import plain_bytes
-from ..errors import EncodingError
+from ..errors import EncodingError, MocHiveError
 from ..hive.arraymeta import fill_number
 from ..hive.folds import Accumulator, Fold
 from ..hive.leaves import Leaf, LeafCache, Read
@@ -37,7 +38,7 @@ from ..transcode import decode_chunk
 from ..tunables import setting
 from ..view.arrays import FieldArray
 from ..view.computed import ComputedArray
-from .plan import Absent, Compute, plan_chunk
+from .plan import Absent, Compute, LeafRead, plan_chunk
 
 if TYPE_CHECKING:
     from ..session import HiveSession
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
 
 Under = tuple[tuple[str, Leaf], ...]  # the stamps a chunk was folded from, by leaf path
 T = TypeVar("T")
-Executor = tuple[Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]]
+Executor = tuple[Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]],
+                 Callable[..., memoryview | None]]
 
 
 async def computed_chunk(session: HiveSession, plan: Compute,
@@ -156,6 +158,8 @@ async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[i
     kept = True
     for start in range(0, len(jobs), at_once):
         batch = jobs[start : start + at_once]
+        if _folded_now(session, array, accumulator, batch, under, run[2]):
+            continue
         read = await asyncio.gather(*(leaf_values(session, source, w, i, run)
                                      for source, w, i, _ in batch))
         for (source, _, _, offset), (path, leaf, values, immutable) in zip(batch, read,
@@ -174,6 +178,58 @@ async def fold_chunk(session: HiveSession, array: ComputedArray, coords: tuple[i
     return values.tobytes(), tuple(under) if kept else None
 
 
+def _folded_now(session: HiveSession, array: ComputedArray, accumulator: Accumulator,
+                batch: list[tuple[FieldArray, str | None, int, int]],
+                under: list[tuple[str, Leaf]], read_now: Callable[..., memoryview | None],
+                ) -> bool:
+    """``batch`` (``(source, window, leaf index, offset)`` each) folded into
+    ``accumulator`` without a task, its stamps added to ``under``, when each leaf's stamp
+    is cached or in the page cache and its chunks are a span's fast path
+    (``read_now``: immutable versions encoded as declared, plain values, all in the page
+    cache): one read into one buffer and one fold of it. ``False``, nothing folded or
+    added, otherwise: the batch is read leaf by leaf (which reports what is wrong). Cost:
+    the batch's stamps, leaf ``zarr.json`` and chunk objects, read inline."""
+    source = batch[0][0]
+    meta = source.meta
+    plain = plain_bytes(meta.codecs, meta.data_type)
+    if plain is None or any(job[0] is not source for job in batch) \
+            or not np.can_cast(plain, array.fold.dtype, "safe"):
+        return False
+    level, per = source.level, source.chunks_per_leaf
+    resolve_now, backend = session.leaves.resolve_now, session.backend
+    parts: list[LeafRead] = []
+    stamps: list[tuple[str, Leaf]] = []
+    try:
+        for _, window, index, _ in batch:
+            path = level.object_path(index, window)
+            leaf = resolve_now(path, backend)
+            if leaf is None:
+                return False
+            prefix = (level.windows.index(window),) if source.windowed and window is not None \
+                else ()
+            for k in range(per):
+                plan = plan_chunk(source, (*prefix, index * per + k), leaf)
+                if not isinstance(plan, LeafRead):
+                    return False
+                parts.append(plan)
+            stamps.append((path, leaf))
+        fill = np.full(math.prod(source.part_chunks), fill_number(meta.fill_value, plain),
+                       plain).tobytes()
+        data = read_now(session, parts, source, fill, False)
+    except MocHiveError:  # read leaf by leaf, which says what is wrong
+        return False
+    if data is None:
+        return False
+    cells = level.cells_per_node
+    factor = 4 ** (level.cell_order - array.level.cell_order)
+    starts = np.array([offset for *_, offset in batch], np.int64) * cells // factor
+    rows = np.frombuffer(data, dtype=plain).reshape(len(batch), cells)
+    accumulator.add_rows(rows, min(factor, cells), starts)
+    hit = session.leaves.hit
+    under.extend((path, hit(path) or leaf) for path, leaf in stamps)
+    return True
+
+
 def _add(accumulator: Accumulator, values: np.ndarray, factor: int, at: int, path: str,
          array: ComputedArray) -> None:
     if not np.can_cast(values.dtype, array.fold.dtype, "safe"):
@@ -190,7 +246,7 @@ async def leaf_values(session: HiveSession, source: FieldArray, window: str | No
     source view reads it: an absent leaf, or one it refuses, whose problem is noted), and
     whether they come from an immutable version. Cost: the leaf's stamp (cached) and its
     chunks of the field (``read_leaf``), one at a time."""
-    execute, read_leaf = run
+    execute, read_leaf, _ = run
     level = source.level
     path = level.object_path(index, window)
     leaf = await session.leaves.resolve(path, session.backend.get)

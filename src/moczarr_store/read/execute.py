@@ -70,7 +70,7 @@ async def execute(session: HiveSession, plan: Plan) -> Bytes | None:
         case Span():
             return await _joined(session, plan)
         case Compute():
-            return await computed_chunk(session, plan, (execute, read_leaf))
+            return await computed_chunk(session, plan, (execute, read_leaf, read_now))
         case LeafRead():
             return (await read_leaf(session, plan))[0]
     raise TypeError(f"not a read plan: {plan!r}")
@@ -174,8 +174,7 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     one copy."""
     array = session.view.arrays[plan.array]
     assert isinstance(array, FieldArray)
-    _metas_now(session, plan.parts, array)
-    direct = read_cached_span(session, plan.parts, array.part_fill)
+    direct = read_now(session, plan.parts, array, array.part_fill)
     if direct is not None:
         return slice_bytes(direct, plan.byte_range)
     present = [p for p in plan.parts if p is not None]
@@ -189,6 +188,15 @@ async def _joined(session: HiveSession, plan: Span) -> Bytes | None:
     joined = b"".join(fill if p is None else p for p in parts)
     joined += fill * (len(plan.parts) - len(parts))
     return slice_bytes(joined, plan.byte_range)
+
+
+def read_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldArray,
+             fill: bytes, mapped: bool = True) -> memoryview | None:
+    """Leaf chunks ``parts`` of ``array`` joined as :func:`_joined` serves them, without a
+    task, when all are in the page cache (:func:`.fastpath.read_cached_span`, their leaf
+    metadata established first by :func:`_metas_now`); ``None``: read them as usual."""
+    _metas_now(session, parts, array)
+    return read_cached_span(session, parts, fill, mapped)
 
 
 def _note_absent(session: HiveSession, parts: Sequence[Plan]) -> set[int]:

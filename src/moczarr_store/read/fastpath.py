@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
-                     fill: bytes) -> memoryview | None:
+                     fill: bytes, mapped: bool = True) -> memoryview | None:
     """A span served from the page cache, each part exactly as :func:`.execute.execute`
     serves it,
     when every part is a whole leaf chunk of an immutable version whose encoding is
@@ -31,7 +31,7 @@ def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
     index compared with that layout's bytes, as :func:`reframe` does); a shard laid out
     otherwise is re-framed from its bytes (one copy). What the parts' plans alone decide is
     worked out once per ``parts`` (:func:`_layout`); each call then looks up each leaf's
-    established encoding."""
+    established encoding. ``mapped`` false: never mapped (a span read once)."""
     backend = session.backend
     pool = backend.buffers
     if pool is None:  # not a local hive
@@ -39,12 +39,12 @@ def read_cached_span(session: HiveSession, parts: Sequence[Plan | None],
     layout = _layout(parts, len(fill))
     if layout is None:
         return None
-    metas, layouts, mapped = layout
+    metas, layouts, objects = layout
     peek = session.leaf_metas.peek
     if not all(peek(meta) == SAME for meta in metas):
         return None
-    if mapped is not None:
-        found = backend.mapped_span(mapped, len(fill))
+    if mapped and objects is not None:
+        found = backend.mapped_span(objects, len(fill))
         if found is not None:
             return found
     return _read_into(backend, pool.take(len(fill) * len(parts)), layouts, fill)
