@@ -202,6 +202,56 @@ def test_a_tile_of_more_cells_than_tiles_cells_is_refused(sharded):
                                     colorscalerange="0,1"))[0] == 200
 
 
+def tilejson(server, field: str, quad: str = QUAD) -> dict:
+    status, _, body = fetch(server, f"/.tiles/datasets/atl06/tiles/{quad}/tilejson.json?"
+                                    f"variables={field}&colorscalerange=0,1")
+    assert status == 200, body[:300]
+    return json.loads(body)
+
+
+def largest_tiles(quad: str, z: int) -> list[tuple[int, int]]:
+    """``(y, x)`` of the tiles of zoom ``z`` whose longitude/latitude boxes are largest:
+    beside the equator on Web Mercator, around the pole on a polar stereographic set."""
+    half = 2 ** (z - 1)
+    if quad == QUAD:
+        return [(half - 1, 0), (half, half)]
+    return [(y, x) for y in (half - 1, half) for x in (half - 1, half)]
+
+
+@needs_tiles
+@pytest.mark.parametrize("quad", [QUAD, "UPSArcticWGS84Quad"])
+def test_the_advertised_zooms_start_where_no_tile_is_refused(sharded, quad):
+    """TileJSON's ``minzoom`` is the coarsest zoom from which no tile is refused: with
+    ``tiles.cells`` at 150, below the 192 cells of stored order 7, its largest tiles
+    answer 200 and one at the zoom below 413; the tileset list's layers start there
+    too. With the default, every zoom from 0 answers."""
+    status = {}
+    with moczarr_store.config.set({"tiles.cells": 150}):
+        for field in ("h_mean", "h_max") if quad == QUAD else ("h_mean",):
+            least = tilejson(sharded, field, quad)["minzoom"]
+            assert least > 0
+            for z in (least - 1, least):
+                status[field, z] = {fetch(sharded, f"/.tiles/datasets/atl06/tiles/{quad}/"
+                                           f"{z}/{y}/{x}?variables={field}&colorscalerange=0,1")[0]
+                                    for y, x in largest_tiles(quad, z)}
+            assert status[field, least] == {200} and 413 in status[field, least - 1], status
+        # the whole sphere in one tile, of order 7: refused (a polar one passed before)
+        assert fetch(sharded, f"/.tiles/datasets/atl06/tiles/{quad}/0/0/0?variables=h_mean&"
+                              "colorscalerange=0,1")[0] == 413
+        if quad == QUAD:
+            status, _, body = fetch(sharded, "/.tiles/datasets/atl06/tiles/")
+            assert status == 200, body[:300]
+            (mercator,) = (t for t in json.loads(body)["tilesets"]
+                           if any(link["rel"] == "self" and link["href"] == f"./{quad}"
+                                  for link in t["links"]))
+            layers = {layer["id"]: int(layer["minTileMatrix"]) for layer in mercator["layers"]}
+            assert layers["h_mean"] == tilejson(sharded, "h_mean")["minzoom"]
+            assert int(mercator["tileMatrixSetLimits"][0]["tileMatrix"]) == max(layers.values())
+    assert tilejson(sharded, "h_mean", quad)["minzoom"] == 0
+    assert fetch(sharded, f"/.tiles/datasets/atl06/tiles/{quad}/0/0/0?variables=h_mean&"
+                          "colorscalerange=0,1")[0] == 200
+
+
 @needs_tiles
 def test_bad_requests_name_their_cause(sharded):
     (spot,) = spots(FIXTURES / "sharded", "h_mean", 7, 7, 1)

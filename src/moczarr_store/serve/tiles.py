@@ -22,13 +22,15 @@ finds a HEALPix grid by its ``lon``/``lat``); it presents the structure the firs
 opened for the process's lifetime, and reads the leaves of the serving generation's
 stamps. Cost: a dataset's first tile opens its orders' metadata and reads its cell ids
 once (kept by xpublish-tiles); a tile reads the chunks of the cells it covers, and one
-that would draw more than ``config["tiles.cells"]`` cells is refused (413).
+that would draw more than ``config["tiles.cells"]`` cells is refused (413). A TileJSON's
+``minzoom`` and a tileset list's zooms start where no tile is (:mod:`.tile_zooms`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import math
 import re
@@ -45,15 +47,15 @@ import numpy as np
 import xarray as xr
 import xpublish
 import zarr
-from starlette.exceptions import HTTPException
 from xpublish import Plugin, hookimpl
-from xpublish_tiles.multiscale import assign_leaf_xpublish_ids, get_resolution_level
+from xpublish_tiles.multiscale import assign_leaf_xpublish_ids
 from xpublish_tiles.xpublish.tiles import TilesPlugin
 
 from ..hive.roster import Hive
 from ..store import MocHiveStore
 from ..tunables import setting
 from .generations import Generation, Generations
+from .tile_zooms import check_cells, honest_tilejson, honest_tilesets, min_zoom
 
 logger = logging.getLogger("moczarr_store.serve")
 
@@ -65,6 +67,9 @@ DEFAULTS = {"width": "256", "height": "256", "f": "png"}
 ORDER0_DEGREES = math.degrees(math.sqrt(math.pi / 3))
 _ORDER = re.compile(r"o(\d{1,2})")
 _TILE = re.compile(r"/tiles/([^/]+)/(\d{1,2})/(\d{1,9})/(\d{1,9})$")
+# the metadata that advertises zooms: a dataset's TileJSON, and its list of tilesets
+_TILEJSON = re.compile(r"/datasets/([^/]+)/tiles/([^/]+)/tilejson\.json$")
+_TILESETS = re.compile(r"/datasets/([^/]+)/tiles/?$")
 
 
 class _Asked(NamedTuple):
@@ -95,6 +100,7 @@ class _Datasets:
         self._groups: dict[str, list[str]] | None = None  # id -> its order groups
         self._nodes: dict[str, xr.Dataset] = {}  # group path -> its order's dataset
         self._trees: dict[tuple[str, tuple[str, ...]], xr.DataTree] = {}  # (id, groups)
+        self._zooms: dict[tuple[int, str, int], int] = {}  # see min_zoom
         self._lock = threading.Lock()
 
     def groups(self) -> dict[str, list[str]]:
@@ -137,6 +143,19 @@ class _Datasets:
                 assign_leaf_xpublish_ids(tree)
                 self._trees[key] = tree
             return self._trees[key]
+
+    def min_zoom(self, dataset_id: str, fields: frozenset[str],
+                 tms: morecantile.TileMatrixSet) -> int:
+        """:func:`~.tile_zooms.min_zoom` of the tree drawing ``fields``, kept per tree,
+        tile matrix set and ``tiles.cells``. Cost: that of the tree, and of its zooms
+        once."""
+        tree = self.tree(dataset_id, fields)
+        if tree is None:
+            return tms.minzoom
+        key = (id(tree), tms.id, setting("tiles.cells"))  # trees are kept: ids stay theirs
+        if key not in self._zooms:
+            self._zooms[key] = min_zoom(tree, tms)
+        return self._zooms[key]
 
     def _node(self, path: str) -> xr.Dataset:
         """The order group at ``path`` as a lazy dataset with its cell size. Cost: its
@@ -201,63 +220,81 @@ class HiveDatasets(Plugin):
         return tree
 
 
-def check_cells(tree: xr.DataTree, tms_id: str, z: int, y: int, x: int) -> None:
-    """Refuse (413) tile ``z/y/x`` of ``tms_id`` if it would draw more cells than
-    ``config["tiles.cells"]``: its area in cells of the order xpublish-tiles picks from
-    ``tree``, at most that order's cells. Cost: a few arithmetic operations."""
-    if tms_id not in morecantile.tms.list():
-        return  # xpublish-tiles answers 404
-    tms = morecantile.tms.get(tms_id)
-    level = get_resolution_level(tree, zoom=z, tms=tms)
-    if level is None or level.path is None:
-        return
-    order = int(level.path.rsplit("o", 1)[1])
-    box = tms.bounds(morecantile.Tile(x, y, z))
-    area = math.radians(min(box.right - box.left, 360.0)) * (
-        math.sin(math.radians(box.top)) - math.sin(math.radians(box.bottom)))
-    cells = min(level.dataset.sizes["cells"], math.ceil(area / (math.pi / 3 / 4**order)))
-    most = setting("tiles.cells")
-    if cells > most:
-        raise HTTPException(413, f"Tile {tms_id}/{z}/{y}/{x} would draw about {cells:,} "
-                                 f"cells of order {order}, more than tiles.cells ({most:,}): "
-                                 "choose a higher zoom level.")
-
-
 class Mounted:
     """ASGI middleware for the app mounted at :data:`TILES_PREFIX`: adds
     :data:`DEFAULTS` to a query that lacks them, and makes the mount point the app's root
     (xpublish-tiles writes its tile URLs from it); a request's fields (its ``variables``)
-    choose the orders its dataset's tree holds, and its tile is checked by
-    :func:`check_cells`."""
+    choose the orders its dataset's tree holds, its tile is checked by
+    :func:`~.tile_zooms.check_cells`, and the zooms a TileJSON or tileset list advertises
+    start where no tile is refused (:mod:`.tile_zooms`)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, app: Any, hive: HiveDatasets) -> None:
+        self.app, self.hive = app, hive
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
-                              keep_blank_values=True)
-            given = {name for name, _ in query}
-            missing = [(k, v) for k, v in DEFAULTS.items() if k not in given]
-            scope = {**scope, "app_root_path": scope.get("root_path", ""),
-                     "query_string": urlencode(query + missing).encode()}
-            tile = _TILE.search(scope.get("path", ""))
-            asked = _ASKED.set(_Asked(
-                frozenset(v for k, v in query if k == "variables"),
-                (tile[1], int(tile[2]), int(tile[3]), int(tile[4])) if tile else None))
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                _ASKED.reset(asked)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                          keep_blank_values=True)
+        given = {name for name, _ in query}
+        missing = [(k, v) for k, v in DEFAULTS.items() if k not in given]
+        scope = {**scope, "app_root_path": scope.get("root_path", ""),
+                 "query_string": urlencode(query + missing).encode()}
+        path = scope.get("path", "")
+        tile = _TILE.search(path)
+        fields = frozenset(v for k, v in query if k == "variables")
+        asked = _ASKED.set(_Asked(
+            fields, (tile[1], int(tile[2]), int(tile[3]), int(tile[4])) if tile else None))
+        try:
+            if found := _TILEJSON.search(path):
+                datasets, dataset_id, tms_id = self.hive.current(), found[1], found[2]
+                await _rewritten(self.app, scope, receive, send, lambda body: honest_tilejson(
+                    body, tms_id, lambda tms: datasets.min_zoom(dataset_id, fields, tms)))
+            elif found := _TILESETS.search(path):
+                datasets, dataset_id = self.hive.current(), found[1]
+                await _rewritten(self.app, scope, receive, send, lambda body: honest_tilesets(
+                    body, lambda field, tms: datasets.min_zoom(
+                        dataset_id, frozenset({field}), tms)))
+            else:
+                await self.app(scope, receive, send)
+        finally:
+            _ASKED.reset(asked)
+
+
+async def _rewritten(app: Any, scope: dict, receive: Any, send: Any,
+                     change: Callable[[dict], dict]) -> None:
+    """``app``'s answer, its JSON body passed through ``change`` if it succeeded (run in a
+    thread: it may transform many tile boxes). Cost: the body held in memory."""
+    start: dict | None = None
+    parts: list[bytes] = []
+
+    async def held(message: dict) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start":
+            start = message
+            return
+        if message["type"] != "http.response.body" or start is None:
+            await send(message)
+            return
+        parts.append(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        body = b"".join(parts)
+        if start["status"] == 200:
+            body = json.dumps(await asyncio.to_thread(change, json.loads(body))).encode()
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    await app(scope, receive, held)
 
 
 def tiles_app(generations: Generations) -> Callable:
     """The ASGI app answering under :data:`TILES_PREFIX` (mounted there by
     ``create_app(tiles=True)``)."""
-    plugins = {"tiles": TilesPlugin(), "hive": HiveDatasets(generations=generations)}
-    return Mounted(xpublish.Rest({}, plugins=plugins).app)
+    hive = HiveDatasets(generations=generations)
+    return Mounted(xpublish.Rest({}, plugins={"tiles": TilesPlugin(), "hive": hive}).app, hive)
 
 
 # -- the first tile's wait --------------------------------------------------------------
