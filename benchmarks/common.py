@@ -128,7 +128,16 @@ def record_reads(store: MocHiveStore, tried: bool = False) -> list[tuple[str, ob
             reads.append((path, option))
         return got
 
+    documents = reader.documents_now
+
+    def read_documents(paths):  # a span's small documents, read in one pass
+        got = documents(paths)
+        reads.extend((path, None) for path, data in zip(paths, got, strict=False)
+                     if tried or data is not None)
+        return got
+
     reader._open_read = read  # type: ignore[method-assign]
+    reader.documents_now = read_documents  # type: ignore[method-assign]
     return reads
 
 

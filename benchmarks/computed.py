@@ -124,6 +124,10 @@ def measure_computed(hive: Path, product: str, field: str = "count",
         touched = sorted({f"{hive}/{path}" for path, _ in reads})
         took = alternate({"ours": first, "floor": lambda t=touched: raw_read(t)}, rounds)
         leaves = sum(1 for p in touched if p.endswith(".zarr/zarr.json"))
+        metas = sum(1 for p in touched if p.endswith("/zarr.json")) - leaves
+        if not leaves or metas != leaves:  # a read the recording missed: no floor
+            raise SystemExit(f"o{order}: {leaves} stamps and {metas} leaf array documents "
+                             "recorded: the floor would leave reads out")
         add(f"o{order} ({what}): first read of one computed chunk ({leaves} leaves), new "
             "store", took["ours"], took["floor"], "raw read of the objects it touches", target)
         gc.collect()

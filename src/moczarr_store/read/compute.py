@@ -196,13 +196,14 @@ def _folded_now(session: HiveSession, array: ComputedArray, accumulator: Accumul
             or not np.can_cast(plain, array.fold.dtype, "safe"):
         return False
     level, per = source.level, source.chunks_per_leaf
-    resolve_now, backend = session.leaves.resolve_now, session.backend
+    leaves, backend = session.leaves, session.backend
     parts: list[LeafRead] = []
     stamps: list[tuple[str, Leaf]] = []
     try:
-        for _, window, index, _ in batch:
-            path = level.object_path(index, window)
-            leaf = resolve_now(path, backend)
+        paths = [level.object_path(index, window) for _, window, index, _ in batch]
+        read = leaves.stamps_now(paths, backend)  # in one pass where it can
+        for path, (_, window, index, _) in zip(paths, batch, strict=True):
+            leaf = leaves.resolve_now(path, backend, read)
             if leaf is None:
                 return False
             prefix = (level.windows.index(window),) if source.windowed and window is not None \
@@ -225,7 +226,7 @@ def _folded_now(session: HiveSession, array: ComputedArray, accumulator: Accumul
     starts = np.array([offset for *_, offset in batch], np.int64) * cells // factor
     rows = np.frombuffer(data, dtype=plain).reshape(len(batch), cells)
     accumulator.add_rows(rows, min(factor, cells), starts)
-    hit = session.leaves.hit
+    hit = leaves.hit
     under.extend((path, hit(path) or leaf) for path, leaf in stamps)
     return True
 
