@@ -67,3 +67,15 @@ def test_the_least_recently_used_entry_goes_first():
     assert cache.hit("a") == 1  # "b" is now the oldest
     cache.put("c", 3)
     assert cache.peek("b") is None and cache.peek("a") == 1 and cache.peek("c") == 3
+
+
+def test_holds_says_whether_each_key_holds_that_very_object_and_counts_the_uses():
+    cache: AsyncCache[object] = AsyncCache(max_entries=3)
+    a, b, c = object(), object(), object()
+    for key, value in (("a", a), ("b", b), ("c", c)):
+        cache.put(key, value)
+    assert cache.holds([("a", a), ("b", b)])
+    assert not cache.holds([("a", a), ("c", object())])  # an equal key, another object
+    assert not cache.holds([("z", a)])  # not cached
+    cache.put("d", object())  # "c" was used least recently (a and b were just held)
+    assert cache.peek("c") is None and cache.peek("a") is a and cache.peek("b") is b

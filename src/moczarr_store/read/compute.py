@@ -300,7 +300,7 @@ class ComputedChunks:
         if found is None:
             return None
         under, data = found
-        if not all(leaves.hit(path) is leaf for path, leaf in under):
+        if not leaves.holds(under):
             try:
                 now = await asyncio.gather(*(leaves.resolve(path, read) for path, _ in under))
             except Exception:  # the fold reads them again, and says what is wrong

@@ -315,8 +315,7 @@ async def _span(
     instead of planning it)."""
     key = (array.path, coords)
     known = session.span_plans.get(key)
-    if known is not None and known.array is array and all(
-            session.leaves.hit(path) is leaf for path, leaf in known.under):
+    if known is not None and known.array is array and session.leaves.holds(known.under):
         return Span(array.path, coords, known.parts, byte_range)
     parts: list[LeafPlan | None] = []
     missing: dict[int, tuple[tuple[int, ...], LeafChunk, str]] = {}
