@@ -25,6 +25,7 @@ from .diagnostics import Problems
 from .errors import HiveFormatError, MocHiveError, OutsideRootError
 from .hive.leaves import LeafCache
 from .hive.level import Level, Product
+from .hive.presence import Presence
 from .hive.roster import Hive, load_hive, settle
 from .io.backend import Backend
 from .io.buffers import BufferPool
@@ -32,7 +33,6 @@ from .options import OpenOptions
 from .read.compute import ComputedChunks
 from .read.execute import remember_template
 from .read.plan import SpanPlans
-from .read.presence import Presence
 from .tunables import check_settings
 from .view.tree import View
 

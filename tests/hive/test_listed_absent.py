@@ -124,3 +124,16 @@ def test_the_same_scan_from_s3(tmp_path_factory, s3_server):  # noqa: F811
     s3_server.upload_tree(root, "listed/_onecell")
     store = MocHiveStore("s3://hive/listed/_onecell", storage_options=s3_options(s3_server.url))
     _check(store, want, has)
+
+
+def test_verify_open_costs_what_exists(tmp_path_factory):
+    """``verify="open"`` reads every stamp the coverage lists at open, as moczarr does: the
+    nodes without a directory are learned from the same listings, so its requests are
+    bounded by the leaves that exist; the level's rows are those leaves, moczarr's values."""
+    root, want, has = _hive(tmp_path_factory, EVERY, 100 * EVERY)
+    store = MocHiveStore(root, verify="open")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the first leaf zagg wrote is not listed: stale
+        got = zarr.open_array(store, path=f"{GROUP}/count", mode="r")[:]
+    np.testing.assert_array_equal(got, want[has])
+    assert store.request_stats.total < 40 * int(has.sum()), store.request_stats.counts

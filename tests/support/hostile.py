@@ -768,10 +768,9 @@ def _absence_cost(case: Case, store: MocHiveStore, root: Path, base: dict) -> li
     """A scan over listed-but-absent leaves asks in proportion to the objects that exist,
     not to the nodes listed, in every chunking (absence is learned in bulk): at most what
     the same reads of the clean fixture ask, plus ``ABSENT_REQUESTS`` per object and pass
-    (the stamps sampled and the listings that learn the rest absent). Not under
-    ``verify="open"``, which reads the stamp of every leaf the coverage lists at open: what
-    that option is for."""
-    if case.kind != "mass-absent" or case.verify == "open":
+    (the stamps sampled and the listings that learn the rest absent), under
+    ``verify="open"`` too (which checks every listed leaf at open, learning the same way)."""
+    if case.kind != "mass-absent":
         return []
     clean = MocHiveStore(FIXTURES / case.fixture, verify=case.verify, chunking=case.chunking,
                          aoi=[case.aoi] if case.aoi else None)
@@ -1503,6 +1502,7 @@ def examples() -> tuple[Case, ...]:
         _case("multiproduct", "mass-absent", ("atl06_a/coverage.moc",), chunking="auto",
               xarray=True),
         _case("legacy", "mass-absent", ("coverage.moc",), chunking="shard"),
+        _case("mixed", "mass-absent", ("coverage.moc",), chunking=2, verify="open"),
         # a live commit between two reads: new version, stamp swapped, old version removed
         _case("bare_versioned", "commit-after-read", ("444112.zarr/", "/7/h_mean"),
               how="values"),

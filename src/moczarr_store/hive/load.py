@@ -7,7 +7,8 @@ its cell-order group's ``zarr.json`` and one ``zarr.json`` per array). Then a bo
 of the writer runs (``runs.py``: at most 7 more stamps, and one ``zarr.json`` per array of
 each further run seen). Other objects are not touched unless every stamp must be known:
 ``verify="open"`` (moczarr's exact debris semantics), or a view scoped to one window of a
-windowed product (whose rows are the nodes stamped in it).
+windowed product (whose rows are the nodes stamped in it); then the stamps of nodes without
+a directory are not read once listings show the level sparse (``presence.py``).
 
 The functions that change a level say so: ``fill_schema`` fills in its schema,
 ``drop_unstamped`` and ``drop_outside_aoi`` drop nodes from its domain.
@@ -31,6 +32,7 @@ from ..errors import (
     NoCoverageError,
     UnusableCoverage,
 )
+from ..tunables import setting
 from . import coverage as _coverage_module
 from .aoi import Cells, overlaps
 from .arraymeta import ArrayMeta
@@ -40,6 +42,7 @@ from .leaves import PROVENANCE, Leaf, LeafCache
 from .level import COORDINATE_NAMES, WINDOW_COORDINATES, Level
 from .manifest import Manifest
 from .paths import short
+from .presence import SAMPLE, Presence
 from .runs import learn_runs
 from .template import find_template, warn_dangling, warn_refused
 from .walk import walk_leaves
@@ -107,7 +110,10 @@ def _walked_ranks(walked: dict[int, set[str | None]], window: str | None,
 async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> None:
     """Read every object's stamp; drop from ``level`` (in place) the nodes with no
     readable object in any window, and record them in ``level.dropped``. Cost: one stamp GET
-    per (node, window) object, ``VERIFY_BATCH`` at a time.
+    per (node, window) object that may exist, in batches growing to ``VERIFY_BATCH``;
+    once the stamps read mostly absent, the nodes without a directory are learned from
+    listings (:class:`~.presence.Presence`: one LIST per directory that exists) and
+    their stamps are not read.
 
     On overview and column levels every object's provenance (role, zagg_overview or
     zagg_column) is kept in the group attrs under ``zagg_objects``.
@@ -118,42 +124,58 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     refused: list[tuple[str, str]] = []
     provenance: dict[str, dict[str, Any]] = {}
     cell_order = level.cell_order
+    gaps = bool(level.windows or level.window or level.fold)  # an absent object is no damage
+    windows = level.windows or (None,)
 
-    async def check(index: int, window: str | None, path: str) -> None:
+    async def check(index: int, window: str | None, path: str) -> bool:
+        """Whether the object has no stamp."""
         leaf = await leaves.resolve(path, backend.get)
         if leaf.state == "linked":  # that object is refused (and its reads), not the hive
             refused.append((path, KINDS["linked"]))
             dropped.append(path)
-            return
+            return False
         if leaf.state != "stamped":
-            if leaf.state == "debris" or not (level.windows or level.window or level.fold):
+            if leaf.state == "debris" or not gaps:
                 dropped.append(path)
-            return
+            return leaf.state == "absent"
         reason = level.refusal(leaf, index, window)
         if reason is not None:
             refused.append((path, reason[1]))
             dropped.append(path)
-            return
+            return False
         if leaf.current is not None:
             group = f"{leaf.data_prefix}/{cell_order}"
             if await read_document(backend, f"{group}/zarr.json") is None:
                 dangling.append((leaf, group))
                 dropped.append(path)
-                return
+                return False
         keep[index] = True
         if level.artifact != "source":
             attrs = level.group_attrs if path == level.template else (leaf.attrs or {})
             provenance[path] = {"object": path, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
+        return False
 
-    pairs = list(level.object_pairs())
-    for start in range(0, len(pairs), VERIFY_BATCH):
-        await asyncio.gather(*(check(i, w, p) for i, w, p in pairs[start : start + VERIFY_BATCH]))
+    # this level's node indices only: the drop below renumbers them
+    presence = Presence(setting("cache.listed_runs"))
+    start, size = 0, SAMPLE
+    while start < level.n_nodes:
+        stop = min(level.n_nodes, start + size)
+        answer = await presence.gone(backend, level, start, stop - 1)
+        nodes = range(start, stop) if answer is None else start + np.flatnonzero(~answer[0])
+        pairs = [(int(i), w, level.object_path(int(i), w)) for i in nodes for w in windows]
+        absent = await asyncio.gather(*(check(*pair) for pair in pairs))
+        if answer is None:
+            presence.tally(level.path, len(absent), sum(absent))
+        elif not gaps:  # no directory: no object, as a stamp read absent says
+            dropped += [level.object_path(int(i)) for i in start + np.flatnonzero(answer[0])]
+        start, size = stop, min(2 * size, VERIFY_BATCH)
     warn_dangling(level, sorted(dangling, key=lambda found: found[0].path))
     warn_refused(level.path, sorted(refused))
     level.node_ranks = level.node_ranks[keep]
     level.dropped = sorted(dropped)
     if provenance:
-        level.group_attrs["zagg_objects"] = [provenance[p] for _, _, p in pairs if p in provenance]
+        level.group_attrs["zagg_objects"] = [provenance[p] for _, _, p in level.object_pairs()
+                                             if p in provenance]
 
 
 async def _window_labels(backend: HiveIO, level: Level, envelope: dict[str, Any] | None,

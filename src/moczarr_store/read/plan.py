@@ -27,10 +27,10 @@ from ..errors import (
     TruncatedChunkError,
 )
 from ..hive.leaves import Leaf, LeafCache
+from ..hive.presence import SAMPLE, Found
 from ..io.slots import started
 from ..view.arrays import FabricatedArray, FieldArray, LeafChunk
 from ..view.computed import ComputedArray
-from .presence import SAMPLE, Found, listable
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -280,16 +280,24 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
         return _UNCOVERED
     leaf = session.leaves.hit(path)
     node, presence = located.node, session.presence
-    if leaf is None and node is not None:  # a listing may know it absent: no stamp read
-        listed = await presence.absent(session, array, node)
+    if leaf is None and node is not None and listable(array):  # a listing may know it
+        listed = await presence.absent(session.backend, array.level, node)  # absent
         if listed is not None:
             return _listed_absent(array, path, listed)
         leaf = await session.leaves.resolve(path, session.backend.get)
         presence.tally(array.level.path, 1, leaf.state == "absent")
-        if leaf.state == "absent" and (probed := await presence.probe(session, array, node)):
+        if leaf.state == "absent" and (probed := await presence.probe(
+                session.backend, array.level, node)):
             return _listed_absent(array, path, probed)
     return plan_chunk(array, coords, leaf or await session.leaves.resolve(
         path, session.backend.get), byte_range, located)
+
+
+def listable(array: FieldArray) -> bool:
+    """Whether the presence of ``array``'s leaves may be learned from listings
+    (:mod:`~moczarr_store.hive.presence`): a source level's nodes, not a sphere's, nor a
+    window's (a node may lack a leaf by design)."""
+    return not (array.sphere or array.gaps_by_design or array.level.artifact != "source")
 
 
 def _listed_absent(array: FieldArray, path: str, found: Found) -> Absent:
@@ -379,11 +387,12 @@ async def _learn(session: HiveSession, array: FieldArray, coords: tuple[int, ...
             if isinstance(part, Absent) and part.problem == "absent"]
     presence = session.presence
     presence.tally(array.level.path, sum(p is not None for p in parts), len(gone))
-    if gone:
+    if gone and listable(array):
         node = array.span_parts(coords)[gone[0]]
         first = parts[gone[0]]
         assert node is not None and isinstance(first, Absent)
-        if probed := await presence.probe(session, array, node[array.windowed]):
+        if probed := await presence.probe(session.backend, array.level,
+                                          node[array.windowed]):
             parts[gone[0]] = _listed_absent(array, first.obj, probed)
 
 
@@ -423,18 +432,17 @@ async def _absent_parts(session: HiveSession, array: FieldArray, coords: tuple[i
     stamps are read and tallied, so a level is sparse by its next chunk at the latest."""
     spans = array.span_parts(coords)
     nodes = [part[array.windowed] for part in spans if part is not None]
-    if not nodes:
+    if not nodes or not listable(array):
         return None
     presence, level = session.presence, array.level
-    if (len(nodes) >= BULK_PARTS and presence.sparse(level.path) is None
-            and listable(array)):
+    if len(nodes) >= BULK_PARTS and presence.sparse(level.path) is None:
         step = len(nodes) // SAMPLE
         sample = await asyncio.gather(*(  # one from the middle of each SAMPLE-th
             _stamp(session.leaves, level.object_path(node), session.backend.get,
                    on_disk(session)) for node in nodes[step // 2 :: step][:SAMPLE]))
         presence.tally(level.path, len(sample), sum(
             isinstance(leaf, Leaf) and leaf.state == "absent" for leaf in sample))
-    answer = await presence.gone(session, array, nodes[0], nodes[-1])
+    answer = await presence.gone(session.backend, level, nodes[0], nodes[-1])
     if answer is None:
         return None
     gone, found = answer

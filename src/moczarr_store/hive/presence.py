@@ -9,7 +9,9 @@ that exists), and only the leaves found there have their stamps read. Runs grow 
 they find the level sparse, so a scan's LISTs are bounded by the directories that exist.
 
 What a session learned stays until ``refresh()`` (which makes a new :class:`Presence`),
-as the commit stamps it read do: a leaf written later is found after ``refresh()``.
+as the commit stamps it read do: a leaf written later is found after ``refresh()``. The
+check of every stamp at open (``verify="open"``, ``load.drop_unstamped``) learns the same
+way, with a :class:`Presence` of its own (it renumbers the level's nodes).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import MocHiveError
-from ..hive.walk import existing_nodes
-from ..view.arrays import FieldArray
+from .level import Level
+from .walk import existing_nodes
 
 if TYPE_CHECKING:
-    from ..session import HiveSession
+    from ..io.reader import HiveIO
 
 SAMPLE = 8
 """Stamps whose reading decides whether a level is sparse: more than half of ``SAMPLE``
@@ -36,12 +38,6 @@ FIRST_RUN = 64
 """Nodes the first listing of a sparse level covers; each listing that finds its run
 sparse doubles the next, up to ``LAST_RUN``."""
 LAST_RUN = 1 << 16
-
-
-def listable(array: FieldArray) -> bool:
-    """Whether the presence of ``array``'s leaves may be learned from listings: a source
-    level's nodes, not a sphere's, nor a window's (a node may lack a leaf by design)."""
-    return not (array.sphere or array.gaps_by_design or array.level.artifact != "source")
 
 
 @dataclass(frozen=True)
@@ -120,37 +116,36 @@ class Presence:
                 known.sparse = True
             known.seen = known.absent = 0
 
-    async def absent(self, session: HiveSession, array: FieldArray, node: int,
-                     ) -> Found | None:
+    async def absent(self, backend: HiveIO, level: Level, node: int) -> Found | None:
         """The listing that found ``node`` absent, or ``None`` (it has a directory, or
         its stamp is to be read): :meth:`gone` of one node, without arrays."""
-        if self.sparse(array.level.path) is not True or not listable(array):
+        if self.sparse(level.path) is not True:
             return None
-        known = self._level(array.level.path)
+        known = self._level(level.path)
         try:
-            found = await self._run(session, array, known, node, node)
+            found = await self._run(backend, level, known, node, node)
         except MocHiveError:  # cannot list (plain HTTP): stamps one by one from now on
             known.sparse = False
             return None
         return None if found.has(node) else found
 
-    async def gone(self, session: HiveSession, array: FieldArray, first: int,
+    async def gone(self, backend: HiveIO, level: Level, first: int,
                    last: int) -> tuple[np.ndarray, Found] | None:
-        """For nodes ``first`` to ``last`` of ``array``'s level, whether a listing found
-        each absent, and the first run that answered (for the warning); ``None`` when
-        stamps are read one by one: the level is not known sparse, or it is a sphere,
-        windowed or pyramid level. Cost: nothing for nodes listed before; else one
-        :func:`~moczarr_store.hive.walk.existing_nodes` per run not yet listed
-        (concurrent callers share it); a backend that cannot list is remembered."""
-        if not listable(array) or self.sparse(array.level.path) is not True:
+        """For nodes ``first`` to ``last`` of ``level``, whether a listing found each
+        absent, and the first run that answered (for the warning); ``None`` when stamps
+        are read one by one: the level is not known sparse. Cost: nothing for nodes
+        listed before; else one :func:`~moczarr_store.hive.walk.existing_nodes` per run
+        not yet listed (concurrent callers share it); a backend that cannot list is
+        remembered."""
+        if self.sparse(level.path) is not True:
             return None
-        known = self._level(array.level.path)
+        known = self._level(level.path)
         parts: list[np.ndarray] = []
         answered: Found | None = None
         node = first
         while node <= last:
             try:
-                found = await self._run(session, array, known, node, last)
+                found = await self._run(backend, level, known, node, last)
             except MocHiveError:  # cannot list (plain HTTP): stamps one by one from now on
                 known.sparse = False
                 return None
@@ -161,14 +156,12 @@ class Presence:
         assert answered is not None
         return np.concatenate(parts), answered
 
-    async def probe(self, session: HiveSession, array: FieldArray, node: int) -> Found | None:
+    async def probe(self, backend: HiveIO, level: Level, node: int) -> Found | None:
         """A stamp of ``node`` read absent: the first such of a level not known sparse
         lists the run from it (what it found: how many listed leaves are missing there),
         which makes the level sparse if most are. Cost: once per level, one
         :func:`~moczarr_store.hive.walk.existing_nodes` of ``FIRST_RUN`` nodes."""
-        if not listable(array):
-            return None
-        known = self._level(array.level.path)
+        known = self._level(level.path)
         if known.sparse is False:
             return None
         if known.probed:  # the leaves met together wait for that listing, if it holds them
@@ -176,13 +169,13 @@ class Presence:
         else:
             known.probed = True
             try:
-                found = await self._run(session, array, known, node, node)
+                found = await self._run(backend, level, known, node, node)
             except MocHiveError:  # cannot list (plain HTTP)
                 known.sparse = False
                 return None
         return None if found is None or found.has(node) else found
 
-    async def _run(self, session: HiveSession, array: FieldArray, known: _Level,
+    async def _run(self, backend: HiveIO, level: Level, known: _Level,
                    node: int, last: int) -> Found:
         """The run holding ``node``: listed before, under way, or listed now (through
         ``last`` at least, when the next run listed does not begin before)."""
@@ -190,7 +183,7 @@ class Presence:
         if found is not None:
             return found
         loop = id(asyncio.get_running_loop())
-        stop = len(array.level.node_ranks)
+        stop = level.n_nodes
         at = bisect.bisect_right(known.los, node)
         if at < len(known.los):
             stop = known.los[at]
@@ -202,8 +195,7 @@ class Presence:
         entry = (loop, node, hi, future)
         known.pending.append(entry)
         try:
-            level = array.level
-            exists = await existing_nodes(session.backend, level.root,
+            exists = await existing_nodes(backend, level.root,
                                           level.node_ranks[node:hi], level.node_order,
                                           level.manifest.path_grouping)
             found = Found(node, hi, node + np.flatnonzero(exists))
