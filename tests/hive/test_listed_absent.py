@@ -7,11 +7,14 @@ names its node). A read of a field learns which of its leaves exist from listing
 digit tree once the level's stamps read mostly absent, so its requests are bounded by the
 leaves that exist, not by the million listed, whatever the chunking; it reads moczarr's
 values there, the fill value elsewhere, with one warning saying how many listed leaves a
-listing found missing. A leaf written later is found after ``refresh()``.
+listing found missing. A leaf written later is found after ``refresh()``. The same holds
+for ``verify="open"`` (which checks every listed leaf at open) and for a stored pyramid's
+overview objects (``pyramid1``, its coverage listing the whole sphere).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -27,6 +30,7 @@ from support.servers import s3_options, s3_server  # noqa: F401, F811  (a fixtur
 from moczarr_store import HiveWarning, MocHiveStore
 from moczarr_store.hive.ids import decimal_to_rank, rank_to_decimal
 from moczarr_store.hive.paths import leaf_path
+from moczarr_store.hive.walk import existing_nodes
 
 LISTED, EVERY = 1_000_000, 1_000
 ORDER = 10
@@ -137,3 +141,58 @@ def test_verify_open_costs_what_exists(tmp_path_factory):
         got = zarr.open_array(store, path=f"{GROUP}/count", mode="r")[:]
     np.testing.assert_array_equal(got, want[has])
     assert store.request_stats.total < 40 * int(has.sum()), store.request_stats.counts
+
+
+FACES = ("-6", "-5", "-4", "-3", "-2", "-1", "1", "2", "3", "4", "5", "6")
+
+
+@pytest.mark.parametrize("verify", ["lazy", "open"])
+def test_an_overview_listing_many_absent_objects_costs_what_exists(tmp_path, verify):
+    """zagg's ``pyramid1`` with its root coverage listing every order-5 shard of the sphere
+    (12,288; 3 written): its order-3 overview objects (768 listed, 2 written) are learned
+    absent from the same listings, so a scan of the overview asks what the clean fixture's
+    asks plus a bounded number per object that exists; moczarr's values where it has rows,
+    the fill value (with one warning) elsewhere."""
+    root = tmp_path / "pyramid1"
+    shutil.copytree(FIXTURES / "pyramid1", root)
+    moc = json.loads((root / "coverage.moc").read_text())
+    moc["ranges"] = [[face + "1" * 5, face + "4" * 5] for face in FACES]
+    (root / "coverage.moc").write_text(json.dumps(moc))
+    # the objects written are the clean fixture's (moczarr reads it faster)
+    ref = moczarr.open_level(str(FIXTURES / "pyramid1"), 5, xr_kwargs={"chunks": None})
+
+    def scan(at) -> tuple[MocHiveStore, np.ndarray, np.ndarray, list[str]]:
+        store = MocHiveStore(at, verify=verify)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            count = zarr.open_array(store, path="atl06/o5/count", mode="r")[:]
+            morton = zarr.open_array(store, path="atl06/o5/morton", mode="r")[:]
+        return store, count, morton, [str(w.message) for w in caught]
+
+    clean, _, _, _ = scan(FIXTURES / "pyramid1")
+    store, count, morton, said = scan(root)
+    want = dict(zip(ref["morton"].values.tolist(), ref["count"].values.tolist(), strict=True))
+    has = np.isin(morton, ref["morton"].values)
+    assert has.sum() == len(want)
+    np.testing.assert_array_equal(count[has], [want[m] for m in morton[has].tolist()])
+    assert (count[~has] == 0).all()  # count's fill value
+    objects = sum(1 for _ in root.rglob("*.zarr"))  # leaves and overview objects
+    assert store.request_stats.total <= clean.request_stats.total + 40 * objects, (
+        store.request_stats.counts)
+    if verify == "lazy":
+        assert len(said) == 1 and "one listing found 766 of the 768 listed" in said[0], said
+
+
+def test_base_cells_are_learned_from_the_root_listing():
+    """An order-0 overview's objects (``pyramid2``'s ``4/all.zarr``) sit in base-cell
+    directories: their presence is learned from one listing of the root."""
+    store = MocHiveStore(FIXTURES / "pyramid2")
+    decimals = ["-6", "-4", "-1", "1", "4", "5"]  # zagg wrote under -4 and 4
+    ranks = np.array([decimal_to_rank(d) for d in decimals], dtype=np.uint64)
+    ranks.sort()
+    backend = store.session.backend
+    found = asyncio.run(existing_nodes(backend, "", ranks, 0, 1))
+    assert {int(r) for r in ranks[found]} == {decimal_to_rank("-4"), decimal_to_rank("4")}
+    one = np.array([decimal_to_rank("4")], dtype=np.uint64)  # a run of one base cell
+    assert asyncio.run(existing_nodes(backend, "", one, 0, 1)).tolist() == [True]
+    assert store.request_stats.counts["list"] == 2

@@ -1503,6 +1503,7 @@ def examples() -> tuple[Case, ...]:
               xarray=True),
         _case("legacy", "mass-absent", ("coverage.moc",), chunking="shard"),
         _case("mixed", "mass-absent", ("coverage.moc",), chunking=2, verify="open"),
+        _case("pyramid2", "mass-absent", ("coverage.moc",), chunking="auto"),  # overviews
         # a live commit between two reads: new version, stamp swapped, old version removed
         _case("bare_versioned", "commit-after-read", ("444112.zarr/", "/7/h_mean"),
               how="values"),

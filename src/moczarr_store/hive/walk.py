@@ -138,10 +138,10 @@ async def existing_objects(
 def _common(root: str, first: int, last: int, node_order: int, grouping: int) -> _Node:
     """The deepest directory of the digit tree holding nodes ``first`` to ``last``
     (ranks at ``node_order``) above the nodes' own: ``root`` when they lie in two base
-    cells."""
+    cells or are base cells."""
     a, b = rank_to_decimal(first, node_order), rank_to_decimal(last, node_order)
     cut = len(a) - node_order  # the base component: "4" or "-4"
-    if a[:cut] != b[:cut]:
+    if a[:cut] != b[:cut] or node_order == 0:
         return _Node(root, "", 0, -1)
     digits = len(os.path.commonprefix([a[cut:], b[cut:]]))
     digits = min(digits, node_order - 1)

@@ -294,14 +294,14 @@ async def plan_key(session: HiveSession, key: str, byte_range: ByteRequest | Non
 
 
 def listable(array: FieldArray) -> bool:
-    """Whether the presence of ``array``'s leaves may be learned from listings
-    (:mod:`~moczarr_store.hive.presence`): a source level's nodes, not a sphere's, nor a
-    window's (a node may lack a leaf by design)."""
-    return not (array.sphere or array.gaps_by_design or array.level.artifact != "source")
+    """Whether the presence of ``array``'s objects (leaves, overview objects, columns) may
+    be learned from listings (:mod:`~moczarr_store.hive.presence`): not a sphere's, nor a
+    window's (a node may lack an object by design)."""
+    return not (array.sphere or array.gaps_by_design)
 
 
 def _listed_absent(array: FieldArray, path: str, found: Found) -> Absent:
-    """The plan of a chunk of leaf ``path`` (absent from a source level), its problem
+    """The plan of a chunk of object ``path`` (absent from its level), its problem
     saying how many listed leaves the listing ``found`` found missing around it."""
     level = array.level
     return Absent(f"leaf {path}: absent", "absent", level.path, path, level.coverage_source,
