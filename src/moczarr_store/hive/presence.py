@@ -42,12 +42,13 @@ LAST_RUN = 1 << 16
 
 @dataclass(frozen=True)
 class Found:
-    """What one listing found for nodes ``lo`` to ``hi - 1`` of a level: the indices of
-    those with a directory (ascending)."""
+    """What one listing found for nodes ``lo`` to ``hi - 1`` of a level of ``listed``
+    nodes: the indices of those with a directory (ascending)."""
 
     lo: int
     hi: int
     present: np.ndarray
+    listed: int
 
     @property
     def missing(self) -> int:
@@ -55,9 +56,11 @@ class Found:
 
     @cached_property
     def what(self) -> str:
-        """What a leaf this listing found absent has (the problem's words)."""
-        return (f"has no commit stamp (no directory: one listing found {self.missing:,} of "
-                f"the {self.hi - self.lo:,} listed leaves around it missing)")
+        """What a leaf this listing found absent has (the problem's words): the count is
+        a lower bound for the level (the level's total would take listing all of it)."""
+        return (f"has no commit stamp (no directory): at least {self.missing:,} of the "
+                f"{self.listed:,} leaves the level lists are missing (one listing found them "
+                f"among the {self.hi - self.lo:,} around it)")
 
     def has(self, node: int) -> bool:
         """Whether ``node`` (within this run) has a directory."""
@@ -198,7 +201,7 @@ class Presence:
             exists = await existing_nodes(backend, level.root,
                                           level.node_ranks[node:hi], level.node_order,
                                           level.manifest.path_grouping)
-            found = Found(node, hi, node + np.flatnonzero(exists))
+            found = Found(node, hi, node + np.flatnonzero(exists), level.n_nodes)
             future.set_result(found)
         except BaseException as err:
             future.set_exception(err)
