@@ -398,6 +398,9 @@ def describe(store: MocHiveStore) -> list[str]:
             if level.dropped:
                 lines.append(f"    {len(level.dropped):,} debris/dangling objects dropped: "
                              f"{_first(level.dropped)}")
+            if level.missing:
+                lines.append(f"    {level.missing:,} listed objects missing (neither stamp nor"
+                             f" directory), for example: {', '.join(level.missing_names)}")
             for child in view.children(level.path) or []:
                 array = view.arrays[f"{level.path}/{child}"]
                 meta = array.meta

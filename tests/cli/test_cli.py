@@ -312,7 +312,8 @@ def test_error_families(tmp_path, hive_copy, capsys, monkeypatch):
 
 def test_inspect_summarises_a_hive_full_of_debris(hive_copy, capsys):
     """1,022 listed nodes without a stamped leaf (base cell 4 has 1,024 order-5 nodes;
-    the fixture's two there are stamped): one line with the count and the first five."""
+    the fixture's two there are stamped): one line with the count and five names; they are
+    missing, not debris (no directory)."""
     root = hive_copy("bare_versioned")
     assert {p.name for p in root.glob("4/*/*/*/*/*/*.zarr")} == {"444111.zarr", "444112.zarr",
                                                                  "444114.zarr"}
@@ -321,9 +322,9 @@ def test_inspect_summarises_a_hive_full_of_debris(hive_copy, capsys):
     (root / "coverage.moc").write_text(json.dumps(moc))
     code, out, err = run(capsys, "inspect", root)
     assert code == EXIT_OK, err
-    dropped = [line for line in out.splitlines() if "dropped" in line]
-    assert len(dropped) == 1 and dropped[0].strip().startswith("1,022 debris")
-    assert "(1,022 in all)" in dropped[0]
+    missing = [line for line in out.splitlines() if "missing" in line]
+    assert len(missing) == 1 and missing[0].strip().startswith("1,022 listed objects missing")
+    assert missing[0].count(".zarr") == 5 and "dropped" not in out  # absent, not debris
     assert max(map(len, (out + err).splitlines())) <= cli.MAX_LINE + 40
 
 

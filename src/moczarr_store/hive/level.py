@@ -82,7 +82,9 @@ class Level:
     template_run: str = ""
     template_data: str = ""  # where the template's arrays live (its data prefix)
     encodings: list[RunEncoding] = field(default_factory=list)  # the template's, then runs'
-    dropped: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # debris, refused or dangling objects
+    missing: int = 0  # listed objects with no stamp and no directory (verify="open")
+    missing_names: list[str] = field(default_factory=list)  # the first few of them
     warned: set[str] = field(default_factory=set)  # objects a warning at open named
     uncut_ranks: np.ndarray | None = None  # node_ranks before an AOI cut them (None: uncut)
     # a computed level (artifact "computed"): the source level it folds, and each field's fold

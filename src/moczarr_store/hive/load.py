@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ..io.reader import HiveIO
 
 VERIFY_BATCH = 4096
+MISSING_NAMES = 5  # the listed-but-missing objects a level names (it counts them all)
 
 
 def _join(root: str, rel: str) -> str:
@@ -109,7 +110,10 @@ def _walked_ranks(walked: dict[int, set[str | None]], window: str | None,
 
 async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> None:
     """Read every object's stamp; drop from ``level`` (in place) the nodes with no
-    readable object in any window, and record them in ``level.dropped``. Cost: one stamp GET
+    readable object in any window, and record them in ``level.dropped`` (debris, refused
+    or dangling objects, by name) and ``level.missing`` (listed objects that do not exist:
+    a count and the first few names, so a coverage listing millions costs no names). Cost:
+    one stamp GET
     per (node, window) object that may exist, in batches growing to ``VERIFY_BATCH``;
     once the stamps read mostly absent, the nodes without a directory are learned from
     listings (:class:`~.presence.Presence`: one LIST per directory that exists) and
@@ -120,6 +124,8 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     """
     keep = np.zeros(level.n_nodes, dtype=bool)
     dropped: list[str] = []
+    missing: list[str] = []  # the first MISSING_NAMES of them
+    n_missing = 0
     dangling: list[tuple[Leaf, str]] = []
     refused: list[tuple[str, str]] = []
     provenance: dict[str, dict[str, Any]] = {}
@@ -135,8 +141,10 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
             dropped.append(path)
             return False
         if leaf.state != "stamped":
-            if leaf.state == "debris" or not gaps:
+            if leaf.state == "debris":
                 dropped.append(path)
+            elif not gaps:
+                note_missing(1, [path])
             return leaf.state == "absent"
         reason = level.refusal(leaf, index, window)
         if reason is not None:
@@ -155,6 +163,11 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
             provenance[path] = {"object": path, **{k: attrs[k] for k in PROVENANCE if k in attrs}}
         return False
 
+    def note_missing(count: int, names: list[str]) -> None:
+        nonlocal n_missing
+        n_missing += count
+        missing.extend(names[:MISSING_NAMES - len(missing)])
+
     # this level's node indices only: the drop below renumbers them
     presence = Presence(setting("cache.listed_runs"))
     start, size = 0, SAMPLE
@@ -167,12 +180,15 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
         if answer is None:
             presence.tally(level.path, len(absent), sum(absent))
         elif not gaps:  # no directory: no object, as a stamp read absent says
-            dropped += [level.object_path(int(i)) for i in start + np.flatnonzero(answer[0])]
+            gone = start + np.flatnonzero(answer[0])
+            room = max(0, MISSING_NAMES - len(missing))
+            note_missing(len(gone), [level.object_path(int(i)) for i in gone[:room]])
         start, size = stop, min(2 * size, VERIFY_BATCH)
     warn_dangling(level, sorted(dangling, key=lambda found: found[0].path))
     warn_refused(level.path, sorted(refused))
     level.node_ranks = level.node_ranks[keep]
     level.dropped = sorted(dropped)
+    level.missing, level.missing_names = n_missing, sorted(missing)
     if provenance:
         level.group_attrs["zagg_objects"] = [provenance[p] for _, _, p in level.object_pairs()
                                              if p in provenance]
