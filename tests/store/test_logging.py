@@ -22,7 +22,8 @@ LOGGER = "moczarr_store"
 
 # a module of an extra this Python may lack: the packages it needs
 OPTIONAL = {  # [tiles]: Python 3.12 or newer (morecantile comes with xpublish-tiles)
-    "moczarr_store.serve.tiles": {"xpublish", "xpublish_tiles", "morecantile"}}
+    "moczarr_store.serve.tiles": {"xpublish", "xpublish_tiles", "morecantile"},
+    "moczarr_store.serve.tile_zooms": {"morecantile", "pyproj"}}
 
 
 def test_no_handler_is_installed():

@@ -20,6 +20,8 @@ ALLOWED = {
     "io/storage.py": "storage options a user gives as JSON text (never hive bytes)",
     "refs/kerchunk.py": "the array documents VirtualiZarr writes for an export (never hive "
                         "bytes)",
+    "serve/tiles.py": "the tile app's own TileJSON and tileset replies, whose zoom ranges it "
+                      "rewrites (never hive bytes)",
 }
 
 
