@@ -21,8 +21,10 @@ field of each new version as zarr reads it from the version itself (``oracle/``)
 Meanwhile this process reads the hive: an in-process ``MocHiveStore`` opened once (never
 renewed), a fresh store every ``--fresh`` seconds (new leaves appear there), and
 ``moczarr-store serve`` (``--stamp-ttl``) read by ``--clients`` zarr clients over HTTP,
-plus one raw HTTP client counting statuses. Each read is one leaf's chunk of one field
-(``chunking="leaf"``); its digest must be one a committed version of that leaf recorded
+plus one raw HTTP client counting statuses. The writer commits its second run only once
+the in-process store and ``serve`` have opened the first: a chunk index names a leaf by its
+place in a view, so the two views must hold the same leaves. Each read is one leaf's chunk
+of one field (``chunking="leaf"``); its digest must be one a committed version of that leaf recorded
 (checked again at the end, once every version's record exists). At the end the hive,
 settled, is read by a fresh store and compared with ``moczarr.open_hive``.
 
@@ -90,9 +92,10 @@ def leaf_path(shard: str) -> str:
 
 def writer_main(hive: Path, seconds: float, seed: int, unversioned: bool = False) -> int:
     """The first run, then runs until ``seconds`` have passed; one JSON line per commit on
-    stdout (``{"ready": true}`` after the first). ``unversioned``: leaves rewritten in
-    place (``leaf_versions: false``), no new leaf, and the runs after the first wait for a
-    line on stdin (the readers have read every stamp by then)."""
+    stdout (``{"ready": true}`` after the first). The runs after the first wait for a line
+    on stdin: the readers have opened their views of the first run by then (and, when
+    ``unversioned``, read every stamp). ``unversioned``: leaves rewritten in place
+    (``leaf_versions: false``), no new leaf."""
     sys.path.insert(0, str(FIXTURES))
     import make_fixtures as mf
     import zarr
@@ -141,8 +144,7 @@ def writer_main(hive: Path, seconds: float, seed: int, unversioned: bool = False
 
     written = rng.sample(POOL, FIRST)
     print(json.dumps({"commit": 0, **run(written), "ready": True}), flush=True)
-    if unversioned:
-        sys.stdin.readline()  # the readers have read every stamp
+    sys.stdin.readline()  # the readers' views are open
     deadline, commit = time.monotonic() + seconds, 0
     while time.monotonic() < deadline:
         commit += 1
@@ -294,7 +296,7 @@ def run(args) -> dict:
     warnings.simplefilter("ignore")
     stop = threading.Event()
     with served(hive, "--stamp-ttl", str(args.stamp_ttl), "--chunking", "leaf") as (url, _):
-        store = MocHiveStore(hive)  # opened now: the view the server opened too
+        store = MocHiveStore(hive)  # the first run, as the server's view: checked below
         group = zarr.open_group(store, path=GROUP, mode="r")
         layout = [_leaf_of(store, "count", i) for i in range(group["count"].shape[0] // CELLS)]
 
@@ -314,13 +316,19 @@ def run(args) -> dict:
         threads.append(threading.Thread(target=_raw_loop, daemon=True,
                                         args=(url, layout, tally, stop, args.seed)))
 
+        # A chunk index names a leaf by its place in the view, so both views must hold the
+        # same leaves (the writer only adds leaves: the same count is the same leaves).
+        served_shape = http_arrays()["count"].shape
+        if served_shape != group["count"].shape:
+            raise RuntimeError(f"the server's view {served_shape} is not the in-process "
+                               f"view {group['count'].shape}: chunk indexes would disagree")
         if args.unversioned:  # every stamp read here and by the server, then the rewrites
             for arrays in (local_arrays(), http_arrays()):
                 for name in FIELDS:
                     arrays[name][...]
-            assert writer.stdin is not None
-            writer.stdin.write("go\n")
-            writer.stdin.flush()
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")  # the views are open: the writer commits from now
+        writer.stdin.flush()
 
         def follow() -> None:
             for line in writer.stdout:  # type: ignore[union-attr]
