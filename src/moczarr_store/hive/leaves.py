@@ -310,37 +310,44 @@ class LeafCache(AsyncCache[Leaf]):
         raises, and is not cached)."""
         return IN_PLACE().judge(self.origin, await _load(path, read), self.max_entries)
 
-    def stamps_now(self, paths: list[str], backend: HiveIO) -> dict[str, bytes | None]:
-        """The stamp documents of those of ``paths`` neither cached nor being read, as far
-        as one pass reads them from a local page cache (``jsonio.read_documents_now``; one
-        request each, as :meth:`resolve` makes): what :meth:`resolve_now` then parses."""
+    def stamps_now(self, paths: list[str], backend: HiveIO) -> dict[str, Exception]:
+        """Read and keep the stamps of those of ``paths`` neither cached nor being read, as
+        far as one pass reads them from a local page cache (``jsonio.read_documents_now``;
+        one request each, as :meth:`resolve` makes), so :meth:`resolve_now` finds them
+        cached. What reading one raised (a damaged stamp, an in-place leaf being
+        rewritten), by path: not kept, :meth:`resolve_now` would read and raise it again."""
         kept, loading = self._done, self.loading
         unknown = [path for path in paths if path not in kept and not loading(path)]
         read = read_documents_now(backend, [f"{path}/zarr.json" for path in unknown])
-        return dict(zip(unknown, read, strict=False))  # the first len(read) of them
+        failed: dict[str, Exception] = {}
+        for path, payload in zip(unknown, read, strict=False):  # the first len(read)
+            try:
+                self._settle(path, payload)
+            except Exception as err:  # the caller's to judge, as resolve_now's caller does
+                failed[path] = err
+        return failed
 
-    def resolve_now(self, path: str, backend: HiveIO,
-                    read: dict[str, bytes | None] | None = None) -> Leaf | None:
+    def resolve_now(self, path: str, backend: HiveIO) -> Leaf | None:
         """The leaf at ``path`` as :meth:`resolve` gives it (its cached, slim form), without
-        an await: cached, or parsed from ``read`` (:meth:`stamps_now`), or read inline when
-        its stamp is local and all in the page cache (``backend.get_now``; one request, as
-        :meth:`resolve` makes). ``None`` when that read would wait or one is under way:
-        :meth:`resolve` it then."""
+        an await: cached, or read inline when its stamp is local and all in the page cache
+        (``backend.get_now``; one request, as :meth:`resolve` makes). ``None`` when that
+        read would wait or one is under way: :meth:`resolve` it then."""
         leaf = self.hit(path)
         if leaf is not None or self.loading(path):
             return leaf
-        payload: Any = NOT_NOW if read is None else read.get(path, NOT_NOW)
         try:
-            if payload is NOT_NOW:
-                payload = read_document_now(backend, f"{path}/zarr.json")
+            payload = read_document_now(backend, f"{path}/zarr.json")
         except OutsideRootError:  # that object is refused, not the hive
             payload = _LINKED
-        if payload is NOT_NOW:
-            return None
+        return None if payload is NOT_NOW else self._settle(path, payload)
+
+    def _settle(self, path: str, payload: Any) -> Leaf:
+        """The leaf a stamp document (``None``: absent; :data:`_LINKED`) says, judged by
+        :data:`IN_PLACE` and cached as it is (slim): the very object a plan is kept under."""
         leaf = (Leaf(path, "linked") if payload is _LINKED
                 else parse_leaf(path, payload, slim=True))
         IN_PLACE().judge(self.origin, leaf, self.max_entries)
-        self.put(path, leaf)  # kept as it is (slim): the very object a plan is kept under
+        self.put(path, leaf)
         return leaf
 
     async def resolve_full(self, path: str, read: Read) -> Leaf:

@@ -21,7 +21,6 @@ folded once for all of them): one pass over the leaves serves every coarse order
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
@@ -202,12 +201,10 @@ def _folded_now(session: HiveSession, array: ComputedArray, accumulator: Accumul
     stamps: list[tuple[str, Leaf]] = []
     try:
         paths = [level.object_path(index, window) for _, window, index, _ in batch]
-        read = leaves.stamps_now(paths, backend)  # in one pass where it can
-        for path in read:  # each stamp read is kept, so leaf by leaf reads none again
-            with contextlib.suppress(MocHiveError):  # said again where it is read
-                leaves.resolve_now(path, backend, read)
+        if leaves.stamps_now(paths, backend):  # kept in one pass where it can; a failure
+            return False  # is said where the leaf by leaf read reads that stamp again
         for path, (_, window, index, _) in zip(paths, batch, strict=True):
-            leaf = leaves.resolve_now(path, backend, read)
+            leaf = leaves.resolve_now(path, backend)
             if leaf is None:
                 return False
             prefix = (level.windows.index(window),) if source.windowed and window is not None \

@@ -333,7 +333,7 @@ async def _span(
     listed = None if answer is None else answer[0]
     absent: LeafPlan | None = None  # one plan for every part the listing found absent
     located_parts = _located(array, coords, listed)
-    stamps_read = session.leaves.stamps_now(  # the stamps read in one pass where it can
+    failed = session.leaves.stamps_now(  # the stamps read and kept in one pass where it can
         [found[2] for at, found in enumerate(located_parts) if found is not None
          and found[2] is not None and (listed is None or not listed[at])], backend)
     for at, found in enumerate(located_parts):
@@ -346,7 +346,9 @@ async def _span(
             parts.append(absent)
             continue
         try:
-            leaf = None if path is None else resolve_now(path, backend, stamps_read)
+            if path in failed:
+                raise failed[path]
+            leaf = None if path is None else resolve_now(path, backend)
         except Exception as err:
             if not damaged(err, on_disk(session)):
                 raise

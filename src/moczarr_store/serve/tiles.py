@@ -100,7 +100,7 @@ class _Datasets:
         self._groups: dict[str, list[str]] | None = None  # id -> its order groups
         self._nodes: dict[str, xr.Dataset] = {}  # group path -> its order's dataset
         self._trees: dict[tuple[str, tuple[str, ...]], xr.DataTree] = {}  # (id, groups)
-        self._zooms: dict[tuple[int, str, int], int] = {}  # see min_zoom
+        self._zooms: dict[tuple[int, str | None, int], int] = {}  # see min_zoom
         self._lock = threading.Lock()
 
     def groups(self) -> dict[str, list[str]]:
