@@ -422,6 +422,29 @@ def test_a_new_store_s_first_read_of_a_span_is_served_in_one_pass(full_span, mon
     assert counts[3] == counts["leaf"] == {"get_range": 4, "get": 3}
 
 
+def test_a_leaf_array_s_absent_metadata_is_read_once_in_a_first_read(full_span):
+    """A leaf whose stamp hashes an array its version no longer holds (the array removed):
+    a new store's first read of the span reads the absent document once and no chunk of
+    it, warns naming the leaf, and serves it as the fill value; leaf by leaf, the read
+    learns the same with one request more (the absent chunk)."""
+    root, _array, want = full_span
+    shutil.rmtree(_shard(root, 1).parents[1])  # the middle leaf's h_mean
+    want = want.copy()
+    want[64:128] = np.nan
+    counts = {}
+    for chunking in (3, "leaf"):
+        store = MocHiveStore(root, chunking=chunking)
+        array = zarr.open_array(store, path="atl06/o7/h_mean", mode="r")
+        store.request_stats.reset()
+        with pytest.warns(HiveWarning, match=f"{LEAVES[1]}.* has no metadata for it"):
+            np.testing.assert_array_equal(array[:], want)
+        counts[chunking] = dict(store.request_stats.counts)
+    # 2 stamps, 2 array documents, the middle leaf's stamp and its group read again
+    # (did it move?), and the 2 chunks that exist
+    assert counts[3] == {"get_range": 6, "get": 2}
+    assert counts["leaf"] == {"get_range": 6, "get": 3}
+
+
 @pytest.mark.parametrize("chunking", ["leaf", 2])
 def test_a_chunk_a_caller_holds_is_not_overwritten_by_the_next_read(full_span, monkeypatch,
                                                                     chunking):

@@ -277,8 +277,9 @@ def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldA
     as :func:`_leaf_meta` does, without a task: those the page cache holds, read inline
     (in one pass while they are small, ``jsonio.read_documents_now``), until one would
     wait (one request each, as :func:`_leaf_meta` makes; none for those known or being
-    read). Their chunks may then take the fast path; one absent or damaged is left to be
-    judged (and warned of) where it is read. A document byte-identical to the one before
+    read). Their chunks may then take the fast path; an absent one is kept as
+    :func:`_leaf_meta` keeps it, a damaged one is left to be judged (and warned of) where
+    it is read (one request more, as for any damaged document). A document byte-identical to the one before
     it (the leaves of one writer run) is judged as that one was, without a look at the
     shared memo (``arraymeta.parse_array``)."""
     metas, backend = session.leaf_metas, session.backend
@@ -291,7 +292,8 @@ def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldA
             payload = read[at] if at < len(read) else read_document_now(backend, part.meta)
             if payload is NOT_NOW:
                 return
-            if payload is None:  # absent: judged where it is read
+            if payload is None:  # absent: no such array in that version
+                metas.put(part.meta, None)
                 continue
             content = bytes(payload)
             if last is None or content != last[0]:  # a defect is never remembered
