@@ -197,14 +197,6 @@ def read_document_now(backend: Any, key: str, max_bytes: int = DEFAULT_MAX_JSON_
     return backend.get_now(key, _window(max_bytes))
 
 
-def read_documents_now(backend: Any, keys: list[str]) -> list[bytes | None]:
-    """:func:`read_document_now` of the first of ``keys`` that a local hive's page cache
-    holds whole and small, in one pass (``backend.documents_now``); read the rest one by
-    one."""
-    got: list[bytes | None] = backend.documents_now(keys)
-    return got
-
-
 def load_object(payload: BytesLike, where: str,
                 max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> dict[str, Any]:
     """A document that must be a JSON object."""

@@ -30,7 +30,7 @@ from ..io.backend import NOT_NOW
 from ..io.ranges import BytesLike
 from ..tunables import setting
 from .ids import DECIMAL_RE
-from .jsonio import DOCUMENT_WINDOW, load_json, read_document_now, read_documents_now
+from .jsonio import DOCUMENT_WINDOW, load_json, read_document_now
 from .paths import short, split_leaf_name, validate_current
 
 if TYPE_CHECKING:
@@ -312,13 +312,13 @@ class LeafCache(AsyncCache[Leaf]):
 
     def stamps_now(self, paths: list[str], backend: HiveIO) -> dict[str, Exception]:
         """Read and keep the stamps of those of ``paths`` neither cached nor being read, as
-        far as one pass reads them from a local page cache (``jsonio.read_documents_now``;
-        one request each, as :meth:`resolve` makes), so :meth:`resolve_now` finds them
+        far as one pass reads them from a local page cache (``backend.documents_now``; one
+        request each, as :meth:`resolve` makes), so :meth:`resolve_now` finds them
         cached. What reading one raised (a damaged stamp, an in-place leaf being
         rewritten), by path: not kept, :meth:`resolve_now` would read and raise it again."""
         kept, loading = self._done, self.loading
         unknown = [path for path in paths if path not in kept and not loading(path)]
-        read = read_documents_now(backend, [f"{path}/zarr.json" for path in unknown])
+        read = backend.documents_now([f"{path}/zarr.json" for path in unknown])
         failed: dict[str, Exception] = {}
         for path, payload in zip(unknown, read, strict=False):  # the first len(read)
             try:

@@ -112,12 +112,11 @@ async def drop_unstamped(backend: HiveIO, leaves: LeafCache, level: Level) -> No
     """Read every object's stamp; drop from ``level`` (in place) the nodes with no
     readable object in any window, and record them in ``level.dropped`` (debris, refused
     or dangling objects, by name) and ``level.missing`` (listed objects that do not exist:
-    a count and the first few names, so a coverage listing millions costs no names). Cost:
-    one stamp GET
-    per (node, window) object that may exist, in batches growing to ``VERIFY_BATCH``;
-    once the stamps read mostly absent, the nodes without a directory are learned from
-    listings (:class:`~.presence.Presence`: one LIST per directory that exists) and
-    their stamps are not read.
+    a count and the first few names, so a coverage listing millions costs no names).
+    Cost: one stamp GET per (node, window) object that may exist, in batches growing to
+    ``VERIFY_BATCH``; once the stamps read mostly absent, the nodes without a directory
+    are learned from listings (:class:`~.presence.Presence`: one LIST per directory that
+    exists) and their stamps are not read.
 
     On overview and column levels every object's provenance (role, zagg_overview or
     zagg_column) is kept in the group attrs under ``zagg_objects``.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LeafSchemaError, TruncatedChunkError
 from ..hive.arraymeta import ArrayMeta, parse_array
-from ..hive.jsonio import read_document, read_document_now, read_documents_now
+from ..hive.jsonio import read_document, read_document_now
 from ..hive.level import Level
 from ..hive.paths import short
 from ..io.backend import NOT_NOW
@@ -275,17 +275,17 @@ def _meta_of(payload: Bytes | None, plan: LeafRead, array: FieldArray) -> Any:
 def _metas_now(session: HiveSession, parts: Sequence[Plan | None], array: FieldArray) -> None:
     """The leaf array metadata of a span's leaf chunks of immutable versions established
     as :func:`_leaf_meta` does, without a task: those the page cache holds, read inline
-    (in one pass while they are small, ``jsonio.read_documents_now``), until one would
+    (in one pass while they are small, ``backend.documents_now``), until one would
     wait (one request each, as :func:`_leaf_meta` makes; none for those known or being
     read). Their chunks may then take the fast path; an absent one is kept as
-    :func:`_leaf_meta` keeps it, a damaged one is left to be judged (and warned of) where
-    it is read (one request more, as for any damaged document). A document byte-identical to the one before
-    it (the leaves of one writer run) is judged as that one was, without a look at the
-    shared memo (``arraymeta.parse_array``)."""
+    :func:`_leaf_meta` keeps it, a damaged one is left to be judged (and warned of)
+    where it is read (one request more, as for any damaged document). A document
+    byte-identical to the one before it (the leaves of one writer run) is judged as that
+    one was, without a look at the shared memo (``arraymeta.parse_array``)."""
     metas, backend = session.leaf_metas, session.backend
     wanted = [part for part in parts if isinstance(part, LeafRead) and part.immutable
               and metas.peek(part.meta, _UNKNOWN) is _UNKNOWN and not metas.loading(part.meta)]
-    read = read_documents_now(backend, [part.meta for part in wanted])
+    read = backend.documents_now([part.meta for part in wanted])
     last: tuple[bytes, Any] | None = None  # the document before, and what it made
     for at, part in enumerate(wanted):
         try:
