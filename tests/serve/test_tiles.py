@@ -50,11 +50,12 @@ def tile_path(dataset: str, spot, quad: str = QUAD, **query) -> str:
 
 
 def assert_coloured(server, dataset: str, found, lo: float, hi: float, quad: str = QUAD,
-                    **query) -> None:
-    """Each spot's pixel is the colour of its value (to one unit of rounding)."""
+                    field: str = "h_mean", **query) -> None:
+    """Each spot's pixel is the colour of its value of ``field`` (to one unit of
+    rounding)."""
     for spot in found:
         status, headers, body = fetch(server, tile_path(
-            dataset, spot, quad, variables="h_mean", style="polygons/viridis",
+            dataset, spot, quad, variables=field, style="polygons/viridis",
             colorscalerange=f"{lo},{hi}", **query))
         assert status == 200 and headers["content-type"] == "image/png", body[:300]
         drawn = pixels(body)[spot.py, spot.px]
@@ -111,6 +112,27 @@ def test_polar_tiles_show_the_cells_near_their_pole(sharded, quad):
     found = spots(FIXTURES / "sharded", "h_mean", 7, 4, 4, quad=quad,
                   where=(lambda lat: lat > 60) if north else (lambda lat: lat < -60))
     assert_coloured(sharded, "atl06", found, *scale(found), quad=quad)
+
+
+@needs_tiles
+@pytest.mark.parametrize("quad", ["UPSArcticWGS84Quad", "UPSAntarcticWGS84Quad"])
+def test_a_polar_tilejson_of_a_field_folded_to_order_0(sharded, quad):
+    """``h_max`` is computed down to order 0, whose cells' centres lie 42 degrees from the
+    poles the cells touch: the polar tile matrix sets' TileJSON answers all the same (it
+    was a 404: "not defined where the data lies"), advertising the zoom the tileset list
+    does, and the tiles draw the field."""
+    north = quad == "UPSArcticWGS84Quad"
+    minzoom = tilejson(sharded, "h_max", quad)["minzoom"]
+    status, _, body = fetch(sharded, "/.tiles/datasets/atl06/tiles/")
+    assert status == 200, body[:300]
+    (tileset,) = (t for t in json.loads(body)["tilesets"]
+                  if any(link["rel"] == "self" and link["href"] == f"./{quad}"
+                         for link in t["links"]))
+    assert {layer["id"]: int(layer["minTileMatrix"])
+            for layer in tileset["layers"]}["h_max"] == minzoom
+    found = spots(FIXTURES / "sharded", "h_max", 7, 4, 4, quad=quad,
+                  where=(lambda lat: lat > 60) if north else (lambda lat: lat < -60))
+    assert_coloured(sharded, "atl06", found, *scale(found), quad=quad, field="h_max")
 
 
 @needs_tiles

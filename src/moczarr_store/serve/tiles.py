@@ -48,7 +48,9 @@ import xarray as xr
 import xpublish
 import zarr
 from xpublish import Plugin, hookimpl
+from xpublish_tiles.grids import guess_grid_system
 from xpublish_tiles.multiscale import assign_leaf_xpublish_ids
+from xpublish_tiles.tiles_lib import grid_overlaps_tms
 from xpublish_tiles.xpublish.tiles import TilesPlugin
 
 from ..hive.roster import Hive
@@ -75,10 +77,12 @@ _TILESETS = re.compile(r"/datasets/([^/]+)/tiles/?$")
 class _Asked(NamedTuple):
     """What the request being answered asks of the dataset provider: the fields it draws
     (its ``variables``; xpublish-tiles picks a tree's order by zoom alone, so the provider
-    answers with the orders holding them) and its tile, ``(tms, z, y, x)``, if it is one."""
+    answers with the orders holding them), its tile, ``(tms, z, y, x)``, if it is one,
+    and the tile matrix set of a TileJSON."""
 
     fields: frozenset[str] = frozenset()
     tile: tuple[str, int, int, int] | None = None
+    tilejson: str | None = None  # the tile matrix set of a TileJSON asked for
 
 
 _ASKED: ContextVar[_Asked | None] = ContextVar("moczarr_tiles_asked", default=None)
@@ -124,16 +128,22 @@ class _Datasets:
     def _children(self, path: str) -> list[str]:
         return sorted(zarr.open_group(self.store, path=path, mode="r").group_keys())
 
-    def tree(self, dataset_id: str, fields: frozenset[str] = frozenset()) -> xr.DataTree | None:
+    def tree(self, dataset_id: str, fields: frozenset[str] = frozenset(),
+             within: morecantile.TileMatrixSet | None = None) -> xr.DataTree | None:
         """The tree of ``dataset_id`` (``None`` for an unknown id): one node per order
-        holding every one of ``fields`` (every order if none holds them), its fields lazy.
-        Cost: each order's metadata, once."""
+        holding every one of ``fields`` (every order if none holds them), its fields lazy;
+        ``within``: without the coarsest orders whose cell centres all lie outside where
+        that tile matrix set is defined (:meth:`_within`). Cost: each order's metadata,
+        once."""
         with self._lock:
             paths = self.groups().get(dataset_id)
             if paths is None:
                 return None
             holding = tuple(p for p in paths if fields <= set(self._node(p).data_vars))
-            key = (dataset_id, holding or tuple(paths))
+            holding = holding or tuple(paths)
+            if within is not None:
+                holding = self._within(dataset_id, holding, fields, within)
+            key = (dataset_id, holding)
             if key not in self._trees:
                 tree = xr.DataTree.from_dict({p.rsplit("/", 1)[1]: self._node(p) for p in key[1]})
                 # xpublish-tiles keeps each node's grid (its cell ids) under this id, in
@@ -156,6 +166,26 @@ class _Datasets:
         if key not in self._zooms:
             self._zooms[key] = min_zoom(tree, tms)
         return self._zooms[key]
+
+    def _within(self, dataset_id: str, paths: tuple[str, ...], fields: frozenset[str],
+                tms: morecantile.TileMatrixSet) -> tuple[str, ...]:
+        """``paths`` (finest first) without the coarsest orders whose cell centres all lie
+        outside ``tms``'s area of use, as xpublish-tiles judges the coarsest order of a
+        TileJSON's tree: a coarse cell reaches far beyond its centre (an order-0 polar cell
+        touches its pole, its centre lies 48 degrees from it), so that check would refuse
+        a polar tile matrix set for data at the poles. All of ``paths`` when even the
+        finest order lies outside. Cost: the cell ids of the orders looked at, coarsest
+        first (xpublish-tiles keeps them for drawing, under the id the tree gives them)."""
+        kept = list(paths)
+        while kept:
+            order = kept[-1].rsplit("/", 1)[1]
+            node = self._node(kept[-1]).assign_attrs(
+                _xpublish_id=f"{self.lineage}:{dataset_id}/{order}")
+            name = min(fields) if fields else next(iter(node.data_vars))
+            if grid_overlaps_tms(guess_grid_system(node, name), tms):
+                return tuple(kept)
+            kept.pop()
+        return paths
 
     def _node(self, path: str) -> xr.Dataset:
         """The order group at ``path`` as a lazy dataset with its cell size. Cost: its
@@ -214,7 +244,10 @@ class HiveDatasets(Plugin):
         if group:
             return None
         asked = _ASKED.get() or _Asked()
-        tree = self.current().tree(dataset_id, asked.fields)
+        within = None
+        if asked.tilejson is not None and asked.tilejson in morecantile.tms.list():
+            within = morecantile.tms.get(asked.tilejson)
+        tree = self.current().tree(dataset_id, asked.fields, within)
         if tree is not None and asked.tile is not None:
             check_cells(tree, *asked.tile)
         return tree
@@ -242,12 +275,13 @@ class Mounted:
         scope = {**scope, "app_root_path": scope.get("root_path", ""),
                  "query_string": urlencode(query + missing).encode()}
         path = scope.get("path", "")
-        tile = _TILE.search(path)
+        tile, tilejson = _TILE.search(path), _TILEJSON.search(path)
         fields = frozenset(v for k, v in query if k == "variables")
         asked = _ASKED.set(_Asked(
-            fields, (tile[1], int(tile[2]), int(tile[3]), int(tile[4])) if tile else None))
+            fields, (tile[1], int(tile[2]), int(tile[3]), int(tile[4])) if tile else None,
+            tilejson[2] if tilejson else None))
         try:
-            if found := _TILEJSON.search(path):
+            if found := tilejson:
                 datasets, dataset_id, tms_id = self.hive.current(), found[1], found[2]
                 await _rewritten(self.app, scope, receive, send, lambda body: honest_tilejson(
                     body, tms_id, lambda tms: datasets.min_zoom(dataset_id, fields, tms)))
