@@ -11,7 +11,8 @@ field comes from the read plan and its executor (``plan_chunk``, then ``read_lea
 ``execute`` for all of one object's chunks at once, the path ``MocHiveStore.get`` takes),
 decoded under the virtual array's metadata (numpy for plain chunks, zarr's codecs once per
 leaf array otherwise) and cast back to the leaf array's own dtype (the virtual dtype may be
-a promoted one); ``morton`` and ``cell_ids`` are the store's fabricated coordinates. A stamp
+a promoted one); ``morton`` and ``cell_ids`` are the store's fabricated coordinates (a
+D24 region's, which only computed orders read, are made as for a level of its own). A stamp
 without a record is *unverifiable*, not tampered; a run that verified no object at all is
 *unchecked*, not a success (``VerifyReport.status``). The hashes are integrity, not
 authenticity: whoever can rewrite the values can rewrite the stamp's hashes with them.
@@ -51,14 +52,13 @@ from .hive.arraymeta import ArrayMeta, parse_array
 from .hive.jsonio import read_document
 from .hive.leaves import Leaf, parse_leaf
 from .hive.level import COORDINATE_NAMES, Level
-from .read.execute import Bytes, execute, read_leaf_chunks
+from .read.execute import Bytes, read_leaf_chunks
 from .read.plan import (
     Absent,
-    Fabricate,
     LeafRead,
     plan_chunk,
 )
-from .view.arrays import FabricatedArray, FieldArray, domain_position
+from .view.arrays import FabricatedArray, FieldArray, cell_coordinate, domain_position
 
 if TYPE_CHECKING:
     from .session import HiveSession
@@ -401,21 +401,29 @@ class _LevelJob:
 
     FABRICATED = 8  # fabricated coordinate chunks kept (consecutive nodes share one)
 
-    def __init__(self, session: HiveSession, level: Level, siblings: set[int]) -> None:
+    def __init__(self, session: HiveSession, level: Level, siblings: set[int],
+                 fields: dict[str, FieldArray] | None = None) -> None:
+        """``fields``: the level's fields as read (a D24 region's, which the computed
+        orders read), its coordinates made as the view makes a level's; else the view's
+        fields and coordinates at its path."""
         view = session.view
         self.level = level
         self.prefix = f"{level.cell_order}/"
         self.groups = siblings  # cell orders that levels listing the same objects serve
-        self.fields: dict[str, FieldArray] = {}
+        self.fields: dict[str, FieldArray] = dict(fields or {})
         self.coordinates: dict[str, FabricatedArray] = {}
-        for name in view.children(level.path) or []:
+        sphere = session.options.geometry == "sphere"
+        if fields is not None:
+            self.coordinates = {name: cell_coordinate(level, name, {}, level.cells_per_node,
+                                                      sphere) for name in COORDINATE_NAMES}
+        for name in [] if fields is not None else view.children(level.path) or []:
             array = view.arrays.get(f"{level.path}/{name}")
             if isinstance(array, FieldArray):
                 self.fields[name] = array
             elif isinstance(array, FabricatedArray) and name in COORDINATE_NAMES:
                 self.coordinates[name] = array
         self.decoders = {name: _Decoder(a) for name, a in self.fields.items()}
-        self._fabricated: dict[tuple[str, int], Bytes | None] = {}
+        self._fabricated: dict[tuple[int, int], bytes] = {}
 
     def objects(self) -> Iterator[tuple[int, int, str]]:
         """``(node index, window position, object path)`` of every object, in order."""
@@ -505,7 +513,8 @@ class _LevelJob:
                 except Exception as err:
                     out[self.prefix + name] = (_error(self.prefix + name, err), None)
         flat = [plan for group in plans.values() for plan in group]
-        got = await read_leaf_chunks(session, flat) if flat else []
+        arrays = [self.fields[name] for name, group in plans.items() for _ in group]
+        got = await read_leaf_chunks(session, flat, arrays) if flat else []
         start = 0
         for name, group in plans.items():
             key, part = self.prefix + name, got[start : start + len(group)]
@@ -537,15 +546,12 @@ class _LevelJob:
         first, stop = start // array.rows, -(-(start + cells) // array.rows)
         parts = []
         for chunk in range(first, stop):
-            slot = (array.path, chunk)
+            slot = (id(array), chunk)
             if slot not in self._fabricated:
                 if len(self._fabricated) >= self.FABRICATED:
                     self._fabricated.pop(next(iter(self._fabricated)))
-                self._fabricated[slot] = await execute(session, Fabricate(array.path, (chunk,)))
-            data = self._fabricated[slot]
-            if data is None:
-                raise RuntimeError(f"{array.path}: no fabricated chunk {chunk}")
-            parts.append(np.frombuffer(array.values(data), dtype="<u8"))
+                self._fabricated[slot] = bytes(array.fabricate((chunk,)))
+            parts.append(np.frombuffer(array.values(self._fabricated[slot]), dtype="<u8"))
         rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
         offset = start - first * array.rows
         return rows[offset : offset + cells]
@@ -599,6 +605,18 @@ def _siblings(levels: list[Level], level: Level) -> set[int]:
     }
 
 
+def _regions(session: HiveSession, levels: list[Level]) -> dict[Level, dict[str, FieldArray]]:
+    """The source levels of a D24 product's coarser regions (which only its computed
+    orders read) and their fields as those orders read them. No request."""
+    regions = {id(r): r for level in levels for r in level.regions}
+    found: dict[Level, dict[str, FieldArray]] = {}
+    for array in session.view.arrays.values():
+        for source in getattr(array, "sources", ()):  # a computed array's
+            if id(source.level) in regions:
+                found.setdefault(source.level, {})[source.name] = source
+    return found
+
+
 # -- the hive ---------------------------------------------------------------------------
 
 
@@ -649,6 +667,9 @@ async def verify_hive(
         for level in product.levels:  # a computed order has no objects of its own
             if _in_group(level.path, group) and level.artifact != "computed":
                 work.append(_LevelJob(session, level, _siblings(product.levels, level)))
+        for region, fields in _regions(session, product.levels).items():
+            if _in_group(region.path, group):
+                work.append(_LevelJob(session, region, {region.cell_order}, fields))
     if not work:
         if group in session.view.levels:
             raise OptionError(f"group {group!r} is a computed order: it has no objects of its "

@@ -199,3 +199,28 @@ def test_verify_open_reads_every_region_and_finds_no_stale_coverage():
     for order in (7, 6, 0):
         path = f"atl06/o{order}/count"
         assert opened[path][:].tobytes() == default[path][:].tobytes()
+
+
+def test_verify_hashes_both_regions_leaves(hive_copy):
+    """``verify`` checks the order-6 leaves too (only the computed orders read them):
+    their fields and ``morton`` against their stamps, all four leaves clean; a value
+    changed in an order-6 leaf is a mismatch naming that leaf and field, and ``atl06/o6``
+    (a computed order holding that region) verifies that region alone."""
+    import asyncio
+
+    from moczarr_store.verify import verify_hive
+
+    report = asyncio.run(verify_hive(MocHiveStore(ROOT)))
+    assert (report.objects, report.clean, report.unserved) == (4, 4, [])
+    root = hive_copy("_d24")
+    (version,) = root.glob("-4/1/1/3/3/1/-411331.zarr/run-*")
+    h_max = zarr.open_array(version / "6" / "h_max", mode="r+")
+    values = h_max[:]
+    at = int(np.flatnonzero(~np.isnan(values))[0])
+    h_max[at] = values[at] + 1
+    report = asyncio.run(verify_hive(MocHiveStore(root)))
+    (failed,) = report.failures
+    assert failed.object == "-4/1/1/3/3/1/-411331.zarr" and failed.level == "atl06/o6"
+    assert [(p.array, p.kind) for p in failed.problems] == [("6/h_max", "mismatch")]
+    alone = asyncio.run(verify_hive(MocHiveStore(root), group="atl06/o6"))
+    assert (alone.objects, alone.clean, len(alone.failures)) == (2, 1, 1)

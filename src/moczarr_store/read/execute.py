@@ -230,28 +230,31 @@ async def _part(session: HiveSession, array: FieldArray, part: Plan) -> Bytes | 
 
 
 async def read_leaf_chunks(
-    session: HiveSession, plans: list[LeafRead]
+    session: HiveSession, plans: list[LeafRead], arrays: Sequence[FieldArray] | None = None
 ) -> list[tuple[Bytes | None, ArrayMeta | None] | Exception]:
     """Each plan's bytes, exactly as :func:`execute` serves them, with the leaf array
     metadata they were established under (``None``: the leaf version holds no such
-    array); all read concurrently, a failure returned in its plan's place. For consumers
-    that read many arrays of one leaf at once (``verify``). Cost: as many
-    :func:`read_leaf` calls, one task each."""
+    array); all read concurrently, a failure returned in its plan's place. ``arrays``:
+    each plan's field, where it is not the view's (a D24 region's, which computed orders
+    read). For consumers that read many arrays of one leaf at once (``verify``). Cost: as
+    many :func:`read_leaf` calls, one task each."""
 
     async def one(
-        plan: LeafRead,
+        plan: LeafRead, array: FieldArray | None
     ) -> tuple[Bytes | None, ArrayMeta | None] | Exception:
         try:
-            data, meta = await read_leaf(session, plan)
+            data, meta = await read_leaf(session, plan, array)
         except Exception as err:
             return err
         if meta == SAME:
-            declared = session.view.arrays[plan.array]
+            declared = array or session.view.arrays[plan.array]
             assert isinstance(declared, FieldArray)
             meta = declared.source_meta
         return data, meta
 
-    return list(await asyncio.gather(*(one(plan) for plan in plans)))
+    fields = arrays if arrays is not None else [None] * len(plans)
+    return list(await asyncio.gather(*(one(plan, array)
+                                       for plan, array in zip(plans, fields, strict=True))))
 
 
 async def _leaf_meta(session: HiveSession, plan: LeafRead, array: FieldArray) -> Any:
