@@ -410,12 +410,11 @@ class _LevelJob:
         self.level = level
         self.prefix = f"{level.cell_order}/"
         self.groups = siblings  # cell orders that levels listing the same objects serve
-        self.fields: dict[str, FieldArray] = dict(fields or {})
-        self.coordinates: dict[str, FabricatedArray] = {}
         sphere = session.options.geometry == "sphere"
-        if fields is not None:
-            self.coordinates = {name: cell_coordinate(level, name, {}, level.cells_per_node,
-                                                      sphere) for name in COORDINATE_NAMES}
+        self.fields: dict[str, FieldArray] = dict(fields or {})
+        self.coordinates: dict[str, FabricatedArray] = {} if fields is None else {
+            name: cell_coordinate(level, name, {}, level.cells_per_node, sphere)
+            for name in COORDINATE_NAMES}
         for name in [] if fields is not None else view.children(level.path) or []:
             array = view.arrays.get(f"{level.path}/{name}")
             if isinstance(array, FieldArray):

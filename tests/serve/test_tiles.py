@@ -117,8 +117,8 @@ def test_polar_tiles_show_the_cells_near_their_pole(sharded, quad):
 @needs_tiles
 @pytest.mark.parametrize("quad", ["UPSArcticWGS84Quad", "UPSAntarcticWGS84Quad"])
 def test_a_polar_tilejson_of_a_field_folded_to_order_0(sharded, quad):
-    """``h_max`` is computed down to order 0, whose cells' centres lie 42 degrees from the
-    poles the cells touch: the polar tile matrix sets' TileJSON answers all the same (it
+    """``h_max`` is computed down to order 0, whose polar cells touch their pole from
+    centres at 42 degrees of latitude: the polar tile matrix sets' TileJSON answers (it
     was a 404: "not defined where the data lies"), advertising the zoom the tileset list
     does, and the tiles draw the field."""
     north = quad == "UPSArcticWGS84Quad"
