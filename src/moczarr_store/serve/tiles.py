@@ -174,8 +174,9 @@ class _Datasets:
         TileJSON's tree: a coarse cell reaches far beyond its centre (an order-0 polar cell
         touches its pole; its centre, at 42 degrees of latitude, lies 48 from it), so that
         check would refuse a polar tile matrix set for data at the poles. All of ``paths``
-        when even the finest order lies outside. Cost: the cell ids of the orders looked at, coarsest
-        first (xpublish-tiles keeps them for drawing, under the id the tree gives them)."""
+        when even the finest order lies outside. Cost: the cell ids of the orders looked
+        at, coarsest first (xpublish-tiles keeps them for drawing, under the id the tree
+        gives them)."""
         kept = list(paths)
         while kept:
             order = kept[-1].rsplit("/", 1)[1]
