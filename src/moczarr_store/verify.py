@@ -59,6 +59,7 @@ from .read.plan import (
     plan_chunk,
 )
 from .view.arrays import FabricatedArray, FieldArray, cell_coordinate, domain_position
+from .view.computed import ComputedArray
 
 if TYPE_CHECKING:
     from .session import HiveSession
@@ -410,17 +411,20 @@ class _LevelJob:
         self.level = level
         self.prefix = f"{level.cell_order}/"
         self.groups = siblings  # cell orders that levels listing the same objects serve
-        sphere = session.options.geometry == "sphere"
-        self.fields: dict[str, FieldArray] = dict(fields or {})
-        self.coordinates: dict[str, FabricatedArray] = {} if fields is None else {
-            name: cell_coordinate(level, name, {}, level.cells_per_node, sphere)
-            for name in COORDINATE_NAMES}
-        for name in [] if fields is not None else view.children(level.path) or []:
-            array = view.arrays.get(f"{level.path}/{name}")
-            if isinstance(array, FieldArray):
-                self.fields[name] = array
-            elif isinstance(array, FabricatedArray) and name in COORDINATE_NAMES:
-                self.coordinates[name] = array
+        self.fields: dict[str, FieldArray] = {}
+        self.coordinates: dict[str, FabricatedArray] = {}
+        if fields is not None:
+            sphere = session.options.geometry == "sphere"
+            self.fields = dict(fields)
+            self.coordinates = {name: cell_coordinate(level, name, {}, level.cells_per_node,
+                                                      sphere) for name in COORDINATE_NAMES}
+        else:
+            for name in view.children(level.path) or []:
+                array = view.arrays.get(f"{level.path}/{name}")
+                if isinstance(array, FieldArray):
+                    self.fields[name] = array
+                elif isinstance(array, FabricatedArray) and name in COORDINATE_NAMES:
+                    self.coordinates[name] = array
         self.decoders = {name: _Decoder(a) for name, a in self.fields.items()}
         self._fabricated: dict[tuple[int, int], bytes] = {}
 
@@ -610,7 +614,9 @@ def _regions(session: HiveSession, levels: list[Level]) -> dict[Level, dict[str,
     regions = {id(r): r for level in levels for r in level.regions}
     found: dict[Level, dict[str, FieldArray]] = {}
     for array in session.view.arrays.values():
-        for source in getattr(array, "sources", ()):  # a computed array's
+        if not isinstance(array, ComputedArray):
+            continue
+        for source in array.sources:
             if id(source.level) in regions:
                 found.setdefault(source.level, {})[source.name] = source
     return found
